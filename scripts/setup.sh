@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# setup.sh makes this machine ready for the course: Jupyter (Debian packages),
+# GoNB and goimports built from go.mod into bin/, and the gonb kernel
+# registered with Jupyter. It is idempotent: a second run installs nothing.
+# make lab, make test, CI and the Dockerfile all call it.
+#
+#   scripts/setup.sh            everything
+#   scripts/setup.sh --no-apt   never call apt-get; only report what is missing
+#
+# Environment: JUPYTER_DATA_DIR chooses where the kernel is registered
+# (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+use_apt=1
+[ "${1:-}" = --no-apt ] && use_apt=0
+
+say() { printf 'setup: %s\n' "$*"; }
+die() {
+	printf 'setup: %s\n' "$*" >&2
+	exit 1
+}
+
+# --- Go -------------------------------------------------------------------
+command -v go >/dev/null 2>&1 || die "go not found on PATH. Install Go 1.26 or later (https://go.dev/dl) and add /usr/local/go/bin to PATH."
+go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
+[ "${go_minor:-0}" -ge 26 ] || die "Go $(go env GOVERSION) is too old; the course needs Go 1.26 or later (https://go.dev/dl)."
+
+# --- Jupyter from Debian's packages ----------------------------------------
+apt_packages="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client"
+jupyter_ok() {
+	command -v jupyter-notebook >/dev/null 2>&1 &&
+		command -v jupyter-nbconvert >/dev/null 2>&1 &&
+		/usr/bin/python3 -c 'import nbclient, ipykernel, jupyter_client' >/dev/null 2>&1
+}
+if jupyter_ok; then
+	say "jupyter: present"
+else
+	if [ "$use_apt" = 1 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+		say "jupyter: installing $apt_packages"
+		apt-get update -qq || die "apt-get update failed; check the network or the apt sources, then rerun."
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $apt_packages >/dev/null ||
+			die "apt-get install failed for: $apt_packages"
+		jupyter_ok || die "Jupyter packages installed but jupyter-notebook/nbconvert still not usable."
+	else
+		die "Jupyter is missing. Install Debian's packages, then rerun:
+    sudo apt-get update && sudo apt-get install -y $apt_packages"
+	fi
+fi
+
+# --- GoNB and goimports, built from the versions pinned in go.mod -----------
+mkdir -p bin
+build_tool() { # build_tool NAME PACKAGE
+	local name=$1 pkg=$2
+	if [ -x "bin/$name" ] && [ "bin/$name" -nt go.mod ]; then
+		say "$name: present"
+		return
+	fi
+	say "$name: building $pkg (pinned in go.mod)"
+	local tmp
+	tmp=$(mktemp -d)
+	# Build into a temporary folder so a failed build leaves no half binary.
+	go build -o "$tmp/$name" "$pkg" || {
+		rm -rf "$tmp"
+		die "building $name failed; check that the Go module proxy is reachable (go env GOPROXY), then rerun."
+	}
+	mv "$tmp/$name" "bin/$name"
+	rm -rf "$tmp"
+}
+build_tool gonb github.com/janpfeifer/gonb
+build_tool goimports golang.org/x/tools/cmd/goimports
+
+# --- register the gonb kernel ---------------------------------------------
+data_dir=${JUPYTER_DATA_DIR:-$HOME/.local/share/jupyter}
+kernel_json=$data_dir/kernels/gonb/kernel.json
+gonb_path=$here/bin/gonb
+kernel_path="$here/bin:$(dirname "$(command -v go)"):/usr/local/bin:/usr/bin:/bin"
+if [ -f "$kernel_json" ] && grep -qF "\"$gonb_path\"" "$kernel_json" && grep -qF "$kernel_path" "$kernel_json" &&
+	[ "$kernel_json" -nt bin/gonb ]; then
+	say "gonb kernel: registered ($kernel_json)"
+else
+	JUPYTER_DATA_DIR=$data_dir PATH="$here/bin:$PATH" bin/gonb --install --force_deps --logtostderr >/dev/null 2>&1 ||
+		die "registering the gonb kernel failed: run 'bin/gonb --install --force_deps' to see why."
+	# GoNB writes an empty environment; give the kernel a PATH that finds go
+	# and goimports even when Jupyter was started from a desktop launcher.
+	/usr/bin/python3 - "$kernel_json" "$kernel_path" <<'PY'
+import json, sys
+path, kernel_path = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    spec = json.load(f)
+spec.setdefault("env", {})["PATH"] = kernel_path
+with open(path, "w") as f:
+    json.dump(spec, f, indent=1)
+PY
+	say "gonb kernel: registered ($kernel_json)"
+fi
+say "ready"
