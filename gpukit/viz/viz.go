@@ -1,0 +1,163 @@
+package viz
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+
+	"github.com/janpfeifer/gonb/gonbui"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Default chart size, chosen to fit a notebook column.
+const (
+	Width  = 7 * vg.Inch
+	Height = 3.5 * vg.Inch
+)
+
+// Series is one named line of a chart.
+type Series struct {
+	Name string
+	X, Y []float64
+}
+
+// Lines returns a line chart of the series. Y values are bytes when
+// bytesAxis is set: the axis is then labelled in KiB, MiB or GiB.
+func Lines(title, xLabel, yLabel string, bytesAxis bool, series ...Series) (*plot.Plot, error) {
+	p := newPlot(title, xLabel, yLabel, bytesAxis)
+	for i, s := range series {
+		if len(s.X) != len(s.Y) {
+			return nil, fmt.Errorf("viz: series %q has %d x values and %d y values", s.Name, len(s.X), len(s.Y))
+		}
+		points := make(plotter.XYs, len(s.X))
+		for j := range s.X {
+			points[j] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+		}
+		line, err := plotter.NewLine(points)
+		if err != nil {
+			return nil, fmt.Errorf("viz: series %q: %w", s.Name, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(2)
+		p.Add(line)
+		if s.Name != "" {
+			p.Legend.Add(s.Name, line)
+		}
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	return p, nil
+}
+
+// Bars returns a bar chart with one bar per label.
+func Bars(title, yLabel string, bytesAxis bool, labels []string, values []float64) (*plot.Plot, error) {
+	if len(labels) != len(values) {
+		return nil, fmt.Errorf("viz: %d labels for %d values", len(labels), len(values))
+	}
+	p := newPlot(title, "", yLabel, bytesAxis)
+	bars, err := plotter.NewBarChart(plotter.Values(values), vg.Points(40))
+	if err != nil {
+		return nil, fmt.Errorf("viz: %w", err)
+	}
+	bars.Color = color.RGBA{R: 0x3b, G: 0x75, B: 0xaf, A: 0xff}
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalX(labels...)
+	return p, nil
+}
+
+func newPlot(title, xLabel, yLabel string, bytesAxis bool) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Add(plotter.NewGrid())
+	if bytesAxis {
+		p.Y.Tick.Marker = ByteTicks{}
+		p.Y.Min = 0
+	}
+	return p
+}
+
+// ByteTicks labels an axis of byte counts in B, KiB, MiB or GiB.
+type ByteTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (ByteTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = FormatBytes(int64(ticks[i].Value))
+		}
+	}
+	return ticks
+}
+
+// FormatBytes writes n in the largest binary unit that keeps it at least 1,
+// with two decimals, as PyTorch's memory summary does: "20.00 MiB".
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v := float64(n)
+	i := 0
+	for (v >= 1024 || v <= -1024) && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.2f %s", v, units[i])
+}
+
+// PNG renders p at the given size (Width and Height when zero).
+func PNG(p *plot.Plot, width, height vg.Length) ([]byte, error) {
+	return render(p, width, height, "png")
+}
+
+// SVG renders p at the given size (Width and Height when zero).
+func SVG(p *plot.Plot, width, height vg.Length) ([]byte, error) {
+	return render(p, width, height, "svg")
+}
+
+func render(p *plot.Plot, width, height vg.Length, format string) ([]byte, error) {
+	if width == 0 {
+		width = Width
+	}
+	if height == 0 {
+		height = Height
+	}
+	w, err := p.WriterTo(width, height, format)
+	if err != nil {
+		return nil, fmt.Errorf("viz: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("viz: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Show displays p in the notebook as a PNG of the default size. Outside a
+// notebook it does nothing.
+func Show(p *plot.Plot) error {
+	if !gonbui.IsNotebook {
+		return nil
+	}
+	png, err := PNG(p, 0, 0)
+	if err != nil {
+		return err
+	}
+	gonbui.DisplayPNG(png)
+	return nil
+}
+
+// ShowHTML displays html in the notebook. Outside a notebook it does nothing.
+func ShowHTML(html string) {
+	gonbui.DisplayHTML(html)
+}
+
+// InNotebook reports whether the program runs as a GoNB notebook cell.
+func InNotebook() bool { return gonbui.IsNotebook }
