@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 
 	"github.com/janpfeifer/gonb/gonbui"
 	"gonum.org/v1/plot"
@@ -82,15 +83,33 @@ func newPlot(title, xLabel, yLabel string, bytesAxis bool) *plot.Plot {
 	return p
 }
 
-// ByteTicks labels an axis of byte counts in B, KiB, MiB or GiB.
+// ByteTicks labels an axis of byte counts at round numbers of B, KiB, MiB
+// or GiB (16 MiB, 32 MiB, … rather than 47.68 MiB).
 type ByteTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (ByteTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = FormatBytes(int64(ticks[i].Value))
+	if max <= min {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	unit := 1.0
+	for unit*1024 <= math.Max(math.Abs(min), math.Abs(max)) && unit < 1<<40 {
+		unit *= 1024
+	}
+	// A step of 1, 2, 4, 8, … units (or a fraction of a unit) gives four to
+	// eight major ticks.
+	step := unit
+	for (max-min)/step > 8 {
+		step *= 2
+	}
+	for (max-min)/step < 4 && step > 1 {
+		step /= 2
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(min/step) * step; v <= max; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: FormatBytes(int64(v))})
+		if minor := v + step/2; minor < max {
+			ticks = append(ticks, plot.Tick{Value: minor})
 		}
 	}
 	return ticks

@@ -52,3 +52,13 @@ func ExampleFormatBytes() {
 	// 3.81 MiB
 	// 20.00 MiB
 }
+
+func TestByteTicksAreRoundBinaryNumbers(t *testing.T) {
+	var labels []string
+	for _, tick := range (ByteTicks{}).Ticks(0, 112<<20) {
+		if tick.Label != "" {
+			labels = append(labels, tick.Label)
+		}
+	}
+	assert.Equal(t, []string{"0 B", "16.00 MiB", "32.00 MiB", "48.00 MiB", "64.00 MiB", "80.00 MiB", "96.00 MiB", "112.00 MiB"}, labels)
+}
