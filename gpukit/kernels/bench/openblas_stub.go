@@ -1,0 +1,9 @@
+//go:build !openblas
+
+package bench
+
+const haveOpenBLAS = false
+
+func openblasSgemm(m, n, k int, a, b, c []float32) { panic("built without -tags openblas") }
+
+func openblasInfo() string { return "" }

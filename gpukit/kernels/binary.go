@@ -1,0 +1,232 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// BinaryOp selects the function of an elementwise binary kernel.
+type BinaryOp uint8
+
+const (
+	Add     BinaryOp = iota // a + b
+	Sub                     // a - b
+	Mul                     // a * b
+	Div                     // a / b
+	Max                     // max(a, b), NaN if either is NaN
+	Min                     // min(a, b), NaN if either is NaN
+	Pow                     // a ** b, computed in float64
+	Greater                 // 1 if a > b else 0
+	Less                    // 1 if a < b else 0
+	Equal                   // 1 if a == b else 0
+	numBinaryOps
+)
+
+var binaryNames = [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Greater", "Less", "Equal"}
+
+func (op BinaryOp) String() string {
+	if op < numBinaryOps {
+		return binaryNames[op]
+	}
+	return fmt.Sprintf("BinaryOp(%d)", uint8(op))
+}
+
+// Apply computes op(x, y) for one pair of values. It is the scalar reference
+// for the vector kernels and the body of the general strided loop.
+func Apply[T Float](op BinaryOp, x, y T) T {
+	switch op {
+	case Add:
+		return x + y
+	case Sub:
+		return x - y
+	case Mul:
+		return x * y
+	case Div:
+		return x / y
+	case Max:
+		return max(x, y)
+	case Min:
+		return min(x, y)
+	case Pow:
+		return T(math.Pow(float64(x), float64(y)))
+	case Greater:
+		return b2f[T](x > y)
+	case Less:
+		return b2f[T](x < y)
+	case Equal:
+		return b2f[T](x == y)
+	}
+	panic("kernels: unknown " + op.String())
+}
+
+func b2f[T Float](b bool) T {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Binary computes dst[i] = op(a[i], b[i]) over contiguous slices of equal
+// length, using several goroutines for large inputs. dst may alias a or b
+// exactly (in-place update) but must not partially overlap them.
+func Binary[T Float](op BinaryOp, dst, a, b []T) {
+	if len(a) != len(dst) || len(b) != len(dst) {
+		panic(fmt.Sprintf("kernels: Binary %v: lengths dst=%d a=%d b=%d differ", op, len(dst), len(a), len(b)))
+	}
+	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
+		binaryVV(op, dst[lo:hi], a[lo:hi], b[lo:hi])
+	})
+}
+
+// BinaryScalar computes dst[i] = op(a[i], s).
+func BinaryScalar[T Float](op BinaryOp, dst, a []T, s T) {
+	if len(a) != len(dst) {
+		panic(fmt.Sprintf("kernels: BinaryScalar %v: lengths dst=%d a=%d differ", op, len(dst), len(a)))
+	}
+	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
+		binaryVS(op, dst[lo:hi], a[lo:hi], s)
+	})
+}
+
+// BinaryStrided computes dst = op(a, b) elementwise over an N-d shape, each
+// operand addressed through its own strides. Broadcasting is expressed by
+// stride 0 (see BroadcastStrides). dst must not overlap a or b unless it
+// addresses exactly the same elements in the same order.
+//
+// Dimensions that are contiguous for all operands are merged first, so
+// contiguous and row-broadcast cases run the same tight loops as Binary.
+func BinaryStrided[T Float](op BinaryOp, shape []int, dst, a, b Strided[T]) {
+	checkView("dst", shape, dst)
+	checkView("a", shape, a)
+	checkView("b", shape, b)
+	total := numel(shape)
+	if total == 0 {
+		return
+	}
+	l := coalesce(shape, dst.Strides, a.Strides, b.Strides)
+	off := [3]int{dst.Offset, a.Offset, b.Offset}
+	parallelFor(total, workers(total, parallelThreshold/2), 16, func(lo, hi int) {
+		l.rows(off, lo, hi, func(n int, o, s [3]int) {
+			binaryRow(op, n, dst.Data, o[0], s[0], a.Data, o[1], s[1], b.Data, o[2], s[2])
+		})
+	})
+}
+
+// binaryRow dispatches one run of n elements to the tightest loop its
+// strides allow: vector⊕vector, vector⊕scalar, scalar⊕vector, or general.
+func binaryRow[T Float](op BinaryOp, n int, d []T, do, ds int, a []T, ao, as int, b []T, bo, bs int) {
+	if ds == 1 {
+		dd := d[do : do+n]
+		switch {
+		case as == 1 && bs == 1:
+			binaryVV(op, dd, a[ao:ao+n], b[bo:bo+n])
+			return
+		case as == 1 && bs == 0:
+			binaryVS(op, dd, a[ao:ao+n], b[bo])
+			return
+		case as == 0 && bs == 1:
+			binarySV(op, dd, a[ao], b[bo:bo+n])
+			return
+		}
+	}
+	for i := 0; i < n; i++ {
+		d[do+i*ds] = Apply(op, a[ao+i*as], b[bo+i*bs])
+	}
+}
+
+// binaryVV is the contiguous kernel. Each case is its own loop with the op
+// inlined and bounds checks hoisted by the re-slicing, so the loop body is a
+// load/op/store with no branches; the switch runs once per call.
+func binaryVV[T Float](op BinaryOp, d, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	switch op {
+	case Add:
+		for i := range d {
+			d[i] = a[i] + b[i]
+		}
+	case Sub:
+		for i := range d {
+			d[i] = a[i] - b[i]
+		}
+	case Mul:
+		for i := range d {
+			d[i] = a[i] * b[i]
+		}
+	case Div:
+		for i := range d {
+			d[i] = a[i] / b[i]
+		}
+	case Max:
+		for i := range d {
+			d[i] = max(a[i], b[i])
+		}
+	case Min:
+		for i := range d {
+			d[i] = min(a[i], b[i])
+		}
+	default:
+		for i := range d {
+			d[i] = Apply(op, a[i], b[i])
+		}
+	}
+}
+
+func binaryVS[T Float](op BinaryOp, d, a []T, s T) {
+	a = a[:len(d)]
+	switch op {
+	case Add:
+		for i := range d {
+			d[i] = a[i] + s
+		}
+	case Sub:
+		for i := range d {
+			d[i] = a[i] - s
+		}
+	case Mul:
+		for i := range d {
+			d[i] = a[i] * s
+		}
+	case Div:
+		for i := range d {
+			d[i] = a[i] / s
+		}
+	case Max:
+		for i := range d {
+			d[i] = max(a[i], s)
+		}
+	case Min:
+		for i := range d {
+			d[i] = min(a[i], s)
+		}
+	default:
+		for i := range d {
+			d[i] = Apply(op, a[i], s)
+		}
+	}
+}
+
+func binarySV[T Float](op BinaryOp, d []T, s T, b []T) {
+	b = b[:len(d)]
+	switch op {
+	case Add:
+		for i := range d {
+			d[i] = s + b[i]
+		}
+	case Sub:
+		for i := range d {
+			d[i] = s - b[i]
+		}
+	case Mul:
+		for i := range d {
+			d[i] = s * b[i]
+		}
+	case Div:
+		for i := range d {
+			d[i] = s / b[i]
+		}
+	default:
+		for i := range d {
+			d[i] = Apply(op, s, b[i])
+		}
+	}
+}

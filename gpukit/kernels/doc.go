@@ -1,0 +1,38 @@
+// Package kernels holds the CPU compute kernels behind gpukit's simulated
+// GPU: whenever the simulator "launches" a kernel, the real values are
+// computed here, on plain Go slices.
+//
+// The package knows nothing about tensors. Callers pass either contiguous
+// slices (the fast paths: Sgemm, Binary, Unary, Reduce) or N-d strided views
+// described by a Strided value plus a shape (BinaryStrided, UnaryStrided,
+// Copy). Broadcasting is a stride of 0, as in NumPy and PyTorch; negative
+// strides are not supported.
+//
+// # Design
+//
+//   - Matrix multiply (Sgemm) follows the GotoBLAS/BLIS scheme: op(A) and
+//     op(B) are packed into cache-sized panels, and a 6×16 register-blocked
+//     micro-kernel (AVX2+FMA assembly on amd64, portable Go elsewhere or with
+//     the purego build tag) does the arithmetic. Transposes are absorbed by
+//     the packing, so all four transpose combinations run at the same speed.
+//     C is split across runtime.GOMAXPROCS goroutines. Dgemm delegates to
+//     gonum.
+//   - Elementwise kernels first merge dimensions that are contiguous for all
+//     operands, so a dense N-d operation becomes one flat loop and a
+//     row-vector broadcast becomes rows of contiguous loops. Each (op, layout)
+//     pair has its own loop with the op resolved outside it. Work over ~64K
+//     elements is split across goroutines by flat element range.
+//   - Copy turns a strided view into a contiguous array; when the source is
+//     transposed it works in 64×64 tiles of 16×16 micro-blocks so every cache
+//     line read or written is used in full (AVX shuffles on amd64).
+//   - Reductions work on a [outer, n, inner] view of contiguous data and
+//     accumulate sums in float64.
+//
+// The generic functions accept any ~float32 or ~float64 element type; the
+// two have different GC shapes, so each gets its own compiled body and the
+// generics cost nothing at run time.
+//
+// All functions are safe for concurrent use on non-overlapping outputs, and
+// panic (rather than corrupt memory) when a slice is too short for the sizes
+// and strides they are given.
+package kernels

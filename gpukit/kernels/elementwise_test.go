@@ -1,0 +1,283 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// refIndex enumerates the multi-indices of shape in row-major order and
+// returns, for each, the flat offset a view with the given strides addresses.
+func refOffsets(shape, strides []int, off int) []int {
+	var out []int
+	idx := make([]int, len(shape))
+	n := numel(shape)
+	for e := 0; e < n; e++ {
+		o := off
+		for d := range shape {
+			o += idx[d] * strides[d]
+		}
+		out = append(out, o)
+		for d := len(shape) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return out
+}
+
+// viewCase is an operand layout: a permutation of a padded base array,
+// optional broadcasting (stride 0) and an offset.
+type viewCase struct {
+	perm  []int // dims of the base array in view order (nil = identity)
+	pad   int   // extra elements per innermost base row
+	bcast []bool
+	off   int
+}
+
+func makeView(r *rand.Rand, shape []int, vc viewCase) Strided[float32] {
+	nd := len(shape)
+	perm := vc.perm
+	if perm == nil {
+		perm = make([]int, nd)
+		for i := range perm {
+			perm[i] = i
+		}
+	}
+	// base shape is shape permuted; build its (padded) strides.
+	bshape := make([]int, nd)
+	for i, p := range perm {
+		bshape[p] = shape[i]
+	}
+	bst := make([]int, nd)
+	s := 1
+	for d := nd - 1; d >= 0; d-- {
+		bst[d] = s
+		if d == nd-1 {
+			s *= bshape[d] + vc.pad
+		} else {
+			s *= bshape[d]
+		}
+	}
+	st := make([]int, nd)
+	for i, p := range perm {
+		st[i] = bst[p]
+		if vc.bcast != nil && vc.bcast[i] {
+			st[i] = 0
+		}
+	}
+	return Strided[float32]{Data: randSlice(r, vc.off+s+1), Offset: vc.off, Strides: st}
+}
+
+var stridedShapes = []struct {
+	shape []int
+	a, b  viewCase
+}{
+	{[]int{1}, viewCase{}, viewCase{}},
+	{[]int{}, viewCase{}, viewCase{}},
+	{[]int{7}, viewCase{off: 3}, viewCase{bcast: []bool{true}}},
+	{[]int{3, 5}, viewCase{}, viewCase{bcast: []bool{true, false}}},
+	{[]int{3, 5}, viewCase{perm: []int{1, 0}}, viewCase{bcast: []bool{false, true}}},
+	{[]int{4, 1, 6}, viewCase{pad: 2}, viewCase{perm: []int{2, 1, 0}, off: 1}},
+	{[]int{2, 3, 4, 5}, viewCase{perm: []int{0, 2, 1, 3}}, viewCase{bcast: []bool{true, false, true, false}}},
+	{[]int{0, 4}, viewCase{}, viewCase{}},
+	{[]int{300, 301}, viewCase{pad: 1}, viewCase{bcast: []bool{true, false}}}, // parallel path
+	{[]int{70000}, viewCase{}, viewCase{bcast: []bool{true}}},
+	{[]int{130, 129, 5}, viewCase{perm: []int{2, 0, 1}}, viewCase{perm: []int{1, 0, 2}}},
+}
+
+func TestBinaryStrided(t *testing.T) {
+	for ci, tc := range stridedShapes {
+		for op := BinaryOp(0); op < numBinaryOps; op++ {
+			t.Run(fmt.Sprintf("%d/%v/%v", ci, tc.shape, op), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(ci), 9))
+				a := makeView(r, tc.shape, tc.a)
+				b := makeView(r, tc.shape, tc.b)
+				if op == Pow {
+					for i := range a.Data {
+						a.Data[i] = float32(math.Abs(float64(a.Data[i])))
+					}
+				}
+				dst := makeView(r, tc.shape, viewCase{pad: 1, off: 2})
+				want := append([]float32(nil), dst.Data...)
+				ao, bo := refOffsets(tc.shape, a.Strides, a.Offset), refOffsets(tc.shape, b.Strides, b.Offset)
+				for e, do := range refOffsets(tc.shape, dst.Strides, dst.Offset) {
+					want[do] = Apply(op, a.Data[ao[e]], b.Data[bo[e]])
+				}
+				BinaryStrided(op, tc.shape, dst, a, b)
+				assertClose(t, dst.Data, want, 0)
+			})
+		}
+	}
+}
+
+func TestBinaryContiguous(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 15, 17, 1000, 200001} {
+		for op := BinaryOp(0); op < numBinaryOps; op++ {
+			a, b := randSlice(r, n), randSlice(r, n)
+			if op == Pow {
+				Unary(Abs, a, a)
+			}
+			got, gotS := make([]float32, n), make([]float32, n)
+			Binary(op, got, a, b)
+			BinaryScalar(op, gotS, a, 0.25)
+			for i := range got {
+				if w := Apply(op, a[i], b[i]); got[i] != w && !(w != w && got[i] != got[i]) {
+					t.Fatalf("%v n=%d: [%d] = %v, want %v", op, n, i, got[i], w)
+				}
+				if w := Apply(op, a[i], 0.25); gotS[i] != w && !(w != w && gotS[i] != gotS[i]) {
+					t.Fatalf("%v scalar n=%d: [%d] = %v, want %v", op, n, i, gotS[i], w)
+				}
+			}
+		}
+	}
+}
+
+func TestBinaryInPlace(t *testing.T) {
+	a := []float32{1, 2, 3}
+	Binary(Mul, a, a, a)
+	assertClose(t, a, []float32{1, 4, 9}, 0)
+}
+
+func TestUnary(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 33, 100000} {
+		src := randSlice(r, n)
+		for op := UnaryOp(0); op < numUnaryOps; op++ {
+			in := src
+			if op == Sqrt || op == Log {
+				in = make([]float32, n)
+				Unary(Abs, in, src)
+			}
+			got := make([]float32, n)
+			Unary(op, got, in)
+			want := make([]float32, n)
+			for i, x := range in {
+				want[i] = ApplyUnary(op, x)
+			}
+			assertClose(t, got, want, 0)
+		}
+	}
+	// Spot values of the activation functions.
+	x := []float64{-2, -0.5, 0, 0.5, 2}
+	for _, v := range x {
+		if g, w := ApplyUnary(Sigmoid, v), 1/(1+math.Exp(-v)); g != w {
+			t.Errorf("Sigmoid(%v) = %v, want %v", v, g, w)
+		}
+		if g, w := ApplyUnary(Gelu, v), v*0.5*math.Erfc(-v/math.Sqrt2); math.Abs(g-w) > 1e-15 {
+			t.Errorf("Gelu(%v) = %v, want %v", v, g, w)
+		}
+		if g := ApplyUnary(Relu, v); g != max(v, 0) {
+			t.Errorf("Relu(%v) = %v", v, g)
+		}
+	}
+}
+
+func TestUnaryStridedAndMap(t *testing.T) {
+	for ci, tc := range stridedShapes {
+		r := rand.New(rand.NewPCG(uint64(ci), 5))
+		src := makeView(r, tc.shape, tc.a)
+		dst := makeView(r, tc.shape, viewCase{off: 1})
+		want := append([]float32(nil), dst.Data...)
+		so := refOffsets(tc.shape, src.Strides, src.Offset)
+		for e, do := range refOffsets(tc.shape, dst.Strides, dst.Offset) {
+			want[do] = ApplyUnary(Tanh, src.Data[so[e]])
+		}
+		UnaryStrided(Tanh, tc.shape, dst, src)
+		assertClose(t, dst.Data, want, 0)
+	}
+	got := make([]float32, 3)
+	Map(func(x float32) float32 { return 2*x + 1 }, got, []float32{0, 1, 2})
+	assertClose(t, got, []float32{1, 3, 5}, 0)
+}
+
+func TestCopy(t *testing.T) {
+	cases := append([]struct {
+		shape []int
+		a, b  viewCase
+	}{
+		{[]int{4096 / 8, 4096 / 8}, viewCase{perm: []int{1, 0}}, viewCase{}},
+		{[]int{2, 200, 3, 150}, viewCase{perm: []int{3, 1, 2, 0}}, viewCase{}},
+		{[]int{5, 3}, viewCase{bcast: []bool{true, false}}, viewCase{}},
+		{[]int{65, 67}, viewCase{perm: []int{1, 0}, pad: 3, off: 5}, viewCase{}},
+	}, stridedShapes...)
+	for ci, tc := range cases {
+		r := rand.New(rand.NewPCG(uint64(ci), 6))
+		src := makeView(r, tc.shape, tc.a)
+		n := numel(tc.shape)
+		want := make([]float32, n+1)
+		for e, so := range refOffsets(tc.shape, src.Strides, src.Offset) {
+			want[e] = src.Data[so]
+		}
+		want[n] = 42 // must stay untouched
+		got := make([]float32, n+1)
+		got[n] = 42
+		Copy(tc.shape, got, src)
+		assertClose(t, got, want, 0)
+	}
+}
+
+func FuzzCopy(f *testing.F) {
+	f.Add(uint8(3), uint8(70), uint8(5), uint8(2), uint8(1))
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(0), uint8(0))
+	f.Fuzz(func(t *testing.T, d0, d1, d2, permSel, pad uint8) {
+		shape := []int{int(d0 % 40), int(d1 % 140), int(d2 % 9)}
+		perms := [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+		r := rand.New(rand.NewPCG(uint64(d0), uint64(d1)))
+		src := makeView(r, shape, viewCase{perm: perms[int(permSel)%6], pad: int(pad % 4), off: int(pad % 3)})
+		n := numel(shape)
+		want := make([]float32, n)
+		for e, so := range refOffsets(shape, src.Strides, src.Offset) {
+			want[e] = src.Data[so]
+		}
+		got := make([]float32, n)
+		Copy(shape, got, src)
+		assertClose(t, got, want, 0)
+	})
+}
+
+func TestBroadcastStrides(t *testing.T) {
+	st, err := BroadcastStrides([]int{2, 3, 4}, []int{3, 1}, []int{1, 1})
+	if err != nil || fmt.Sprint(st) != "[0 1 0]" {
+		t.Fatalf("got %v, %v", st, err)
+	}
+	if _, err := BroadcastStrides([]int{2, 3}, []int{2}, []int{1}); err == nil {
+		t.Fatal("want error for incompatible shapes")
+	}
+}
+
+func TestCoalesce(t *testing.T) {
+	l := coalesce([]int{2, 3, 1, 4}, []int{12, 4, 4, 1}, []int{0, 4, 99, 1})
+	if fmt.Sprint(l.shape, l.st[0], l.st[1]) != "[2 12] [12 1] [0 1]" {
+		t.Fatalf("got %v %v %v", l.shape, l.st[0], l.st[1])
+	}
+}
+
+func TestViewChecks(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for out-of-range view")
+		}
+	}()
+	v := Strided[float32]{Data: make([]float32, 5), Strides: []int{3, 1}}
+	BinaryStrided(Add, []int{2, 3}, v, v, v)
+}
+
+func assertClose[T Float](t testing.TB, got, want []T, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("length %d, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if g == w || (g != g && w != w) || math.Abs(g-w) <= tol*math.Max(1, math.Abs(w)) {
+			continue
+		}
+		t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
+	}
+}

@@ -1,0 +1,270 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Blocking parameters for Sgemm, in the BLIS/GotoBLAS scheme:
+//
+//   - gemmMR×gemmNR is the register tile computed by one micro-kernel call
+//     (6×16 float32 = 12 AVX2 registers of accumulators).
+//   - gemmKC is the depth of one packed panel. A kc×NR sliver of B
+//     (256·16·4 = 16 KiB) stays in L1 while the micro-kernel walks down A.
+//   - gemmMC rows of A (144·256·4 = 144 KiB) are packed to sit in L2.
+//   - gemmNC columns of B form the panel shared by all MC blocks (L2/L3).
+const (
+	gemmMR = 6
+	gemmNR = 16
+	gemmKC = 256
+	gemmMC = 144
+	gemmNC = 3072
+)
+
+// gemmParallelFlops is the multiply-add count (m·n·k) above which Sgemm
+// splits C across goroutines; smaller products finish before a goroutine
+// would even be scheduled.
+const gemmParallelFlops = 96 * 96 * 96
+
+type gemmBufs struct {
+	a []float32 // packed MC×KC block of A, MR-row slivers
+	b []float32 // packed KC×NC panel of B, NR-column slivers
+}
+
+var gemmPool = sync.Pool{New: func() any {
+	return &gemmBufs{
+		a: make([]float32, gemmMC*gemmKC),
+		b: make([]float32, gemmKC*gemmNC),
+	}
+}}
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
+// matrices, where op(X) is X or Xᵀ. op(A) is m×k, op(B) is k×n and C is m×n.
+// lda, ldb and ldc are the row strides (leading dimensions) of the matrices as
+// stored, so a non-transposed A needs lda ≥ k and a transposed one lda ≥ m.
+// When beta == 0, C is not read (NaNs in C do not propagate), as in BLAS.
+//
+// The semantics match cblas_sgemm(CblasRowMajor, ...). Sgemm panics if a
+// slice is too short for the given sizes and strides.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(c, ldc, m, n, beta)
+		return
+	}
+	// Partition C into one rectangle per worker along its longer side, so
+	// workers never share output cache lines across the cut (NR·4 = 64 bytes).
+	w := workers(m*n*k, gemmParallelFlops)
+	splitN := n >= m
+	total, align := m, gemmMR
+	if splitN {
+		total, align = n, gemmNR
+	}
+	if w > 1 && total/align < w {
+		w = max(1, total/align)
+	}
+	parallelFor(total, w, align, func(lo, hi int) {
+		i0, i1, j0, j1 := 0, m, lo, hi
+		if !splitN {
+			i0, i1, j0, j1 = lo, hi, 0, n
+		}
+		aOff := i0 * lda
+		if transA {
+			aOff = i0
+		}
+		bOff := j0
+		if transB {
+			bOff = j0 * ldb
+		}
+		cs := c[i0*ldc+j0:]
+		scaleC(cs, ldc, i1-i0, j1-j0, beta)
+		sgemmBlock(transA, transB, i1-i0, j1-j0, k, alpha, a[aOff:], lda, b[bOff:], ldb, cs, ldc)
+	})
+}
+
+// checkGemm validates sizes up front: the assembly micro-kernel has no bounds
+// checks, so every access it makes must be proven in range here.
+func checkGemm(tA, tB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("kernels: negative gemm size m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if tA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB {
+		br, bc = n, k
+	}
+	check := func(name string, rows, cols, l, ld int) {
+		if ld < max(1, cols) {
+			panic(fmt.Sprintf("kernels: gemm %s: leading dimension %d < %d", name, ld, cols))
+		}
+		if rows > 0 && cols > 0 && l < (rows-1)*ld+cols {
+			panic(fmt.Sprintf("kernels: gemm %s: slice length %d too short for %d×%d with stride %d", name, l, rows, cols, ld))
+		}
+	}
+	check("A", ar, ac, la, lda)
+	check("B", br, bc, lb, ldb)
+	check("C", m, n, lc, ldc)
+}
+
+// scaleC computes C = beta·C over an m×n block, writing zeros for beta == 0.
+func scaleC(c []float32, ldc, m, n int, beta float32) {
+	if beta == 1 {
+		return
+	}
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// sgemmBlock computes C += alpha·op(A)·op(B) on one goroutine, with a, b and c
+// already offset to the block's origin.
+func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	bufs := gemmPool.Get().(*gemmBufs)
+	defer gemmPool.Put(bufs)
+	var edge [gemmMR * gemmNR]float32
+	for jc := 0; jc < n; jc += gemmNC {
+		nc := min(gemmNC, n-jc)
+		for pc := 0; pc < k; pc += gemmKC {
+			kc := min(gemmKC, k-pc)
+			packB(bufs.b, tB, b, ldb, pc, kc, jc, nc)
+			for ic := 0; ic < m; ic += gemmMC {
+				mc := min(gemmMC, m-ic)
+				packA(bufs.a, tA, a, lda, ic, mc, pc, kc)
+				macroKernel(mc, nc, kc, alpha, bufs.a, bufs.b, c[ic*ldc+jc:], ldc, &edge)
+			}
+		}
+	}
+}
+
+// macroKernel multiplies a packed mc×kc block of A by a packed kc×nc panel of
+// B into C. Full MR×NR tiles are written in place; ragged edge tiles go
+// through a scratch tile so the micro-kernel never needs masking.
+func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, edge *[gemmMR * gemmNR]float32) {
+	for jr := 0; jr < nc; jr += gemmNR {
+		cols := min(gemmNR, nc-jr)
+		bs := bp[jr*kc : jr*kc+gemmNR*kc]
+		for ir := 0; ir < mc; ir += gemmMR {
+			rows := min(gemmMR, mc-ir)
+			as := ap[ir*kc : ir*kc+gemmMR*kc]
+			if rows == gemmMR && cols == gemmNR {
+				ct := c[ir*ldc+jr : ir*ldc+jr+(gemmMR-1)*ldc+gemmNR]
+				microKernel(kc, as, bs, ct, ldc, alpha)
+				continue
+			}
+			clear(edge[:])
+			microKernel(kc, as, bs, edge[:], gemmNR, alpha)
+			for i := 0; i < rows; i++ {
+				crow := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+cols]
+				erow := edge[i*gemmNR : i*gemmNR+cols]
+				for j := range crow {
+					crow[j] += erow[j]
+				}
+			}
+		}
+	}
+}
+
+// microKernel computes the MR×NR tile c += alpha·as·bs. The slices were
+// sliced to their exact extents by the caller, which is what makes the
+// unchecked assembly access safe.
+func microKernel(kc int, as, bs, c []float32, ldc int, alpha float32) {
+	if useAVX2 {
+		sgemmKernel6x16AVX2(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha)
+		return
+	}
+	microKernelGo(kc, as, bs, c, ldc, alpha)
+}
+
+// microKernelGo is the portable micro-kernel: the same packed layout, with
+// one row of 16 accumulators at a time so they can live in registers.
+func microKernelGo(kc int, as, bs, c []float32, ldc int, alpha float32) {
+	for i := 0; i < gemmMR; i++ {
+		var acc [gemmNR]float32
+		for p := 0; p < kc; p++ {
+			av := as[p*gemmMR+i]
+			bv := (*[gemmNR]float32)(bs[p*gemmNR : p*gemmNR+gemmNR])
+			for j := range acc {
+				acc[j] += av * bv[j]
+			}
+		}
+		crow := c[i*ldc : i*ldc+gemmNR]
+		for j := range crow {
+			crow[j] += alpha * acc[j]
+		}
+	}
+}
+
+// packA copies rows [i0,i0+mc) × cols [p0,p0+kc) of op(A) into dst as
+// MR-row slivers: sliver s holds kc groups of MR values, so the micro-kernel
+// reads A strictly sequentially. Rows past mc are zero-padded.
+func packA(dst []float32, tA bool, a []float32, lda, i0, mc, p0, kc int) {
+	for ir := 0; ir < mc; ir += gemmMR {
+		rows := min(gemmMR, mc-ir)
+		d := dst[ir*kc : ir*kc+gemmMR*kc]
+		if !tA {
+			for ii := 0; ii < rows; ii++ {
+				off := (i0+ir+ii)*lda + p0
+				src := a[off : off+kc]
+				for p, v := range src {
+					d[p*gemmMR+ii] = v
+				}
+			}
+			for ii := rows; ii < gemmMR; ii++ {
+				for p := 0; p < kc; p++ {
+					d[p*gemmMR+ii] = 0
+				}
+			}
+			continue
+		}
+		for p := 0; p < kc; p++ {
+			off := (p0+p)*lda + i0 + ir
+			g := d[p*gemmMR : p*gemmMR+gemmMR]
+			n := copy(g, a[off:off+rows])
+			clear(g[n:])
+		}
+	}
+}
+
+// packB copies rows [p0,p0+kc) × cols [j0,j0+nc) of op(B) into dst as
+// NR-column slivers of kc groups of NR values. Columns past nc are zeroed.
+func packB(dst []float32, tB bool, b []float32, ldb, p0, kc, j0, nc int) {
+	for jr := 0; jr < nc; jr += gemmNR {
+		cols := min(gemmNR, nc-jr)
+		d := dst[jr*kc : jr*kc+gemmNR*kc]
+		if !tB {
+			for p := 0; p < kc; p++ {
+				off := (p0+p)*ldb + j0 + jr
+				g := d[p*gemmNR : p*gemmNR+gemmNR]
+				n := copy(g, b[off:off+cols])
+				clear(g[n:])
+			}
+			continue
+		}
+		for jj := 0; jj < cols; jj++ {
+			off := (j0+jr+jj)*ldb + p0
+			src := b[off : off+kc]
+			for p, v := range src {
+				d[p*gemmNR+jj] = v
+			}
+		}
+		for jj := cols; jj < gemmNR; jj++ {
+			for p := 0; p < kc; p++ {
+				d[p*gemmNR+jj] = 0
+			}
+		}
+	}
+}

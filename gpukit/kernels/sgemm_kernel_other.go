@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package kernels
+
+var useAVX2 = false
+
+func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32) {
+	panic("kernels: AVX2 kernel not available")
+}
+
+func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int) {
+	panic("kernels: AVX transpose not available")
+}

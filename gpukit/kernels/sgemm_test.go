@@ -1,0 +1,140 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// refGemm is the textbook triple loop in float64, the oracle for Sgemm.
+func refGemm(tA, tB bool, m, n, k int, alpha float64, a []float32, lda int, b []float32, ldb int, beta float64, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			for p := 0; p < k; p++ {
+				var av, bv float32
+				if tA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if tB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += float64(av) * float64(bv)
+			}
+			old := float64(c[i*ldc+j])
+			if beta == 0 {
+				old = 0
+			}
+			c[i*ldc+j] = float32(alpha*s + beta*old)
+		}
+	}
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
+
+func randSlice(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.Float64()*2 - 1)
+	}
+	return s
+}
+
+type gemmCase struct {
+	tA, tB      bool
+	m, n, k     int
+	alpha, beta float32
+	padA, padB  int // extra leading-dimension padding
+	padC        int
+}
+
+func runGemmCase(t testing.TB, tc gemmCase, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	ar, ac := tc.m, tc.k
+	if tc.tA {
+		ar, ac = tc.k, tc.m
+	}
+	br, bc := tc.k, tc.n
+	if tc.tB {
+		br, bc = tc.n, tc.k
+	}
+	lda, ldb, ldc := max(ac, 1)+tc.padA, max(bc, 1)+tc.padB, max(tc.n, 1)+tc.padC
+	a := randSlice(r, max(0, (ar-1)*lda+ac))
+	b := randSlice(r, max(0, (br-1)*ldb+bc))
+	c := randSlice(r, max(0, (tc.m-1)*ldc+tc.n))
+	if tc.m == 0 || tc.n == 0 {
+		c = nil
+	}
+	want := append([]float32(nil), c...)
+	refGemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, float64(tc.alpha), a, lda, b, ldb, float64(tc.beta), want, ldc)
+	got := append([]float32(nil), c...)
+	Sgemm(tc.tA, tc.tB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, got, ldc)
+	tol := 1e-5 * float64(tc.k+4)
+	for i := range got {
+		if d := math.Abs(float64(got[i]) - float64(want[i])); d > tol || math.IsNaN(float64(got[i])) {
+			t.Fatalf("%+v: c[%d] = %v, want %v (|diff| %g > %g)", tc, i, got[i], want[i], d, tol)
+		}
+	}
+}
+
+func TestSgemm(t *testing.T) {
+	sizes := [][3]int{
+		{1, 1, 1}, {0, 3, 3}, {3, 0, 3}, {3, 3, 0}, {2, 3, 4}, {5, 7, 3},
+		{6, 16, 1}, {6, 16, 256}, {7, 17, 257}, {13, 31, 9}, {1, 100, 50},
+		{100, 1, 50}, {145, 33, 300}, {150, 3100, 20}, {97, 97, 97},
+		{200, 130, 513},
+	}
+	for _, s := range sizes {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, ab := range [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0.5}} {
+					tc := gemmCase{tA: tA, tB: tB, m: s[0], n: s[1], k: s[2], alpha: ab[0], beta: ab[1], padA: 3, padC: 1}
+					t.Run(fmt.Sprintf("%v", tc), func(t *testing.T) { runGemmCase(t, tc, 7) })
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmPortable runs the pure-Go micro-kernel even on AVX2 machines.
+func TestSgemmPortable(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("portable kernel already used")
+	}
+	useAVX2 = false
+	defer func() { useAVX2 = true }()
+	for _, s := range [][3]int{{1, 1, 1}, {7, 17, 257}, {100, 40, 30}} {
+		runGemmCase(t, gemmCase{m: s[0], n: s[1], k: s[2], alpha: 1.5, beta: 0.5, tB: true}, 3)
+	}
+}
+
+func TestSgemmBetaZeroIgnoresNaN(t *testing.T) {
+	c := []float32{float32(math.NaN()), float32(math.Inf(1))}
+	Sgemm(false, false, 1, 2, 1, 1, []float32{2}, 1, []float32{3, 4}, 2, 0, c, 2)
+	if c[0] != 6 || c[1] != 8 {
+		t.Fatalf("got %v, want [6 8]", c)
+	}
+}
+
+func TestSgemmPanicsOnShortSlice(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	Sgemm(false, false, 6, 16, 4, 1, make([]float32, 23), 4, make([]float32, 64), 16, 0, make([]float32, 96), 16)
+}
+
+func FuzzSgemm(f *testing.F) {
+	f.Add(uint8(7), uint8(17), uint16(257), false, true, uint8(2))
+	f.Add(uint8(1), uint8(1), uint16(1), true, false, uint8(0))
+	f.Fuzz(func(t *testing.T, m, n uint8, k uint16, tA, tB bool, pad uint8) {
+		tc := gemmCase{tA: tA, tB: tB, m: int(m), n: int(n), k: int(k % 700), alpha: 1.25, beta: -0.5, padA: int(pad % 5), padB: int(pad % 3), padC: int(pad % 7)}
+		runGemmCase(t, tc, uint64(m)<<8|uint64(n))
+	})
+}
