@@ -1,0 +1,186 @@
+package alloc
+
+import (
+	"fmt"
+	"sort"
+)
+
+// checkInvariants verifies the allocator's internal structure and recounts
+// every statistic from the block lists. It returns the first violation.
+func checkInvariants(a *Allocator) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var st deviceStats
+	inPool := map[*node]bool{}
+	for _, p := range []*pool{&a.small, &a.large} {
+		if err := checkSet(&p.blocks); err != nil {
+			return err
+		}
+		p.blocks.each(func(n *node) { inPool[n] = true })
+	}
+	var cachedCount int
+	var reserved int64
+	type span struct{ lo, hi uint64 }
+	var spans []span
+	for addr, seg := range a.segments {
+		if addr != seg.addr {
+			return fmt.Errorf("segment map key 0x%x != segment addr 0x%x", addr, seg.addr)
+		}
+		spans = append(spans, span{seg.addr, seg.addr + uint64(seg.size)})
+		small := seg.pool.small
+		if want := segmentSizeOK(seg.size, small); !want {
+			return fmt.Errorf("segment 0x%x of %d bytes in the wrong pool (small=%v)", seg.addr, seg.size, small)
+		}
+		reserved += seg.size
+		st.segment.inc(small, 1)
+		st.reservedBytes.inc(small, seg.size)
+		if seg.size >= a.maxSplit {
+			st.oversizeSegments.inc(1)
+		}
+		if seg.head == nil || seg.head.prev != nil {
+			return fmt.Errorf("segment 0x%x: bad head", seg.addr)
+		}
+		addrAt := seg.addr
+		var total int64
+		var prev *node
+		for n := seg.head; n != nil; n = n.next {
+			if n.prev != prev {
+				return fmt.Errorf("segment 0x%x: broken prev link at 0x%x", seg.addr, n.addr)
+			}
+			if n.seg != seg {
+				return fmt.Errorf("block 0x%x: wrong segment", n.addr)
+			}
+			if n.addr != addrAt || n.size <= 0 || n.size%MinBlockSize != 0 {
+				return fmt.Errorf("segment 0x%x: block at 0x%x size %d, expected address 0x%x", seg.addr, n.addr, n.size, addrAt)
+			}
+			if n.stream != seg.stream {
+				return fmt.Errorf("block 0x%x: stream %d in a segment of stream %d", n.addr, n.stream, seg.stream)
+			}
+			addrAt += uint64(n.size)
+			total += n.size
+			cached := !n.allocated && n.eventCount == 0 && len(n.streamUses) == 0
+			if cached != inPool[n] {
+				return fmt.Errorf("block 0x%x: cached=%v but inPool=%v", n.addr, cached, inPool[n])
+			}
+			if cached && prev != nil && !prev.allocated && prev.eventCount == 0 {
+				return fmt.Errorf("blocks 0x%x and 0x%x are both cached but not merged", prev.addr, n.addr)
+			}
+			if n.allocated {
+				if n.handle == nil || n.handle.n != n || n.handle.addr != n.addr || n.handle.size != n.size {
+					return fmt.Errorf("block 0x%x: bad handle", n.addr)
+				}
+				st.allocation.inc(small, 1)
+				st.allocatedBytes.inc(small, n.size)
+				if n.size >= a.maxSplit {
+					st.oversizeAllocations.inc(1)
+				}
+			} else if len(n.streamUses) > 0 {
+				return fmt.Errorf("block 0x%x: free block with stream uses", n.addr)
+			}
+			if !cached {
+				st.active.inc(small, 1)
+				st.activeBytes.inc(small, n.size)
+				st.requestedBytes.inc(small, n.requested)
+			} else {
+				cachedCount++
+				if n.isSplit() {
+					st.inactiveSplit.inc(small, 1)
+					st.inactiveSplitBytes.inc(small, n.size)
+				}
+			}
+			prev = n
+		}
+		if total != seg.size {
+			return fmt.Errorf("segment 0x%x: blocks add up to %d, segment is %d", seg.addr, total, seg.size)
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo < spans[i-1].hi {
+			return fmt.Errorf("segments overlap at 0x%x", spans[i].lo)
+		}
+	}
+	if cachedCount != a.small.blocks.len()+a.large.blocks.len() {
+		return fmt.Errorf("%d cached blocks, pools hold %d", cachedCount, a.small.blocks.len()+a.large.blocks.len())
+	}
+	if reserved != a.totalReserved {
+		return fmt.Errorf("reserved %d, totalReserved %d", reserved, a.totalReserved)
+	}
+	np := 0
+	for _, q := range a.pending {
+		np += len(q)
+	}
+	if np != a.nPending {
+		return fmt.Errorf("nPending %d, queues hold %d", a.nPending, np)
+	}
+	// Compare current values; peaks must be at least the current values.
+	got := a.stats.arrays()
+	want := st.arrays()
+	for i := range got {
+		for j := 0; j < 3; j++ {
+			g, w := got[i].arr[j], want[i].arr[j]
+			if g.Current != w.Current {
+				return fmt.Errorf("%s.%s.current = %d, recount %d", got[i].name, statPoolNames[j], g.Current, w.Current)
+			}
+			if g.Peak < g.Current {
+				return fmt.Errorf("%s.%s: inconsistent %+v", got[i].name, statPoolNames[j], g)
+			}
+		}
+		all := got[i].arr
+		if all[0].Current != all[1].Current+all[2].Current {
+			return fmt.Errorf("%s: all != small + large", got[i].name)
+		}
+	}
+	if a.stats.oversizeAllocations.Current != st.oversizeAllocations.Current ||
+		a.stats.oversizeSegments.Current != st.oversizeSegments.Current {
+		return fmt.Errorf("oversize stats %+v %+v, recount %+v %+v", a.stats.oversizeAllocations,
+			a.stats.oversizeSegments, st.oversizeAllocations, st.oversizeSegments)
+	}
+	if fm, ok := a.mem.(*FakeMemory); ok {
+		nseg, used := fm.Live()
+		if nseg != len(a.segments) || used != a.totalReserved {
+			return fmt.Errorf("fake memory holds %d segments / %d bytes, allocator %d / %d", nseg, used, len(a.segments), a.totalReserved)
+		}
+	}
+	return nil
+}
+
+// segmentSizeOK reports whether a segment of size bytes belongs in the small
+// pool exactly when small is true.
+func segmentSizeOK(size int64, small bool) bool {
+	if small {
+		return size == SmallBuffer
+	}
+	return size == LargeBuffer || (size >= MinLargeAlloc && size%RoundLarge == 0)
+}
+
+func checkSet(s *freeSet) error {
+	if len(s.last) != len(s.leaves) {
+		return fmt.Errorf("freeSet: %d keys for %d leaves", len(s.last), len(s.leaves))
+	}
+	n := 0
+	var prev *fkey
+	for i, leaf := range s.leaves {
+		if len(leaf) == 0 || len(leaf) > leafMax {
+			return fmt.Errorf("freeSet: leaf %d has %d entries", i, len(leaf))
+		}
+		if s.last[i] != leaf[len(leaf)-1].k {
+			return fmt.Errorf("freeSet: stale last key of leaf %d", i)
+		}
+		for j := range leaf {
+			e := &leaf[j]
+			if e.k != keyOf(e.n) {
+				return fmt.Errorf("freeSet: key %+v of block with key %+v", e.k, keyOf(e.n))
+			}
+			if prev != nil && !prev.less(e.k) {
+				return fmt.Errorf("freeSet: out of order at %+v", e.k)
+			}
+			prev = &e.k
+			n++
+		}
+	}
+	if n != s.n {
+		return fmt.Errorf("freeSet: count %d, holds %d", s.n, n)
+	}
+	return nil
+}

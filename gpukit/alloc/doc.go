@@ -1,0 +1,47 @@
+// Package alloc is gpukit's caching allocator: the policy of PyTorch's CUDA
+// caching allocator (c10/cuda/CUDACachingAllocator.cpp), reproduced so that
+// what a student sees here is what torch.cuda shows on a real card.
+//
+// The allocator sits on a Memory, the raw device memory (cudaMalloc,
+// cudaFree and events to PyTorch). Asking the device for memory is slow and
+// freeing it synchronizes the device, so the allocator keeps freed blocks in
+// a cache and reuses them:
+//
+//   - Sizes are rounded up to a multiple of 512 bytes (or, with
+//     roundup_power2_divisions:N, to the next of N divisions between two
+//     powers of two).
+//   - Blocks of at most 1 MiB come from the small pool, whose segments are
+//     2 MiB; larger blocks from the large pool, whose segments are 20 MiB for
+//     blocks below 10 MiB and the block size rounded up to 2 MiB otherwise.
+//   - A request takes the smallest cached block of its pool and stream that
+//     fits (lowest address on ties). A block larger than needed is split:
+//     in the small pool when at least 512 bytes remain, in the large pool
+//     when more than 1 MiB remains and the request is below max_split_size.
+//     Blocks of at least max_split_size are never split, and only requests
+//     of at least that size (and less than 20 MiB smaller) may take them.
+//   - A freed block merges with the free blocks next to it in its segment.
+//   - When no cached block fits: garbage collection of old cached segments
+//     (garbage_collection_threshold, only under a memory fraction), a device
+//     malloc (refused beyond the memory fraction), then release of oversize
+//     cached segments (with max_split_size), then release of every cached
+//     whole segment and one retry (num_alloc_retries), and finally an
+//     *OutOfMemoryError (num_ooms).
+//   - EmptyCache returns to the device only segments that are entirely free.
+//   - RecordStream(b, s) marks a block as used on another stream: when it is
+//     freed, the allocator records an event on s and does not reuse the
+//     block ("active_pending_free") until the event is done.
+//
+// Statistics use the key names of torch.cuda.memory_stats(), Summary the
+// layout of torch.cuda.memory_summary(), and Snapshot the structure of
+// torch.cuda.memory._snapshot(), with the history that RecordHistory keeps.
+//
+// Settings come in the PYTORCH_CUDA_ALLOC_CONF syntax, from ParseConfig or
+// the GPUKIT_ALLOC_CONF environment variable (ConfigFromEnv). Expandable
+// segments are not implemented: expandable_segments:True is refused.
+//
+// Differences from PyTorch: one Allocator serves one device; Malloc holds the
+// allocator's lock while it calls Memory; CUDA graph pools, IPC and
+// expandable segments do not exist here.
+//
+// Package alloctest holds a conformance suite that every Memory backend runs.
+package alloc

@@ -1,0 +1,94 @@
+package alloc_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpumem/course/gpukit/alloc"
+)
+
+// A 4,000,000-byte request is rounded to 4,000,256 bytes and carved out of a
+// new 20 MiB segment; the rest of the segment stays cached.
+func Example() {
+	a := alloc.New(alloc.NewFakeMemory(2<<30), alloc.Config{}, 0)
+	b, _ := a.Malloc(4_000_000, 0)
+	st := a.Stats()
+	fmt.Println("block size:", b.Size())
+	fmt.Println("allocated: ", st["allocated_bytes.all.current"])
+	fmt.Println("reserved:  ", st["reserved_bytes.all.current"])
+	fmt.Println("cached:    ", st["inactive_split_bytes.all.current"])
+
+	a.Free(b)
+	b2, _ := a.Malloc(4_000_000, 0)
+	fmt.Println("reused the same address:", b2.Addr() == b.Addr())
+	fmt.Println("device mallocs:", a.Stats()["num_device_alloc"])
+	// Output:
+	// block size: 4000256
+	// allocated:  4000256
+	// reserved:   20971520
+	// cached:     16971264
+	// reused the same address: true
+	// device mallocs: 1
+}
+
+func ExampleParseConfig() {
+	cfg, err := alloc.ParseConfig("max_split_size_mb:128, roundup_power2_divisions:4")
+	fmt.Println(cfg, err)
+	fmt.Println(cfg.RoundSize(88_080_384))
+
+	_, err = alloc.ParseConfig("expandable_segments:True")
+	fmt.Println(err)
+	_, err = alloc.ParseConfig("garbage_collection_threshold:1.5")
+	fmt.Println(err)
+	// Output:
+	// max_split_size_mb:128,roundup_power2_divisions:4 <nil>
+	// 100663296
+	// alloc: config expandable_segments:True: gpukit does not support expandable segments yet; use expandable_segments:False or leave the key out
+	// alloc: config garbage_collection_threshold:1.5: must be a number in the open interval (0.0, 1.0)
+}
+
+func ExampleOutOfMemoryError() {
+	a := alloc.New(alloc.NewFakeMemory(64<<20), alloc.Config{}, 0)
+	a.Malloc(50<<20, 0)
+	_, err := a.Malloc(5<<20, 0)
+	var oom *alloc.OutOfMemoryError
+	fmt.Println(errors.As(err, &oom))
+	fmt.Println(err)
+	fmt.Println("retries:", a.Stats()["num_alloc_retries"], "ooms:", a.Stats()["num_ooms"])
+	// Output:
+	// true
+	// alloc: out of memory. Tried to allocate 20.00 MiB. Device 0 has a total capacity of 64.00 MiB of which 14.00 MiB is free. Of the allocated memory 50.00 MiB is allocated by the allocator, and 0 bytes is reserved but unallocated. If reserved but unallocated memory is large, try setting max_split_size_mb to avoid fragmentation.
+	// retries: 1 ooms: 1
+}
+
+func ExampleAllocator_EmptyCache() {
+	a := alloc.New(alloc.NewFakeMemory(1<<30), alloc.Config{}, 0)
+	keep, _ := a.Malloc(1000, 0)
+	tmp, _ := a.Malloc(30<<20, 0)
+	a.Free(tmp)
+	fmt.Println("reserved before:", alloc.FormatSize(a.MemoryReserved()))
+	a.EmptyCache()
+	fmt.Println("reserved after: ", alloc.FormatSize(a.MemoryReserved()))
+	a.Free(keep)
+	// Output:
+	// reserved before: 32.00 MiB
+	// reserved after:  2.00 MiB
+}
+
+func ExampleAllocator_RecordStream() {
+	mem := alloc.NewFakeMemory(1 << 30)
+	a := alloc.New(mem, alloc.Config{}, 0)
+	b, _ := a.Malloc(1000, 0)
+	a.RecordStream(b, 1) // a kernel on stream 1 still reads b
+	a.Free(b)
+	fmt.Println(a.Snapshot().Segments[0].Blocks[0].State)
+	c, _ := a.Malloc(1000, 0)
+	fmt.Println("reused while stream 1 runs:", c.Addr() == b.Addr())
+	mem.Complete(1)
+	d, _ := a.Malloc(1000, 0)
+	fmt.Println("reused after stream 1 finished:", d.Addr() == b.Addr())
+	// Output:
+	// active_pending_free
+	// reused while stream 1 runs: false
+	// reused after stream 1 finished: true
+}

@@ -1,0 +1,165 @@
+package alloc
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+var fuzzConfigs = []string{
+	"",
+	"max_split_size_mb:20",
+	"max_split_size_mb:40,garbage_collection_threshold:0.5",
+	"roundup_power2_divisions:4",
+	"roundup_power2_divisions:[1:2,4:8,>:1],max_split_size_mb:64",
+	"garbage_collection_threshold:0.8",
+}
+
+// fuzzSize turns two bytes into a request size that covers every size class.
+func fuzzSize(hi, lo byte) int64 {
+	v := int64(hi)<<8 | int64(lo)
+	switch hi >> 6 {
+	case 0:
+		return v%4096 + 1 // small, sub-KiB to 4 KiB
+	case 1:
+		return (v % 1024) * 1024 // up to 1 MiB (0 included)
+	case 2:
+		return (v%12)*MiB + (v%7)*512 + 1 // 1..12 MiB
+	default:
+		return (v%90)*MiB + 1 // large, up to 90 MiB
+	}
+}
+
+func runFuzz(t *testing.T, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	cfg, err := ParseConfig(fuzzConfigs[int(data[0])%len(fuzzConfigs)])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = data[1:]
+	mem := NewFakeMemory(256 * MiB)
+	a := New(mem, cfg, 0)
+	a.RecordHistory(HistoryOptions{Enabled: true, MaxEntries: 64})
+	var live []*Block
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
+	}
+	for step := 0; len(data) > 0; step++ {
+		op := next()
+		var what string
+		switch op % 10 {
+		case 0, 1, 2, 3:
+			size := fuzzSize(next(), next())
+			s := Stream(op >> 6)
+			what = fmt.Sprintf("Malloc(%d, %d)", size, s)
+			b, err := a.Malloc(size, s)
+			var oom *OutOfMemoryError
+			switch {
+			case err == nil && size == 0 && b == nil:
+			case err == nil && b != nil:
+				if b.Size() < size || b.Size() != cfg.RoundSize(size) && b.Size() < SmallSize {
+					t.Fatalf("%s: block of %d bytes", what, b.Size())
+				}
+				live = append(live, b)
+			case errors.As(err, &oom):
+			default:
+				t.Fatalf("%s: %v", what, err)
+			}
+		case 4, 5:
+			if len(live) > 0 {
+				i := int(next()) % len(live)
+				what = fmt.Sprintf("Free(0x%x)", live[i].Addr())
+				a.Free(live[i])
+				live = slices.Delete(live, i, i+1)
+			}
+		case 6:
+			if len(live) > 0 {
+				i := int(next()) % len(live)
+				s := Stream(next() % 4)
+				what = fmt.Sprintf("RecordStream(0x%x, %d)", live[i].Addr(), s)
+				a.RecordStream(live[i], s)
+			}
+		case 7:
+			s := Stream(next() % 4)
+			what = fmt.Sprintf("complete stream %d", s)
+			mem.Complete(s)
+		case 8:
+			what = "EmptyCache"
+			a.EmptyCache()
+		case 9:
+			f := float64(next()%11) / 10
+			what = fmt.Sprintf("SetMemoryFraction(%v)", f)
+			if err := a.SetMemoryFraction(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := checkInvariants(a); err != nil {
+			t.Fatalf("step %d %s: %v", step, what, err)
+		}
+		if err := checkLive(live); err != nil {
+			t.Fatalf("step %d %s: %v", step, what, err)
+		}
+	}
+	_ = a.Snapshot()
+	_ = a.Summary()
+	for _, b := range live {
+		a.Free(b)
+	}
+	a.EmptyCache()
+	if err := checkInvariants(a); err != nil {
+		t.Fatal(err)
+	}
+	st := a.Stats()
+	if st["reserved_bytes.all.current"] != 0 || st["allocated_bytes.all.current"] != 0 || st["active_bytes.all.current"] != 0 {
+		t.Fatalf("after freeing everything: reserved %d allocated %d active %d", st["reserved_bytes.all.current"],
+			st["allocated_bytes.all.current"], st["active_bytes.all.current"])
+	}
+	if n, used := mem.Live(); n != 0 || used != 0 || mem.Mallocs != mem.Frees {
+		t.Fatalf("memory still holds %d segments (%d bytes); %d mallocs, %d frees", n, used, mem.Mallocs, mem.Frees)
+	}
+}
+
+// checkLive verifies that no two live blocks overlap and that each lies in
+// its segment.
+func checkLive(live []*Block) error {
+	bs := slices.Clone(live)
+	slices.SortFunc(bs, func(x, y *Block) int {
+		if x.Addr() < y.Addr() {
+			return -1
+		}
+		return 1
+	})
+	for i, b := range bs {
+		if b.Addr() != b.Segment()+uint64(b.Offset()) {
+			return fmt.Errorf("block 0x%x: segment 0x%x + offset %d", b.Addr(), b.Segment(), b.Offset())
+		}
+		if i > 0 && bs[i-1].Addr()+uint64(bs[i-1].Size()) > b.Addr() {
+			return fmt.Errorf("blocks 0x%x and 0x%x overlap", bs[i-1].Addr(), b.Addr())
+		}
+	}
+	return nil
+}
+
+func FuzzAllocator(f *testing.F) {
+	f.Add([]byte{0, 0, 10, 20, 4, 0})
+	f.Add([]byte{1, 3, 200, 1, 3, 250, 7, 4, 0, 8, 3, 255, 255})
+	f.Add([]byte{2, 9, 5, 3, 200, 9, 0, 3, 230, 0, 3, 240, 0, 4, 1, 3, 210, 5, 8})
+	f.Add([]byte{3, 0, 1, 2, 1, 3, 4, 2, 5, 6, 6, 0, 1, 4, 0, 7, 1, 0, 9, 9, 8})
+	f.Add([]byte{4, 3, 255, 3, 3, 254, 0, 3, 150, 20, 4, 0, 3, 150, 21, 6, 0, 2, 4, 1, 8, 7, 2})
+	f.Add([]byte{5, 9, 7, 3, 200, 200, 3, 201, 201, 3, 202, 202, 4, 0, 4, 0, 3, 100, 100, 3, 203, 1})
+	// A longer mixed sequence.
+	long := []byte{2}
+	for i := range 600 {
+		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
+	}
+	f.Add(long)
+	f.Fuzz(runFuzz)
+}
