@@ -1,0 +1,58 @@
+// Command memtrace replays allocator traces on gpukit's caching allocator
+// (gpukit/alloc, PyTorch's CUDA caching allocator policy) and writes what
+// the allocator did, line by line, so that a trace from a lesson or an
+// exercise can be checked against hand-computed PyTorch behaviour.
+//
+//	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] < trace.jsonl
+//
+// Input is one JSON object per line:
+//
+//	{"op":"alloc","id":"a","size":4000000,"stream":0}
+//	{"op":"free","id":"a"}
+//	{"op":"empty_cache"}
+//	{"op":"set_fraction","fraction":0.5}
+//	{"op":"reset_peak"}
+//
+// Output is one JSON line per input line, in order:
+//
+//	{"i":0,"ok":true,"error":null,"offset":0,"stats":{...}}
+//
+// where i is the 0-based line index, offset the block's offset inside its
+// segment (null when there is no block: a size-0 allocation and every
+// operation other than alloc) and stats these allocator statistics, under
+// PyTorch's names and in this order: allocated_bytes.all.current and .peak,
+// reserved_bytes.all.current and .peak, active_bytes.all.current,
+// requested_bytes.all.current, inactive_split_bytes.all.current,
+// allocation.all.current, segment.all.current, inactive_split.all.current,
+// allocated_bytes.small_pool.current and .large_pool.current,
+// reserved_bytes.small_pool.current and .large_pool.current,
+// num_device_alloc, num_device_free, num_alloc_retries, num_ooms.
+//
+// Errors, with "ok":false:
+//
+//	"oom"               the allocation failed (after the allocator released its
+//	                    cache and retried, as PyTorch does)
+//	"unknown id"        free of an id that is not live: never allocated, already
+//	                    freed, or whose allocation failed
+//	"duplicate id"      alloc of an id that is still live
+//	"invalid fraction"  set_fraction outside [0, 1]
+//	"bad op"            a malformed line: not JSON, unknown op, missing or
+//	                    negative size, missing or empty id, wrong types, a
+//	                    negative stream; also written to standard error with
+//	                    its 1-based line number
+//
+// A failed operation changes nothing, except what the allocator itself does
+// on an OOM (release cached segments, count the retry and the OOM). A size-0
+// alloc succeeds without touching the allocator, and so does its free.
+//
+// The device is a simulated one of exactly BYTES capacity: a raw segment
+// allocation succeeds when the live segments plus the request fit.
+// Segment addresses start at 0x7f0000000000, grow and are never reused;
+// streams never have pending work; the snapshot's time_us is the 0-based
+// line index of the operation that caused the event.
+//
+// With --snapshot or --html, history recording is on for the whole replay
+// and the snapshot taken after the last line is written as a pickle that
+// PyTorch's torch/cuda/_memory_viz.py and memory viewer read, and as
+// gpukit's offline HTML viewer (gpukit/viz/memviewer).
+package main
