@@ -1,0 +1,209 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Byte and rate units used by the profiles. Bandwidths are in bytes per
+// second and rates in floating-point operations per second, decimal (GB/s,
+// TFLOPS) as vendors publish them; capacities are binary (GiB).
+const (
+	KiB = int64(1) << 10
+	MiB = int64(1) << 20
+	GiB = int64(1) << 30
+
+	GBps   = 1e9  // bytes per second
+	TFLOPS = 1e12 // floating-point operations per second
+)
+
+// Profile carries the figures of a card that the sim backend's cost model
+// uses. See the package documentation of gpukit/device for the formulas and
+// for where each figure comes from.
+type Profile struct {
+	Name        string // lookup name, e.g. "t4"
+	Description string // the card, e.g. "NVIDIA T4 (Turing, 16 GB GDDR6)"
+
+	Capacity int64 // device memory in bytes
+
+	HBMBandwidth  float64 // device memory bandwidth, bytes/s
+	PCIePinned    float64 // host<->device copy bandwidth from page-locked memory, bytes/s
+	PCIePageable  float64 // host<->device copy bandwidth from pageable memory, bytes/s
+	PeerBandwidth float64 // device<->device copy bandwidth between two cards, bytes/s
+
+	FP32 float64 // FP32 rate, FLOP/s
+	FP16 float64 // FP16 tensor-core rate (dense), FLOP/s
+
+	LaunchOverhead time.Duration // host cost of queuing a kernel or async copy
+	MallocLatency  time.Duration // fixed cost of a raw device malloc (cudaMalloc)
+	MallocPerGiB   time.Duration // extra cost of a raw malloc per GiB requested
+	FreeLatency    time.Duration // cost of a raw free after it has synchronized the device
+
+	Source string // where the figures come from
+}
+
+// MallocCost is the modelled host time of a raw device malloc of size bytes:
+// MallocLatency + MallocPerGiB * size/GiB.
+func (p Profile) MallocCost(size int64) time.Duration {
+	return p.MallocLatency + Seconds(float64(size)/float64(GiB)*p.MallocPerGiB.Seconds())
+}
+
+// KernelCost is the modelled duration of k on the device:
+// LaunchOverhead + max(Flops/rate, Bytes/HBMBandwidth), where rate is FP16
+// when k.Half and FP32 otherwise.
+func (p Profile) KernelCost(k Kernel) time.Duration {
+	rate := p.FP32
+	if k.Half {
+		rate = p.FP16
+	}
+	var compute, memory float64
+	if rate > 0 {
+		compute = float64(k.Flops) / rate
+	}
+	if p.HBMBandwidth > 0 {
+		memory = float64(k.Bytes) / p.HBMBandwidth
+	}
+	return p.LaunchOverhead + Seconds(math.Max(compute, memory))
+}
+
+// CopyCost is the modelled duration of a host<->device copy of n bytes:
+// LaunchOverhead + n/PCIePinned, or n/PCIePageable when not pinned.
+func (p Profile) CopyCost(n int64, pinned bool) time.Duration {
+	bw := p.PCIePageable
+	if pinned {
+		bw = p.PCIePinned
+	}
+	return p.LaunchOverhead + Seconds(float64(n)/bw)
+}
+
+// DeviceCopyCost is the modelled duration of a copy of n bytes within one
+// device: it reads and writes n bytes, LaunchOverhead + 2n/HBMBandwidth.
+func (p Profile) DeviceCopyCost(n int64) time.Duration {
+	return p.LaunchOverhead + Seconds(2*float64(n)/p.HBMBandwidth)
+}
+
+// PeerCopyCost is the modelled duration of a copy of n bytes between two
+// devices: LaunchOverhead + n/PeerBandwidth.
+func (p Profile) PeerCopyCost(n int64) time.Duration {
+	return p.LaunchOverhead + Seconds(float64(n)/p.PeerBandwidth)
+}
+
+// Validate reports a profile whose figures cannot drive the model.
+func (p Profile) Validate() error {
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("backend: profile has no name")
+	case p.Capacity <= 0:
+		return fmt.Errorf("backend: profile %q: capacity %d must be positive", p.Name, p.Capacity)
+	case p.HBMBandwidth <= 0 || p.PCIePinned <= 0 || p.PCIePageable <= 0 || p.PeerBandwidth <= 0:
+		return fmt.Errorf("backend: profile %q: bandwidths must be positive", p.Name)
+	case p.FP32 <= 0 || p.FP16 <= 0:
+		return fmt.Errorf("backend: profile %q: FP32 and FP16 rates must be positive", p.Name)
+	case p.LaunchOverhead < 0 || p.MallocLatency < 0 || p.MallocPerGiB < 0 || p.FreeLatency < 0:
+		return fmt.Errorf("backend: profile %q: latencies must not be negative", p.Name)
+	}
+	return nil
+}
+
+// Seconds converts seconds to a Duration, rounded to the nanosecond.
+func Seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// PCIe link rates per direction for an x16 link, from the PCI-SIG base
+// specifications: 8 GT/s (3.0), 16 GT/s (4.0) and 32 GT/s (5.0) per lane with
+// 128b/130b encoding, times 16 lanes.
+const (
+	pcie3x16 = 15.75 * GBps
+	pcie4x16 = 31.5 * GBps
+	pcie5x16 = 63.0 * GBps
+)
+
+// Modelled, not published: copies from pinned memory reach about 80% of the
+// link rate (what CUDA's bandwidthTest sample typically shows); pageable
+// copies are staged by the driver through a pinned buffer and a CPU memcpy
+// and reach about 40% of the pinned figure.
+const (
+	pinnedShare   = 0.80
+	pageableShare = 0.40
+)
+
+// Modelled, not published: kernel launch overhead of 5 µs (typical of the
+// measured 3-10 µs), cudaMalloc of 20 µs plus 40 µs per GiB, cudaFree of 15 µs
+// after the device synchronization it implies.
+const (
+	launchOverhead = 5 * time.Microsecond
+	mallocLatency  = 20 * time.Microsecond
+	mallocPerGiB   = 40 * time.Microsecond
+	freeLatency    = 15 * time.Microsecond
+)
+
+func pcieProfile(p Profile, link float64) Profile {
+	p.PCIePinned = link * pinnedShare
+	p.PCIePageable = link * pinnedShare * pageableShare
+	p.PeerBandwidth = p.PCIePinned // peer copies over PCIe; NVLink is not modelled
+	p.LaunchOverhead = launchOverhead
+	p.MallocLatency = mallocLatency
+	p.MallocPerGiB = mallocPerGiB
+	p.FreeLatency = freeLatency
+	return p
+}
+
+var profiles = []Profile{
+	pcieProfile(Profile{
+		Name:         "classroom",
+		Description:  "classroom card (made up: 2 GiB, modest but plausible figures, like an entry-level PCIe 3.0 card)",
+		Capacity:     2 * GiB,
+		HBMBandwidth: 112 * GBps,
+		FP32:         2 * TFLOPS,
+		FP16:         4 * TFLOPS,
+		Source:       "made up for the course, chosen to be plausible for an entry-level card and small enough that OOM is easy to reach; PCIe 3.0 x16 link",
+	}, pcie3x16),
+	pcieProfile(Profile{
+		Name:         "t4",
+		Description:  "NVIDIA T4 (Turing, 16 GB GDDR6, PCIe 3.0 x16)",
+		Capacity:     16 * GiB,
+		HBMBandwidth: 320 * GBps,
+		FP32:         8.1 * TFLOPS,
+		FP16:         65 * TFLOPS,
+		Source:       "NVIDIA T4 datasheet: 16 GB GDDR6, 320 GB/s, PCIe 3.0 x16, FP32 8.1 TFLOPS, mixed precision FP16/FP32 65 TFLOPS",
+	}, pcie3x16),
+	pcieProfile(Profile{
+		Name:         "a100-40gb",
+		Description:  "NVIDIA A100 40GB (Ampere, HBM2, PCIe 4.0 x16 host link)",
+		Capacity:     40 * GiB,
+		HBMBandwidth: 1555 * GBps,
+		FP32:         19.5 * TFLOPS,
+		FP16:         312 * TFLOPS,
+		Source:       "NVIDIA A100 datasheet: 40 GB HBM2, 1,555 GB/s, PCIe Gen4, FP32 19.5 TFLOPS, FP16 Tensor Core 312 TFLOPS (dense)",
+	}, pcie4x16),
+	pcieProfile(Profile{
+		Name:         "h100-80gb",
+		Description:  "NVIDIA H100 SXM 80GB (Hopper, HBM3, PCIe 5.0 x16 host link)",
+		Capacity:     80 * GiB,
+		HBMBandwidth: 3350 * GBps,
+		FP32:         67 * TFLOPS,
+		FP16:         989 * TFLOPS,
+		Source:       "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, PCIe Gen5, FP32 67 TFLOPS, FP16 Tensor Core 989 TFLOPS (dense; 1,979 with sparsity)",
+	}, pcie5x16),
+}
+
+// Profiles returns the built-in profiles, ordered by capacity.
+func Profiles() []Profile {
+	out := append([]Profile(nil), profiles...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Capacity < out[j].Capacity })
+	return out
+}
+
+// LookupProfile returns the built-in profile called name (case-insensitive).
+func LookupProfile(name string) (Profile, error) {
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		if strings.EqualFold(p.Name, strings.TrimSpace(name)) {
+			return p, nil
+		}
+		names[i] = fmt.Sprintf("%q", p.Name)
+	}
+	return Profile{}, fmt.Errorf("backend: unknown profile %q; known profiles: %s", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,102 @@
+// Package device is where gpukit meets a GPU: a Device pairs a backend (raw
+// device memory, copies, streams, events, a clock) with the caching
+// allocator of gpukit/alloc, which reproduces PyTorch's.
+//
+//	d := device.Default()                       // "sim:0", classroom profile
+//	b, err := d.Malloc(1<<20, d.DefaultStream()) // through the caching allocator
+//	copy(d.Bytes(b), data)                      // sim: the block's real bytes
+//
+// # Devices and backends
+//
+// Open names a device: "sim:N" (the default, everywhere), "meta:N" and
+// "cuda:N"; the same name always returns the same *Device.
+//
+//   - sim (gpukit/device/sim): device memory is real host memory (each raw
+//     segment a Go []byte), so values are real and computed on the CPU.
+//     Addresses are virtual: device N's segments start at 0x7f0000000000 +
+//     N*2^44, each new segment lies above every earlier one (addresses are
+//     never reused) and is aligned to 512 B. A raw malloc succeeds exactly
+//     when the live segments plus the request fit the capacity.
+//   - meta: the same accounting and clocks without backing bytes (Bytes is
+//     nil, copies move no data), so a lesson can "allocate" 80 GB in
+//     microseconds. Its default profile is h100-80gb.
+//   - cuda (gpukit/device/cuda, build tag cuda): a real GPU through
+//     gorgonia.org/cu v0.9.6. Without the tag, Open("cuda:0") says how to
+//     rebuild. cu's package initialisation exits the process when no GPU is
+//     present, so only cuda-tagged files import it.
+//
+// The Backend interface (package backend, re-exported here) is alloc.Memory
+// plus what the rest of gpukit needs from a device.
+//
+// # The cost model (sim and meta)
+//
+// Time is virtual and deterministic: nothing reads the wall clock. There is
+// a host clock (Now) and, per stream, the time its queued work completes
+// (StreamClock). With p the device's Profile:
+//
+//	kernel          p.LaunchOverhead + max(Flops/rate, Bytes/p.HBMBandwidth)    rate = p.FP16 if Half else p.FP32
+//	host<->device   p.LaunchOverhead + n/p.PCIePinned   (pageable: n/p.PCIePageable)
+//	device copy     p.LaunchOverhead + 2n/p.HBMBandwidth (read and write)
+//	peer copy       p.LaunchOverhead + n/p.PeerBandwidth (the PCIe pinned rate)
+//	raw malloc      p.MallocLatency + p.MallocPerGiB * n/GiB  (host time)
+//	raw free        synchronize the device, then p.FreeLatency  (host time)
+//
+// An operation queued on stream s starts at max(host clock, clock of s) and
+// ends its cost later; the clock of s becomes that end. An asynchronous
+// operation (Launch, an async copy from or to pinned memory, CopyDevice)
+// advances the host clock only by p.LaunchOverhead, so the host runs ahead
+// and copies on one stream overlap kernels on another. A synchronous copy,
+// and every copy from or to pageable memory even when async is requested
+// (the driver stages it through a pinned buffer, and cudaMemcpyAsync then
+// returns only when it is done), make the host wait for the end.
+// Synchronize and StreamSynchronize bring the host clock up to the streams;
+// a raw free synchronizes the whole device, which is why EmptyCache is
+// expensive and the caching allocator exists. A raw malloc costs the host
+// its latency; a cached allocation costs nothing.
+//
+// An event records max(host clock, clock of s). Query reports whether the
+// host clock has reached it; Synchronize advances the host clock to it;
+// ElapsedSince is the difference of two timestamps; WaitEvent makes later
+// work on a stream start no earlier than the event. Stream 0 behaves like any
+// other stream (as a per-thread default stream does), not like CUDA's legacy
+// default stream. Each device has its own host clock: sim:0 and sim:1 are
+// independent.
+//
+// # Profiles and where the figures come from
+//
+//	profile    capacity  memory bw    PCIe      pinned      pageable   FP32        FP16 (dense tensor)
+//	classroom  2 GiB     112 GB/s     3.0 x16   12.6 GB/s   5.04 GB/s  2 TFLOPS    4 TFLOPS
+//	t4         16 GiB    320 GB/s     3.0 x16   12.6 GB/s   5.04 GB/s  8.1 TFLOPS  65 TFLOPS
+//	a100-40gb  40 GiB    1555 GB/s    4.0 x16   25.2 GB/s   10.08 GB/s 19.5 TFLOPS 312 TFLOPS
+//	h100-80gb  80 GiB    3350 GB/s    5.0 x16   50.4 GB/s   20.16 GB/s 67 TFLOPS   989 TFLOPS
+//
+// The figures come from:
+//
+//   - Published (NVIDIA datasheets): capacity, memory bandwidth, PCIe
+//     generation, FP32 and FP16 tensor-core rates of the T4, the A100 40GB and
+//     the H100 SXM 80GB. Capacities are the nominal 16/40/80 GB taken as GiB;
+//     real cards report a little less (ECC and driver reservations).
+//   - From the PCI-SIG specifications: the x16 link rate per direction,
+//     15.75 GB/s (3.0), 31.5 GB/s (4.0) and 63 GB/s (5.0).
+//   - Modelled, not published: pinned copies reach 80% of the link rate
+//     (typical of CUDA's bandwidthTest), pageable copies 40% of the pinned
+//     figure; peer copies run at the pinned rate (NVLink is not modelled);
+//     kernel launch overhead 5 µs; cudaMalloc 20 µs + 40 µs per GiB; cudaFree
+//     15 µs after its device synchronization.
+//   - Made up: the whole "classroom" card, a plausible entry-level 2 GiB card
+//     that makes out-of-memory errors easy to reach.
+//
+// Profile.Source carries the source of each profile's figures. GPUKIT_PROFILE
+// selects the profile of sim devices opened without WithProfile;
+// GPUKIT_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax) the allocator's
+// configuration.
+//
+// # Layout
+//
+// DESIGN.md sketched one device folder. The shared types live in
+// gpukit/device/backend so that gpukit/device (which opens backends) and the
+// backends (which implement the interface) do not import each other; the
+// simulator is gpukit/device/sim and the GPU backend gpukit/device/cuda.
+//
+// Every function here is safe for concurrent use.
+package device
