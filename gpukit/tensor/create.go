@@ -1,0 +1,270 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// Option configures where and how a tensor is created. Dtype is an Option
+// itself, so both tensor.Zeros(shape, tensor.Float16) and
+// tensor.Zeros(shape, tensor.Dtype(tensor.Float16)) work.
+type Option interface{ apply(*config) }
+
+type config struct {
+	mem          memory
+	dtype        Dtype
+	dtypeSet     bool
+	requiresGrad bool
+	gen          *Generator
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+func (d Dtype) apply(c *config) { c.dtype = d; c.dtypeSet = true }
+
+// RequiresGrad makes the new tensor a leaf that requires grad.
+func RequiresGrad() Option { return optionFunc(func(c *config) { c.requiresGrad = true }) }
+
+// WithGenerator draws random values from g instead of the default
+// generator.
+func WithGenerator(g *Generator) Option { return optionFunc(func(c *config) { c.gen = g }) }
+
+// OnHost places the tensor in host memory, page-locked when pinned (pinned
+// memory is what asynchronous copies need; see lesson 05).
+func OnHost(pinned bool) Option {
+	return optionFunc(func(c *config) { c.mem = hostMemory(pinned) })
+}
+
+// like returns options that place a new tensor where t is, with t's dtype.
+func like(t *Tensor) Option {
+	return optionFunc(func(c *config) { c.mem = t.outMem(); c.dtype = t.dtype; c.dtypeSet = true })
+}
+
+func newConfig(opts []Option) config {
+	c := config{dtype: Float32}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if c.mem == nil {
+		c.mem = defaultMemory()
+	}
+	return c
+}
+
+// empty allocates an uninitialised contiguous tensor, panicking with the
+// allocation error (e.g. *alloc.OutOfMemoryError) on failure.
+func empty(mem memory, shape []int, dt Dtype) *Tensor {
+	t, err := tryEmpty(mem, shape, dt)
+	if err != nil {
+		panicAlloc(err)
+	}
+	return t
+}
+
+func tryEmpty(mem memory, shape []int, dt Dtype) (*Tensor, error) {
+	for _, d := range shape {
+		if d < 0 {
+			return nil, errorf("negative dimension %d in shape %s", d, fmtShape(shape))
+		}
+	}
+	shape = append([]int(nil), shape...)
+	st, err := newStorage(mem, int64(numel(shape)*dt.Size()))
+	if err != nil {
+		return nil, err
+	}
+	return wrap(st, 0, shape, contiguousStrides(shape), dt), nil
+}
+
+func finish(t *Tensor, c config) *Tensor {
+	if c.requiresGrad {
+		t.SetRequiresGrad(true)
+	}
+	return t
+}
+
+// Alloc is Empty that returns allocation errors (such as
+// *alloc.OutOfMemoryError) instead of panicking with them. The other
+// creation functions panic; wrap them in Try to get an error.
+func Alloc(shape []int, opts ...Option) (*Tensor, error) {
+	c := newConfig(opts)
+	t, err := tryEmpty(c.mem, shape, c.dtype)
+	if err != nil {
+		return nil, err
+	}
+	return finish(t, c), nil
+}
+
+// Empty returns an uninitialised tensor (its bytes are whatever the block
+// held before, as with torch.empty).
+func Empty(shape []int, opts ...Option) *Tensor {
+	c := newConfig(opts)
+	return finish(empty(c.mem, shape, c.dtype), c)
+}
+
+// Full returns a tensor filled with v.
+func Full(shape []int, v float64, opts ...Option) *Tensor {
+	c := newConfig(opts)
+	t := empty(c.mem, shape, c.dtype)
+	fillKernel(t, v)
+	return finish(t, c)
+}
+
+// Zeros returns a tensor of zeros.
+func Zeros(shape []int, opts ...Option) *Tensor { return Full(shape, 0, opts...) }
+
+// Ones returns a tensor of ones.
+func Ones(shape []int, opts ...Option) *Tensor { return Full(shape, 1, opts...) }
+
+// ZerosLike returns zeros with t's shape, dtype and device.
+func ZerosLike(t *Tensor) *Tensor { return Zeros(t.shape, like(t)) }
+
+func onesLike(t *Tensor) *Tensor { return Ones(t.shape, like(t)) }
+
+// Arange returns the 1-d tensor [start, start+step, ...) stopping before
+// end. Its dtype defaults to Int64 when start, end and step are integers,
+// Float32 otherwise (as torch.arange).
+func Arange(start, end, step float64, opts ...Option) *Tensor {
+	if step == 0 || (end-start)/step < 0 {
+		panicf("Arange: invalid range [%v, %v) with step %v", start, end, step)
+	}
+	n := int(math.Ceil((end - start) / step))
+	c := config{dtype: Float32}
+	if start == math.Trunc(start) && end == math.Trunc(end) && step == math.Trunc(step) {
+		c.dtype = Int64
+	}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.mem == nil {
+		c.mem = defaultMemory()
+	}
+	t := empty(c.mem, []int{n}, c.dtype)
+	if t.st.data != nil {
+		for i := range n {
+			store(t.dtype, t.st.data, i, start+float64(i)*step)
+		}
+	}
+	t.charge("arange", 0)
+	return finish(t, c)
+}
+
+// FromSlice copies data (a []float32, []float64, []int64, []int32, []int,
+// []bool, or []uint16 holding float16 bits) into a new tensor of the given
+// shape. The dtype defaults to the slice's element type ([]int → Int64,
+// []uint16 → Float16) and may be overridden with a Dtype option, in which
+// case values are converted.
+func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data []E, shape []int, opts ...Option) *Tensor {
+	c := config{}
+	var natural Dtype
+	switch any(data).(type) {
+	case []float32:
+		natural = Float32
+	case []float64:
+		natural = Float64
+	case []int64, []int:
+		natural = Int64
+	case []int32:
+		natural = Int32
+	case []bool:
+		natural = Bool
+	case []uint16:
+		natural = Float16
+	}
+	c.dtype = natural
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if c.mem == nil {
+		c.mem = defaultMemory()
+	}
+	shape = inferShape("FromSlice", shape, len(data))
+	t := empty(c.mem, shape, c.dtype)
+	if t.st.data != nil {
+		for i, v := range data {
+			var f float64
+			switch v := any(v).(type) {
+			case float32:
+				f = float64(v)
+			case float64:
+				f = v
+			case int64:
+				f = float64(v)
+			case int32:
+				f = float64(v)
+			case int:
+				f = float64(v)
+			case bool:
+				if v {
+					f = 1
+				}
+			case uint16:
+				f = float64(Float16ToFloat32(v))
+			}
+			store(t.dtype, t.st.data, i, f)
+		}
+	}
+	return finish(t, c)
+}
+
+// Scalar returns a 0-d tensor holding v.
+func Scalar(v float64, opts ...Option) *Tensor { return Full(nil, v, opts...) }
+
+// Generator is a seeded source of random numbers (torch.Generator).
+// It is safe for concurrent use.
+type Generator struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// NewGenerator returns a generator seeded with seed: the same seed gives
+// the same tensors.
+func NewGenerator(seed uint64) *Generator {
+	return &Generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+var defaultGen = NewGenerator(0)
+
+// ManualSeed reseeds the default generator (torch.manual_seed). The
+// default generator starts seeded with 0, so programs are reproducible.
+func ManualSeed(seed uint64) {
+	g := NewGenerator(seed)
+	defaultGen.mu.Lock()
+	defaultGen.rng = g.rng
+	defaultGen.mu.Unlock()
+}
+
+// Rand returns values uniform in [0, 1).
+func Rand(shape []int, opts ...Option) *Tensor {
+	return random(shape, opts, func(r *rand.Rand) float64 { return r.Float64() })
+}
+
+// Randn returns values from the standard normal distribution.
+func Randn(shape []int, opts ...Option) *Tensor {
+	return random(shape, opts, func(r *rand.Rand) float64 { return r.NormFloat64() })
+}
+
+func random(shape []int, opts []Option, draw func(*rand.Rand) float64) *Tensor {
+	c := newConfig(opts)
+	if !c.dtype.IsFloat() {
+		panicf("random: dtype %s is not a floating-point type", c.dtype)
+	}
+	g := c.gen
+	if g == nil {
+		g = defaultGen
+	}
+	t := empty(c.mem, shape, c.dtype)
+	if t.st.data != nil {
+		g.mu.Lock()
+		for i := range t.Numel() {
+			store(t.dtype, t.st.data, i, draw(g.rng))
+		}
+		g.mu.Unlock()
+	}
+	t.charge("random", 0)
+	return finish(t, c)
+}

@@ -1,0 +1,118 @@
+// Package tensor is gpukit's tensor and autograd layer: a small, readable
+// PyTorch core. Storage and strides follow gonum/mat and PyTorch; autograd
+// follows micrograd, each op's backward written right beside its forward.
+//
+// # Storage, tensors, views
+//
+// A Storage owns exactly one allocator block on one device (or a host
+// buffer, pinned or pageable). A Tensor is storage + offset + shape +
+// strides + dtype. Element idx lives at storage element
+//
+//	StorageOffset() + Σ idx[k]·Stride()[k]      (ElementOffset)
+//
+// whose address is Storage().DataPtr() + that·itemsize (ElementAddr);
+// DataPtr() is the address of element 0. Views (View, Reshape when
+// possible, Transpose, T, Permute, Narrow, Slice, Select, Expand, Squeeze,
+// Unsqueeze, Flatten, Detach, Contiguous of a contiguous tensor) share the
+// storage and allocate nothing. View never copies and panics on a layout it
+// cannot express, suggesting Reshape or Contiguous; Reshape copies only
+// then. Expand uses stride 0. Clone always copies.
+//
+// Creation: Zeros, Ones, Full, Empty, Arange, Rand, Randn, FromSlice,
+// Scalar, ZerosLike, and Alloc (Empty returning its error). Options say
+// where and how: On(dev), OnHost(pinned), a Dtype (Float32 default,
+// Float64, Float16, BFloat16, Int64, Int32, Bool), RequiresGrad(),
+// WithGenerator(NewGenerator(seed)). Without On/OnHost tensors go to
+// device.Default() (sim:0). The default generator is seeded with 0
+// (ManualSeed reseeds it). Float16/BFloat16 are stored as 16-bit patterns
+// (round to nearest even) and computed in float32.
+//
+// On a meta device ops compute shapes and allocate (so the allocator's
+// statistics are right) but compute no values; reading one panics. Every op
+// charges its modelled cost (flops, bytes) to the device with Launch.
+//
+// # Errors
+//
+// Misuse (shape, dtype or device mismatch, use after Release, autograd
+// rules) panics with an *Error whose message starts with "tensor: ".
+// Allocation failure inside an op or a creation function panics with the
+// allocator's error unchanged (*alloc.OutOfMemoryError). Try(fn) converts
+// both kinds of panic into an error at an API boundary:
+//
+//	err := tensor.Try(func() { y = x.Matmul(w) })
+//	var oom *alloc.OutOfMemoryError
+//	if errors.As(err, &oom) { ... }
+//
+// Alloc is the one creation function that returns its error directly.
+//
+// # Releasing memory
+//
+// Go has a collector, not reference counts: x = nil frees nothing until
+// the collector runs. Release gives deterministic release: each Tensor holds
+// one reference to its storage (views, tensors saved for backward and
+// aliases hold their own), and the last Release returns the block to the
+// allocator at once. A released tensor panics when used, naming its shape.
+// As a fallback, the Storage carries a runtime.AddCleanup that returns the
+// block once no Tensor refers to the storage any more; the cleanup's
+// argument is an inner object that never points back to the Storage or a
+// Tensor. The collector is asynchronous and Go's liveness is precise: a
+// tensor whose variable is not used any more may be collected early
+// (tests that compare memory with a baseline use runtime.KeepAlive). Rule:
+// every function that returns a *Tensor returns a new object that holds
+// its own reference and that the caller may Release — even when it shares
+// storage (views, Contiguous of a contiguous tensor, To the same device).
+//
+// # Autograd
+//
+// Ops on tensors that require grad record a node on a dynamic tape; the
+// tensors a node saves hold references to their storage and show in the
+// allocator's statistics until Backward releases them (unless
+// RetainGraph()); a second Backward through released nodes fails with a
+// clear error. Gradients accumulate into leaves' Grad(); ZeroGrad zeroes
+// in place, SetGrad(nil) frees. Every storage has a version counter that
+// in-place ops bump; Backward fails, naming the node (e.g. ExpBackward0),
+// when a saved tensor changed since it was saved. In-place ops are
+// refused on a leaf that requires grad (and on its views) while grad mode
+// is on, and are legal on non-leaves (y := x.Pow(2); y.AddInPlace(1)).
+// Backward runs with grad mode off (no higher-order gradients).
+//
+// Grad modes are per goroutine, like PyTorch's per-thread modes.
+// NoGrad(fn): nothing is recorded or saved; results are normal tensors.
+// InferenceMode(fn): also nothing recorded; views and ops are allowed
+// inside; tensors created there are inference tensors which, outside
+// InferenceMode, cannot be saved for backward, modified in place or made to
+// require grad (Clone them). A goroutine started inside a scope does not
+// inherit it. The mode is looked up by goroutine id only while some scope
+// is active anywhere (an atomic counter), so ordinary training pays nothing.
+//
+// WithSavedTensorHooks(pack, unpack, fn) intercepts every tensor saved
+// inside fn (checkpointing and CPU offload build on it); see its doc for
+// who owns what.
+//
+// # Adding an op
+//
+// An op is one function in one file (see ops_pointwise.go for models):
+//
+//  1. Check operands: x.live("Op"); checkPair("Op", a, b) for two tensors.
+//  2. Allocate the result: out := empty(a.outMem(), shape, a.dtype).
+//  3. Compute through the kernel seam in compute.go (binaryKernel,
+//     unaryKernel, copyKernel, sumKernel, matmulKernel; add one there if
+//     needed — it must do nothing when the tensor has no bytes, i.e. meta)
+//     and charge the cost: out.charge("Op", flops, a, b).
+//  4. Return record(out, "OpBackward0", inputs, saved, backward). record
+//     does nothing when no input requires grad or grad mode is off. The
+//     backward function receives the output gradient g, the saved tensors
+//     in order and which inputs need a gradient (skip others with when),
+//     and returns one gradient per input with the input's shape (use
+//     sumTo/reduced to undo broadcasting). It must capture only shapes and
+//     scalars, never forward tensors: what it needs, it saves, so memory is
+//     accounted for and the version check applies. It may return g itself.
+//     Release temporaries it creates.
+//  5. In-place variants call checkInPlace first and t.bump() after the
+//     kernel, then record(t, ...) with t among the inputs.
+//  6. Test: a forward-value case in TestForwardValues and a case in the
+//     TestGradcheck table (gradcheck.Assert on float64 inputs).
+//
+// Out-of-place ops on pinned host tensors produce pageable host tensors,
+// as in PyTorch.
+package tensor

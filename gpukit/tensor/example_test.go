@@ -1,0 +1,100 @@
+package tensor_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// A view shares its base's storage: no allocation, another offset and
+// other strides, and the address formula offset + Σ i·stride.
+func ExampleTensor_Transpose() {
+	dev := device.MustOpen("sim:1")
+	x := tensor.Arange(0, 6, 1, tensor.On(dev), tensor.Float32).View(2, 3)
+	before := dev.Stats()["allocation.all.allocated"]
+	xt := x.Transpose(0, 1)
+	fmt.Println("allocations:", dev.Stats()["allocation.all.allocated"]-before)
+	fmt.Println("same storage:", xt.SameStorage(x))
+	fmt.Println("shape", xt.Shape(), "stride", xt.Stride(), "contiguous", xt.IsContiguous())
+	fmt.Println("xt[2,1] at element offset", xt.ElementOffset(2, 1), "=", xt.At(2, 1))
+	fmt.Println("byte distance from x[0,0]:", xt.ElementAddr(2, 1)-x.DataPtr())
+	// Output:
+	// allocations: 0
+	// same storage: true
+	// shape [3 2] stride [1 3] contiguous false
+	// xt[2,1] at element offset 5 = 5
+	// byte distance from x[0,0]: 20
+}
+
+// View never copies; on a transposed tensor it refuses, and Reshape copies.
+func ExampleTensor_Reshape() {
+	dev := device.MustOpen("sim:1")
+	xt := tensor.Zeros([]int{2, 3}, tensor.On(dev)).T()
+	fmt.Println(tensor.Try(func() { xt.View(6) }) != nil)
+	r := xt.Reshape(6)
+	fmt.Println("copied:", !r.SameStorage(xt))
+	// Output:
+	// true
+	// copied: true
+}
+
+// Autograd saves activations, and they occupy device memory until
+// backward, even after the user has released them.
+func ExampleTensor_Backward() {
+	dev := device.MustOpen("sim:1")
+	w := tensor.Randn([]int{1024, 1024}, tensor.On(dev), tensor.RequiresGrad())
+	x := tensor.Randn([]int{1024, 1024}, tensor.On(dev))
+	base := dev.MemoryAllocated()
+
+	h := x.Matmul(w)
+	y := h.Exp() // saves its output (4 MiB) for backward
+	loss := y.Sum()
+	h.Release()
+	y.Release()
+	fmt.Println("held by the graph:", (dev.MemoryAllocated()-base)>>20, "MiB")
+	loss.Backward()
+	loss.Release()
+	fmt.Println("after backward, w.grad only:", (dev.MemoryAllocated()-base)>>20, "MiB")
+	w.SetGrad(nil)
+	fmt.Println("after SetGrad(nil):", dev.MemoryAllocated()-base)
+	x.Release()
+	w.Release()
+	// Output:
+	// held by the graph: 4 MiB
+	// after backward, w.grad only: 4 MiB
+	// after SetGrad(nil): 0
+}
+
+// Misuse panics with a *tensor.Error; Try turns it into an error, and
+// out-of-memory errors come through it as *alloc.OutOfMemoryError.
+func ExampleTry() {
+	dev := device.MustOpen("sim:1")
+	a := tensor.Zeros([]int{2, 3}, tensor.On(dev))
+	err := tensor.Try(func() { a.Matmul(a) })
+	fmt.Println(err)
+
+	err = tensor.Try(func() { tensor.Empty([]int{1 << 40}, tensor.On(dev)) })
+	var oom *alloc.OutOfMemoryError
+	fmt.Println("out of memory:", errors.As(err, &oom))
+	// Output:
+	// tensor: Matmul: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
+	// out of memory: true
+}
+
+// In-place on a non-leaf is legal; on a leaf that requires grad it is
+// refused (COURSE mistake 7).
+func ExampleTensor_AddInPlace() {
+	dev := device.MustOpen("sim:1")
+	x := tensor.FromSlice([]float32{1, 2, 3}, []int{3}, tensor.On(dev), tensor.RequiresGrad())
+	y := x.Pow(2)
+	y.AddInPlace(1)
+	y.Sum().Backward()
+	fmt.Println(x.Grad().Float64s())
+	fmt.Println(tensor.Try(func() { x.AddInPlace(1) }) != nil)
+	// Output:
+	// [2 4 6]
+	// true
+}

@@ -1,0 +1,61 @@
+package tensor_test
+
+import (
+	"testing"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// newDev returns a private sim device (outside the registry), so that each
+// test sees its own allocator statistics.
+func newDev(t testing.TB) *device.Device { return newDevCap(t, 0) }
+
+// newDevCap is newDev with a capacity in bytes (0: the profile's 2 GiB).
+func newDevCap(t testing.TB, capacity int64) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if capacity > 0 {
+		p.Name = "tiny"
+		p.Capacity = capacity
+	}
+	d, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newMeta returns a private meta device.
+func newMeta(t testing.TB) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("h100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := device.New(sim.NewMeta(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func allocations(d *device.Device) int64 { return d.Stats()["allocation.all.allocated"] }
+
+// panicMsg returns the message of the *tensor.Error that fn panics with
+// ("" if it does not panic).
+func panicMsg(fn func()) string {
+	err := tensor.Try(fn)
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func f64(dev *device.Device, data []float64, shape ...int) *tensor.Tensor {
+	return tensor.FromSlice(data, shape, tensor.On(dev))
+}

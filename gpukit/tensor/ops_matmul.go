@@ -1,0 +1,74 @@
+package tensor
+
+import "slices"
+
+// matmulShapes checks a @ b and returns the output shape and the
+// broadcast batch shape.
+func matmulShapes(op string, a, b *Tensor) (out, batch []int) {
+	if len(a.shape) < 2 || len(b.shape) < 2 {
+		panicf("%s: both arguments must have at least 2 dimensions, got %s and %s (Unsqueeze a vector first)", op, fmtShape(a.shape), fmtShape(b.shape))
+	}
+	ra, rb := len(a.shape), len(b.shape)
+	m, k, k2, n := a.shape[ra-2], a.shape[ra-1], b.shape[rb-2], b.shape[rb-1]
+	if k != k2 {
+		panicf("%s: mat1 and mat2 shapes cannot be multiplied (%dx%d and %dx%d)", op, m, k, k2, n)
+	}
+	batch = broadcastShapes(op, a.shape[:ra-2], b.shape[:rb-2])
+	out = append(slices.Clone(batch), m, n)
+	return out, batch
+}
+
+// matmulInto runs the kernel for out = a @ b with batch broadcasting.
+func matmulInto(out, a, b *Tensor, batch []int) {
+	ra, rb := len(a.shape), len(b.shape)
+	al := a.layoutAs(append(slices.Clone(batch), a.shape[ra-2:]...))
+	bl := b.layoutAs(append(slices.Clone(batch), b.shape[rb-2:]...))
+	matmulKernel(out, al, bl)
+	m, n, k := out.shape[len(out.shape)-2], out.shape[len(out.shape)-1], a.shape[ra-1]
+	out.charge("Matmul", 2*int64(numel(batch))*int64(m)*int64(n)*int64(k), a, b)
+}
+
+// Matmul returns the matrix product t @ b for 2-d tensors, or the batched
+// product over leading dimensions, which broadcast (torch.matmul for
+// inputs of rank ≥ 2). It saves both inputs for backward.
+func (t *Tensor) Matmul(b *Tensor) *Tensor {
+	t.live("Matmul")
+	b.live("Matmul")
+	checkPair("Matmul", t, b)
+	shape, batch := matmulShapes("Matmul", t, b)
+	out := empty(t.outMem(), shape, t.dtype)
+	matmulInto(out, t, b, batch)
+	as, bs := t.shape, b.shape
+	return record(out, "MmBackward0", []*Tensor{t, b}, []*Tensor{t, b}, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+		a, b := saved[0], saved[1]
+		return []*Tensor{
+			when(needs[0], func() *Tensor { // g @ bᵀ
+				bt := b.Transpose(-1, -2)
+				defer bt.Release()
+				return reduced(g.Matmul(bt), as)
+			}),
+			when(needs[1], func() *Tensor { // aᵀ @ g
+				at := a.Transpose(-1, -2)
+				defer at.Release()
+				return reduced(at.Matmul(g), bs)
+			}),
+		}
+	})
+}
+
+// MatmulOut writes a @ b into the preallocated out and returns out. It
+// allocates nothing (check Stats()["allocation.all.allocated"]), which is
+// what preallocated buffers are for (lesson 04).
+func MatmulOut(out, a, b *Tensor) *Tensor {
+	a.live("MatmulOut")
+	b.live("MatmulOut")
+	checkPair("MatmulOut", a, b)
+	shape, batch := matmulShapes("MatmulOut", a, b)
+	checkOut("MatmulOut", out, shape, a, b)
+	if out.st == a.st || out.st == b.st {
+		panicf("MatmulOut: out shares storage with an input; the product would read what it writes")
+	}
+	matmulInto(out, a, b, batch)
+	out.bump()
+	return out
+}

@@ -1,0 +1,389 @@
+package tensor
+
+import (
+	"slices"
+
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+// Pointwise ops. Each op is its forward (a kernel call into a new tensor)
+// followed by record(...) with its backward, which computes input
+// gradients with other ops (grad mode is off during backward).
+
+// operand splits the argument of a binary op into a tensor or a scalar
+// (any Go integer or float).
+func operand(op string, other any) (*Tensor, float64) {
+	switch v := other.(type) {
+	case *Tensor:
+		v.live(op)
+		return v, 0
+	case float64:
+		return nil, v
+	case float32:
+		return nil, float64(v)
+	case int:
+		return nil, float64(v)
+	case int64:
+		return nil, float64(v)
+	case int32:
+		return nil, float64(v)
+	}
+	panicf("%s: operand must be a *Tensor or a number, got %T", op, other)
+	return nil, 0
+}
+
+// checkPair panics unless a and b are on the same device with the same
+// dtype.
+func checkPair(op string, a, b *Tensor) {
+	if !sameDevice(a, b) {
+		panicf("%s: expected all tensors to be on the same device, but found %s and %s", op, a.DeviceName(), b.DeviceName())
+	}
+	if a.dtype != b.dtype {
+		panicf("%s: dtype mismatch: %s and %s (convert one with ToDtype)", op, a.dtype, b.dtype)
+	}
+}
+
+// layoutAs is an internal, unreferenced view of t broadcast to shape, for
+// kernels only (never returned to users, never released).
+func (t *Tensor) layoutAs(shape []int) *Tensor {
+	return &Tensor{st: t.st, offset: t.offset, shape: shape, strides: broadcastStrides(t.shape, t.strides, shape), dtype: t.dtype}
+}
+
+// binaryOp computes op(a, b) with broadcasting into a new tensor.
+func binaryOp(name string, kop kernels.BinaryOp, a, b *Tensor) *Tensor {
+	a.live(name)
+	b.live(name)
+	checkPair(name, a, b)
+	shape := broadcastShapes(name, a.shape, b.shape)
+	out := empty(a.outMem(), shape, a.dtype)
+	binaryKernel(kop, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
+	out.charge(name, int64(out.Numel()), a, b)
+	return out
+}
+
+// scalarOp computes op(a, s) (or op(s, a) when first) into a new tensor.
+func scalarOp(name string, kop kernels.BinaryOp, a *Tensor, s float64, first bool) *Tensor {
+	a.live(name)
+	out := empty(a.outMem(), a.shape, a.dtype)
+	binaryKernel(kop, out, a, nil, s, first)
+	out.charge(name, int64(out.Numel()), a)
+	return out
+}
+
+// unary computes op(a) into a new tensor.
+func unary(name string, kop kernels.UnaryOp, a *Tensor) *Tensor {
+	a.live(name)
+	out := empty(a.outMem(), a.shape, a.dtype)
+	unaryKernel(kop, out, a)
+	out.charge(name, int64(out.Numel()), a)
+	return out
+}
+
+// Add returns t + other, where other is a *Tensor (broadcast with t) or a
+// number.
+func (t *Tensor) Add(other any) *Tensor {
+	b, s := operand("Add", other)
+	if b == nil {
+		return record(scalarOp("Add", kernels.Add, t, s, false), "AddBackward1", []*Tensor{t}, nil,
+			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+	}
+	as, bs := t.shape, b.shape
+	return record(binaryOp("Add", kernels.Add, t, b), "AddBackward0", []*Tensor{t, b}, nil,
+		func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
+			return []*Tensor{when(needs[0], func() *Tensor { return sumTo(g, as) }), when(needs[1], func() *Tensor { return sumTo(g, bs) })}
+		})
+}
+
+// Sub returns t - other.
+func (t *Tensor) Sub(other any) *Tensor {
+	b, s := operand("Sub", other)
+	if b == nil {
+		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward1", []*Tensor{t}, nil,
+			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+	}
+	as, bs := t.shape, b.shape
+	return record(binaryOp("Sub", kernels.Sub, t, b), "SubBackward0", []*Tensor{t, b}, nil,
+		func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
+			return []*Tensor{
+				when(needs[0], func() *Tensor { return sumTo(g, as) }),
+				when(needs[1], func() *Tensor { n := g.Neg(); defer n.Release(); return sumTo(n, bs) }),
+			}
+		})
+}
+
+// Mul returns t * other (elementwise).
+func (t *Tensor) Mul(other any) *Tensor {
+	b, s := operand("Mul", other)
+	if b == nil {
+		return record(scalarOp("Mul", kernels.Mul, t, s, false), "MulBackward1", []*Tensor{t}, nil,
+			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
+	}
+	as, bs := t.shape, b.shape
+	return record(binaryOp("Mul", kernels.Mul, t, b), "MulBackward0", []*Tensor{t, b}, []*Tensor{t, b},
+		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+			a, b := saved[0], saved[1]
+			return []*Tensor{
+				when(needs[0], func() *Tensor { return reduced(g.Mul(b), as) }),
+				when(needs[1], func() *Tensor { return reduced(g.Mul(a), bs) }),
+			}
+		})
+}
+
+// Div returns t / other.
+func (t *Tensor) Div(other any) *Tensor {
+	b, s := operand("Div", other)
+	if b == nil {
+		return record(scalarOp("Div", kernels.Div, t, s, false), "DivBackward1", []*Tensor{t}, nil,
+			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
+	}
+	as, bs := t.shape, b.shape
+	return record(binaryOp("Div", kernels.Div, t, b), "DivBackward0", []*Tensor{t, b}, []*Tensor{t, b},
+		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+			a, b := saved[0], saved[1]
+			return []*Tensor{
+				when(needs[0], func() *Tensor { return reduced(g.Div(b), as) }),
+				when(needs[1], func() *Tensor {
+					// d(a/b)/db = -a/b²
+					ga := g.Mul(a)
+					q := ga.Div(b)
+					ga.Release()
+					r := q.Div(b)
+					q.Release()
+					n := r.Neg()
+					r.Release()
+					return reduced(n, bs)
+				}),
+			}
+		})
+}
+
+// Neg returns -t.
+func (t *Tensor) Neg() *Tensor {
+	return record(unary("Neg", kernels.Neg, t), "NegBackward0", []*Tensor{t}, nil,
+		func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Neg()} })
+}
+
+// Pow returns t raised to the power p (elementwise).
+func (t *Tensor) Pow(p float64) *Tensor {
+	return record(scalarOp("Pow", kernels.Pow, t, p, false), "PowBackward0", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			// p · x^(p-1) · g
+			d := saved[0].Pow(p - 1)
+			d2 := d.Mul(p)
+			d.Release()
+			r := d2.Mul(g)
+			d2.Release()
+			return []*Tensor{r}
+		})
+}
+
+// Exp returns e^t. It saves its result for backward.
+func (t *Tensor) Exp() *Tensor {
+	out := unary("Exp", kernels.Exp, t)
+	return record(out, "ExpBackward0", []*Tensor{t}, []*Tensor{out},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(saved[0])} })
+}
+
+// Log returns the natural logarithm of t.
+func (t *Tensor) Log() *Tensor {
+	return record(unary("Log", kernels.Log, t), "LogBackward0", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(saved[0])} })
+}
+
+// Relu returns max(t, 0). It saves its result for backward.
+func (t *Tensor) Relu() *Tensor {
+	out := unary("Relu", kernels.Relu, t)
+	return record(out, "ReluBackward0", []*Tensor{t}, []*Tensor{out},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			mask := scalarOp("Greater", kernels.Greater, saved[0], 0, false)
+			defer mask.Release()
+			return []*Tensor{g.Mul(mask)}
+		})
+}
+
+// when returns f() if cond, else nil: backward functions use it to skip
+// the gradients of inputs that do not need one.
+func when(cond bool, f func() *Tensor) *Tensor {
+	if !cond {
+		return nil
+	}
+	return f()
+}
+
+// reduced is sumTo that consumes (releases) its argument.
+func reduced(g *Tensor, shape []int) *Tensor {
+	if slices.Equal(g.shape, shape) {
+		return g
+	}
+	r := sumTo(g, shape)
+	g.Release()
+	return r
+}
+
+// ---- in-place ----------------------------------------------------------
+
+// checkInPlace enforces PyTorch's rules for modifying t in place.
+func checkInPlace(op string, t *Tensor) {
+	t.live(op)
+	if t.inference && !inferenceModeOn() {
+		panicf("%s: in-place update to an inference tensor (shape %s) outside InferenceMode is not allowed; Clone it to get a normal tensor first", op, fmtShape(t.shape))
+	}
+	for i, s := range t.strides {
+		if s == 0 && t.shape[i] > 1 {
+			panicf("%s: unsupported operation: more than one element of the written-to tensor (shape %s, stride %s) refers to a single memory location; Clone it first", op, fmtShape(t.shape), fmtShape(t.strides))
+		}
+	}
+	if !IsGradEnabled() {
+		return
+	}
+	if t.requiresGrad && t.gradFn == nil {
+		panicf("%s: a leaf tensor that requires grad (shape %s) is being used in an in-place operation; do it inside NoGrad (as an optimizer does) or on a Clone", op, fmtShape(t.shape))
+	}
+	if t.base != nil && t.requiresGrad {
+		if t.base.requiresGrad && t.base.gradFn == nil {
+			panicf("%s: a view of a leaf tensor that requires grad is being used in an in-place operation", op)
+		}
+		panicf("%s: in-place operation on a view of a tensor that requires grad is not supported by gpukit (PyTorch rebases the view's history); Clone the view first", op)
+	}
+}
+
+// bump increments t's version counter after an in-place change.
+func (t *Tensor) bump() {
+	if !t.inference {
+		t.st.version.v.Add(1)
+	}
+}
+
+// inplaceOperand returns other as a tensor laid out as t's shape (or the
+// scalar), checking that it broadcasts to t.
+func inplaceOperand(op string, t *Tensor, other any) (*Tensor, *Tensor, float64) {
+	b, s := operand(op, other)
+	if b == nil {
+		return nil, nil, s
+	}
+	checkPair(op, t, b)
+	if !slices.Equal(broadcastShapes(op, t.shape, b.shape), t.shape) {
+		panicf("%s: output with shape %s doesn't match the broadcast shape %s", op, fmtShape(t.shape), fmtShape(broadcastShapes(op, t.shape, b.shape)))
+	}
+	return b, b.layoutAs(t.shape), 0
+}
+
+// AddInPlace adds other (a *Tensor broadcastable to t, or a number) to t
+// in place and returns t (torch's add_). Allowed on non-leaf tensors
+// (y := x.Pow(2); y.AddInPlace(1) is legal); refused on a leaf that
+// requires grad unless in NoGrad.
+func (t *Tensor) AddInPlace(other any) *Tensor {
+	checkInPlace("AddInPlace", t)
+	b, bl, s := inplaceOperand("AddInPlace", t, other)
+	if b == nil {
+		binaryKernel(kernels.Add, t, t, nil, s, false)
+		t.charge("AddInPlace", int64(t.Numel()), t)
+		t.bump()
+		return record(t, "AddBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+	}
+	binaryKernel(kernels.Add, t, t, bl, 0, false)
+	t.charge("AddInPlace", int64(t.Numel()), t, b)
+	t.bump()
+	bs := b.shape
+	return record(t, "AddBackward0", []*Tensor{t, b}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
+		return []*Tensor{when(needs[0], g.alias), when(needs[1], func() *Tensor { return sumTo(g, bs) })}
+	})
+}
+
+// MulInPlace multiplies t by other in place and returns t (torch's mul_).
+// When other requires grad, t's value before the change is saved (a copy).
+func (t *Tensor) MulInPlace(other any) *Tensor {
+	checkInPlace("MulInPlace", t)
+	b, bl, s := inplaceOperand("MulInPlace", t, other)
+	if b == nil {
+		binaryKernel(kernels.Mul, t, t, nil, s, false)
+		t.charge("MulInPlace", int64(t.Numel()), t)
+		t.bump()
+		return record(t, "MulBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
+	}
+	var orig *Tensor
+	if needsGrad(b) {
+		NoGrad(func() { orig = t.Clone() })
+		defer orig.Release()
+	}
+	binaryKernel(kernels.Mul, t, t, bl, 0, false)
+	t.charge("MulInPlace", int64(t.Numel()), t, b)
+	t.bump()
+	bs := b.shape
+	save := []*Tensor{b}
+	if orig != nil {
+		save = append(save, orig)
+	}
+	return record(t, "MulBackward0", []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+		return []*Tensor{
+			when(needs[0], func() *Tensor { return g.Mul(saved[0]) }),
+			when(needs[1], func() *Tensor { return reduced(g.Mul(saved[1]), bs) }),
+		}
+	})
+}
+
+// Fill sets every element of t to v in place and returns t (fill_).
+func (t *Tensor) Fill(v float64) *Tensor {
+	checkInPlace("Fill", t)
+	fillKernel(t, v)
+	t.charge("Fill", 0)
+	t.bump()
+	return record(t, "FillBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor {
+		return []*Tensor{ZerosLike(g)}
+	})
+}
+
+// CopyFrom copies src (broadcastable to t, same device; dtypes are
+// converted) into t in place and returns t (copy_).
+func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
+	checkInPlace("CopyFrom", t)
+	src.live("CopyFrom")
+	if !sameDevice(t, src) {
+		panicf("CopyFrom: source on %s, destination on %s; use To to move data between devices", src.DeviceName(), t.DeviceName())
+	}
+	if !slices.Equal(broadcastShapes("CopyFrom", t.shape, src.shape), t.shape) {
+		panicf("CopyFrom: source of shape %s cannot be broadcast to %s", fmtShape(src.shape), fmtShape(t.shape))
+	}
+	copyKernel(t, src.layoutAs(t.shape))
+	t.charge("CopyFrom", 0, src)
+	t.bump()
+	ss, sdt := src.shape, src.dtype
+	return record(t, "CopyBackwards", []*Tensor{t, src}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
+		return []*Tensor{
+			when(needs[0], func() *Tensor { return ZerosLike(g) }),
+			when(needs[1], func() *Tensor { c := g.ToDtype(sdt); return reduced(c, ss) }),
+		}
+	})
+}
+
+// ---- out= variants -------------------------------------------------------
+
+// checkOut validates an out= destination: right shape, dtype and device,
+// and no autograd involved (PyTorch: "out= ... don't support automatic
+// differentiation").
+func checkOut(op string, out *Tensor, shape []int, ins ...*Tensor) {
+	checkInPlace(op, out)
+	for _, in := range ins {
+		in.live(op)
+		checkPair(op, out, in)
+	}
+	if !slices.Equal(out.shape, shape) {
+		panicf("%s: out has shape %s, the result has shape %s", op, fmtShape(out.shape), fmtShape(shape))
+	}
+	if needsGrad(append([]*Tensor{out}, ins...)...) {
+		panicf("%s: out= variants do not support automatic differentiation (an argument requires grad); use the op without out, or NoGrad", op)
+	}
+}
+
+// AddOut writes a + b (broadcast) into the preallocated out and returns
+// out. It allocates nothing.
+func AddOut(out, a, b *Tensor) *Tensor {
+	a.live("AddOut")
+	b.live("AddOut")
+	shape := broadcastShapes("AddOut", a.shape, b.shape)
+	checkOut("AddOut", out, shape, a, b)
+	binaryKernel(kernels.Add, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
+	out.charge("AddOut", int64(out.Numel()), a, b)
+	out.bump()
+	return out
+}
