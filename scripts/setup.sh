@@ -78,7 +78,7 @@ gonb_path=$here/bin/gonb
 kernel_path="$here/bin:$(dirname "$(command -v go)"):/usr/local/bin:/usr/bin:/bin"
 if [ -f "$kernel_json" ] && grep -qF "\"$gonb_path\"" "$kernel_json" && grep -qF "$kernel_path" "$kernel_json" &&
 	[ "$kernel_json" -nt bin/gonb ]; then
-	say "gonb kernel: registered ($kernel_json)"
+	say "gonb kernel: present ($kernel_json)"
 else
 	JUPYTER_DATA_DIR=$data_dir PATH="$here/bin:$PATH" bin/gonb --install --force_deps --logtostderr >/dev/null 2>&1 ||
 		die "registering the gonb kernel failed: run 'bin/gonb --install --force_deps' to see why."
