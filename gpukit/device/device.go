@@ -26,6 +26,19 @@ type (
 	Kind = backend.Kind
 	// HostBuffer is host memory to copy from or to, pinned or pageable.
 	HostBuffer = backend.HostBuffer
+	// Compute is implemented by backends that run kernels on their own
+	// memory (cuda); test for it with d.Backend().(device.Compute).
+	Compute = backend.Compute
+	// Strided is an N-d operand of a Compute call.
+	Strided = backend.Strided
+	// Dtype is the element type of a Compute operand.
+	Dtype = backend.Dtype
+)
+
+// The element types of Compute operands.
+const (
+	Float32 = backend.Float32
+	Float64 = backend.Float64
 )
 
 // The backend kinds.

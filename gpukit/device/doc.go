@@ -28,6 +28,21 @@
 // The Backend interface (package backend, re-exported here) is alloc.Memory
 // plus what the rest of gpukit needs from a device.
 //
+// # Compute
+//
+// On sim, values live in host memory and gpukit/tensor computes them with
+// the CPU kernels of gpukit/kernels. A backend whose memory the host cannot
+// see computes itself by implementing the optional Compute interface: Fill,
+// Copy (converting float32/float64), Unary, Binary and BinaryScalar over
+// N-d strided operands (stride 0 broadcasts), Reduce and ArgReduce over a
+// contiguous [outer, n, inner] array, and a row-major Gemm. The op enums
+// are those of gpukit/kernels, so a GPU result can be checked against the
+// CPU kernel. Operands are device addresses with the storage offset already
+// applied; every call is queued on a stream. gpukit/tensor routes its
+// kernels to Compute when d.Backend() implements it (the cuda backend) and
+// refuses, with an error naming the device, the ops that have no device
+// kernel yet; sim and meta are unchanged.
+//
 // # The cost model (sim and meta)
 //
 // Time is virtual and deterministic: nothing reads the wall clock. There is

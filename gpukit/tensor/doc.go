@@ -96,8 +96,8 @@
 //  1. Check operands: x.live("Op"); checkPair("Op", a, b) for two tensors.
 //  2. Allocate the result: out := empty(a.outMem(), shape, a.dtype).
 //  3. Compute through the kernel seam in compute.go (binaryKernel,
-//     unaryKernel, copyKernel, sumKernel, matmulKernel; add one there if
-//     needed — it must do nothing when the tensor has no bytes, i.e. meta)
+//     unaryKernel, copyKernel, sumKernel, matmulKernel, mapKernel for a
+//     function without a kernel op, ...; add one there if needed — it must do nothing when the tensor has no bytes, i.e. meta)
 //     and charge the cost: out.charge("Op", flops, a, b).
 //  4. Return record(out, "OpBackward0", inputs, saved, backward). record
 //     does nothing when no input requires grad or grad mode is off. The
@@ -112,6 +112,37 @@
 //     kernel, then record(t, ...) with t among the inputs.
 //  6. Test: a forward-value case in TestForwardValues and a case in the
 //     TestGradcheck table (gradcheck.Assert on float64 inputs).
+//
+// # Ops
+//
+// Pointwise (ops_pointwise.go), broadcasting where two tensors meet: Add,
+// Sub, Mul, Div (tensor or number), Neg, Pow, Exp, Log, Sqrt, Abs, Relu,
+// Sigmoid, Tanh, Gelu (exact erf form), Clamp(lo, hi), Maximum, Minimum.
+// In place (the version counter is bumped; refused on a leaf that
+// requires grad outside NoGrad): AddInPlace, SubInPlace, MulInPlace,
+// DivInPlace, ReluInPlace, ClampInPlace, Fill, CopyFrom. Out= variants
+// that allocate nothing and do not support autograd: AddOut, SubOut,
+// MulOut, DivOut, MatmulOut, IndexSelectOut.
+//
+// Comparisons (ops_compare.go) return Bool tensors and have no gradient:
+// Gt, Lt, Ge, Le, Eq (tensor or number); Where(cond, a, b) selects and
+// routes the gradient to the branch taken.
+//
+// Reductions (ops_reduce.go): Sum, SumDims, Mean, MeanDims (contiguous
+// float32/float64 inputs reduce through kernels.Reduce), Var(dims,
+// keepdim, unbiased), Max/Min(dim, keepdim) (the gradient goes to the
+// first extremum; the Int64 positions are saved), ArgMax/ArgMin(dim,
+// keepdim) (Int64, no gradient).
+//
+// Matmul and MatmulOut (ops_matmul.go). Indexing and joining
+// (ops_index.go), with Int64 or Int32 index tensors that are saved for
+// backward: IndexSelect, Gather, ScatterAdd (out of place), Cat, Stack.
+//
+// Neural-network ops (ops_nn.go), each one fused node: Softmax,
+// LogSoftmax (stable), Dropout(p, train, gen) (eval: the input itself, no
+// allocation; train: saves a one-byte Bool mask), MSELoss (mean),
+// CrossEntropy(logits [N, C], targets [N]) (mean, saves the [N, C]
+// log-softmax).
 //
 // Out-of-place ops on pinned host tensors produce pageable host tensors,
 // as in PyTorch.

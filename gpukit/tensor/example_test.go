@@ -98,3 +98,47 @@ func ExampleTensor_AddInPlace() {
 	// [2 4 6]
 	// true
 }
+
+// CrossEntropy takes raw logits [N, C] and class indices [N]; it computes
+// a stable log-softmax once and saves it for backward. The gradient of
+// the mean loss is (softmax - onehot)/N.
+func ExampleCrossEntropy() {
+	dev := device.MustOpen("sim:1")
+	logits := tensor.FromSlice([]float64{
+		2, 0, 0, // confident in class 0
+		0, 0, 0, // undecided
+	}, []int{2, 3}, tensor.On(dev), tensor.RequiresGrad())
+	targets := tensor.FromSlice([]int64{0, 2}, []int{2}, tensor.On(dev))
+	loss := tensor.CrossEntropy(logits, targets)
+	fmt.Printf("loss %.4f (grad_fn %s)\n", loss.Item(), loss.GradFn())
+	loss.Backward()
+	for _, g := range logits.Grad().Float64s() {
+		fmt.Printf("%.4f ", g)
+	}
+	fmt.Println()
+	// Output:
+	// loss 0.6691 (grad_fn NllLossBackward0)
+	// -0.1065 0.0533 0.0533 0.1667 0.1667 -0.3333
+}
+
+// IndexSelectOut gathers rows (an embedding lookup) into a buffer that is
+// reused from batch to batch: no allocation after the first.
+func ExampleIndexSelectOut() {
+	dev := device.MustOpen("sim:1")
+	table := tensor.Arange(0, 12, 1, tensor.On(dev), tensor.Float32).View(4, 3)
+	buf := tensor.Empty([]int{2, 3}, tensor.On(dev))
+	batches := []*tensor.Tensor{
+		tensor.FromSlice([]int64{3, 0}, []int{2}, tensor.On(dev)),
+		tensor.FromSlice([]int64{1, 1}, []int{2}, tensor.On(dev)),
+	}
+	before := dev.Stats()["allocation.all.allocated"]
+	for _, ids := range batches {
+		tensor.IndexSelectOut(buf, table, 0, ids)
+		fmt.Println(buf.Float64s())
+	}
+	fmt.Println("allocations by IndexSelectOut:", dev.Stats()["allocation.all.allocated"]-before)
+	// Output:
+	// [9 10 11 0 1 2]
+	// [3 4 5 3 4 5]
+	// allocations by IndexSelectOut: 0
+}

@@ -59,3 +59,7 @@ func panicMsg(fn func()) string {
 func f64(dev *device.Device, data []float64, shape ...int) *tensor.Tensor {
 	return tensor.FromSlice(data, shape, tensor.On(dev))
 }
+
+func i64s(dev *device.Device, data ...int64) *tensor.Tensor {
+	return tensor.FromSlice(data, []int{len(data)}, tensor.On(dev))
+}

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"slices"
 
 	"github.com/gpumem/course/gpukit/kernels"
@@ -201,6 +202,145 @@ func (t *Tensor) Relu() *Tensor {
 		})
 }
 
+// Sqrt returns √t. It saves its result for backward.
+func (t *Tensor) Sqrt() *Tensor {
+	out := unary("Sqrt", kernels.Sqrt, t)
+	return record(out, "SqrtBackward0", []*Tensor{t}, []*Tensor{out},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			// g / (2√x)
+			h := g.Div(saved[0])
+			defer h.Release()
+			return []*Tensor{h.Mul(0.5)}
+		})
+}
+
+// Abs returns |t|. Its gradient is sign(t)·g (0 at 0, as in PyTorch).
+func (t *Tensor) Abs() *Tensor {
+	return record(unary("Abs", kernels.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			sign := empty(g.outMem(), saved[0].shape, g.dtype)
+			defer sign.Release()
+			mapKernel(sign, saved[0], func(x float64) float64 {
+				switch {
+				case x > 0:
+					return 1
+				case x < 0:
+					return -1
+				}
+				return 0
+			})
+			return []*Tensor{g.Mul(sign)}
+		})
+}
+
+// Sigmoid returns 1/(1+e⁻ᵗ). It saves its result for backward.
+func (t *Tensor) Sigmoid() *Tensor {
+	out := unary("Sigmoid", kernels.Sigmoid, t)
+	return record(out, "SigmoidBackward0", []*Tensor{t}, []*Tensor{out},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			// g·y·(1-y)
+			d := empty(g.outMem(), saved[0].shape, g.dtype)
+			defer d.Release()
+			mapKernel(d, saved[0], func(y float64) float64 { return y * (1 - y) })
+			return []*Tensor{g.Mul(d)}
+		})
+}
+
+// Tanh returns tanh t. It saves its result for backward.
+func (t *Tensor) Tanh() *Tensor {
+	out := unary("Tanh", kernels.Tanh, t)
+	return record(out, "TanhBackward0", []*Tensor{t}, []*Tensor{out},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			// g·(1-y²)
+			d := empty(g.outMem(), saved[0].shape, g.dtype)
+			defer d.Release()
+			mapKernel(d, saved[0], func(y float64) float64 { return 1 - y*y })
+			return []*Tensor{g.Mul(d)}
+		})
+}
+
+// Gelu returns t·Φ(t) with the exact erf form of the normal CDF Φ
+// (PyTorch's default approximate="none"). It saves its input.
+func (t *Tensor) Gelu() *Tensor {
+	return record(unary("Gelu", kernels.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			// g·(Φ(x) + x·φ(x))
+			d := empty(g.outMem(), saved[0].shape, g.dtype)
+			defer d.Release()
+			mapKernel(d, saved[0], func(x float64) float64 {
+				cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+				pdf := math.Exp(-0.5*x*x) / math.Sqrt(2*math.Pi)
+				return cdf + x*pdf
+			})
+			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
+			return []*Tensor{g.Mul(d)}
+		})
+}
+
+// Clamp limits t to [lo, hi] (torch.clamp; pass math.Inf(-1) or
+// math.Inf(1) for a one-sided clamp; if lo > hi every element becomes hi).
+// The gradient passes where lo ≤ t ≤ hi and is 0 elsewhere. It saves its
+// input.
+func (t *Tensor) Clamp(lo, hi float64) *Tensor {
+	t.live("Clamp")
+	out := empty(t.outMem(), t.shape, t.dtype)
+	binaryKernel(kernels.Max, out, t, nil, lo, false)
+	binaryKernel(kernels.Min, out, out, nil, hi, false)
+	out.charge("Clamp", 2*int64(out.Numel()), t)
+	return record(out, "ClampBackward1", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			return []*Tensor{clampGrad(g, saved[0], lo, hi)}
+		})
+}
+
+// clampGrad is g where lo ≤ x ≤ hi, 0 elsewhere.
+func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
+	m := empty(g.outMem(), x.shape, g.dtype)
+	defer m.Release()
+	mapKernel(m, x, func(v float64) float64 {
+		if v >= lo && v <= hi {
+			return 1
+		}
+		return 0
+	})
+	return g.Mul(m)
+}
+
+// Maximum returns the elementwise maximum of t and other (broadcast;
+// NaN if either is NaN). Where they are equal, the gradient is split
+// evenly between them, as in PyTorch. It saves both inputs.
+func (t *Tensor) Maximum(other *Tensor) *Tensor {
+	return minMax("Maximum", "MaximumBackward0", kernels.Max, kernels.Greater, t, other)
+}
+
+// Minimum returns the elementwise minimum of t and other (see Maximum).
+func (t *Tensor) Minimum(other *Tensor) *Tensor {
+	return minMax("Minimum", "MinimumBackward0", kernels.Min, kernels.Less, t, other)
+}
+
+func minMax(name, bwName string, kop, wins kernels.BinaryOp, a, b *Tensor) *Tensor {
+	as, bs := a.shape, b.shape
+	return record(binaryOp(name, kop, a, b), bwName, []*Tensor{a, b}, []*Tensor{a, b},
+		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+			// wa = 1 where a wins, ½ on ties, 0 where b wins; wb = 1 - wa.
+			w := binaryOp(name, wins, saved[0], saved[1])
+			tie := binaryOp(name, kernels.Equal, saved[0], saved[1])
+			binaryKernel(kernels.Mul, tie, tie, nil, 0.5, false)
+			binaryKernel(kernels.Add, w, w, tie, 0, false)
+			tie.Release()
+			defer w.Release()
+			return []*Tensor{
+				when(needs[0], func() *Tensor { return reduced(g.Mul(w), as) }),
+				when(needs[1], func() *Tensor {
+					wb := w.Neg()
+					binaryKernel(kernels.Add, wb, wb, nil, 1, false)
+					defer wb.Release()
+					return reduced(g.Mul(wb), bs)
+				}),
+			}
+		})
+}
+
 // when returns f() if cond, else nil: backward functions use it to skip
 // the gradients of inputs that do not need one.
 func when(cond bool, f func() *Tensor) *Tensor {
@@ -322,6 +462,101 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 	})
 }
 
+// SubInPlace subtracts other (a *Tensor broadcastable to t, or a number)
+// from t in place and returns t (torch's sub_).
+func (t *Tensor) SubInPlace(other any) *Tensor {
+	checkInPlace("SubInPlace", t)
+	b, bl, s := inplaceOperand("SubInPlace", t, other)
+	if b == nil {
+		binaryKernel(kernels.Sub, t, t, nil, s, false)
+		t.charge("SubInPlace", int64(t.Numel()), t)
+		t.bump()
+		return record(t, "SubBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+	}
+	binaryKernel(kernels.Sub, t, t, bl, 0, false)
+	t.charge("SubInPlace", int64(t.Numel()), t, b)
+	t.bump()
+	bs := b.shape
+	return record(t, "SubBackward0", []*Tensor{t, b}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
+		return []*Tensor{
+			when(needs[0], g.alias),
+			when(needs[1], func() *Tensor { n := g.Neg(); defer n.Release(); return sumTo(n, bs) }),
+		}
+	})
+}
+
+// DivInPlace divides t by other in place and returns t (torch's div_).
+// When other requires grad, the result (t itself) is saved: d(a/b)/db =
+// -(a/b)/b.
+func (t *Tensor) DivInPlace(other any) *Tensor {
+	checkInPlace("DivInPlace", t)
+	b, bl, s := inplaceOperand("DivInPlace", t, other)
+	if b == nil {
+		binaryKernel(kernels.Div, t, t, nil, s, false)
+		t.charge("DivInPlace", int64(t.Numel()), t)
+		t.bump()
+		return record(t, "DivBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
+	}
+	binaryKernel(kernels.Div, t, t, bl, 0, false)
+	t.charge("DivInPlace", int64(t.Numel()), t, b)
+	t.bump()
+	bs := b.shape
+	save := []*Tensor{b}
+	if needsGrad(b) {
+		save = append(save, t)
+	}
+	return record(t, "DivBackward0", []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+		return []*Tensor{
+			when(needs[0], func() *Tensor { return g.Div(saved[0]) }),
+			when(needs[1], func() *Tensor {
+				q := g.Mul(saved[1])
+				r := q.Div(saved[0])
+				q.Release()
+				n := r.Neg()
+				r.Release()
+				return reduced(n, bs)
+			}),
+		}
+	})
+}
+
+// ReluInPlace sets t to max(t, 0) in place and returns t (torch's relu_).
+// It saves t (its result) for backward.
+func (t *Tensor) ReluInPlace() *Tensor {
+	checkInPlace("ReluInPlace", t)
+	unaryKernel(kernels.Relu, t, t)
+	t.charge("ReluInPlace", int64(t.Numel()), t)
+	t.bump()
+	return record(t, "ReluBackward0", []*Tensor{t}, []*Tensor{t}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+		mask := scalarOp("Greater", kernels.Greater, saved[0], 0, false)
+		defer mask.Release()
+		return []*Tensor{g.Mul(mask)}
+	})
+}
+
+// ClampInPlace limits t to [lo, hi] in place and returns t (torch's
+// clamp_). When t requires grad, the Bool mask lo ≤ t ≤ hi of the values
+// before the change is saved (one byte per element).
+func (t *Tensor) ClampInPlace(lo, hi float64) *Tensor {
+	checkInPlace("ClampInPlace", t)
+	var mask *Tensor
+	if needsGrad(t) {
+		mask = empty(t.outMem(), t.shape, Bool)
+		defer mask.Release()
+		compareKernel(mask, t, nil, 0, func(x, _ float64) bool { return x >= lo && x <= hi })
+		mask.charge("ClampMask", int64(t.Numel()), t)
+	}
+	binaryKernel(kernels.Max, t, t, nil, lo, false)
+	binaryKernel(kernels.Min, t, t, nil, hi, false)
+	t.charge("ClampInPlace", 2*int64(t.Numel()), t)
+	t.bump()
+	return record(t, "ClampBackward1", []*Tensor{t}, []*Tensor{mask}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+		zero := Scalar(0, like(g))
+		defer zero.Release()
+		return []*Tensor{Where(saved[0], g, zero)}
+	})
+}
+
 // Fill sets every element of t to v in place and returns t (fill_).
 func (t *Tensor) Fill(v float64) *Tensor {
 	checkInPlace("Fill", t)
@@ -377,13 +612,29 @@ func checkOut(op string, out *Tensor, shape []int, ins ...*Tensor) {
 
 // AddOut writes a + b (broadcast) into the preallocated out and returns
 // out. It allocates nothing.
-func AddOut(out, a, b *Tensor) *Tensor {
-	a.live("AddOut")
-	b.live("AddOut")
-	shape := broadcastShapes("AddOut", a.shape, b.shape)
-	checkOut("AddOut", out, shape, a, b)
-	binaryKernel(kernels.Add, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
-	out.charge("AddOut", int64(out.Numel()), a, b)
+func AddOut(out, a, b *Tensor) *Tensor { return binaryOut("AddOut", kernels.Add, out, a, b) }
+
+// SubOut writes a - b (broadcast) into out and returns out. It allocates
+// nothing.
+func SubOut(out, a, b *Tensor) *Tensor { return binaryOut("SubOut", kernels.Sub, out, a, b) }
+
+// MulOut writes a * b (broadcast) into out and returns out. It allocates
+// nothing.
+func MulOut(out, a, b *Tensor) *Tensor { return binaryOut("MulOut", kernels.Mul, out, a, b) }
+
+// DivOut writes a / b (broadcast) into out and returns out. It allocates
+// nothing.
+func DivOut(out, a, b *Tensor) *Tensor { return binaryOut("DivOut", kernels.Div, out, a, b) }
+
+// binaryOut is the out= form of a broadcasting binary op. out may be a or
+// b itself (an in-place update).
+func binaryOut(name string, kop kernels.BinaryOp, out, a, b *Tensor) *Tensor {
+	a.live(name)
+	b.live(name)
+	shape := broadcastShapes(name, a.shape, b.shape)
+	checkOut(name, out, shape, a, b)
+	binaryKernel(kop, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
+	out.charge(name, int64(out.Numel()), a, b)
 	out.bump()
 	return out
 }

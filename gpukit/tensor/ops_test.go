@@ -23,6 +23,12 @@ func TestGradcheck(t *testing.T) {
 		defer r.Release()
 		return r.Add(0.5).Detach().SetRequiresGrad(true)
 	}
+	i64 := func(data []int64, shape ...int) *tensor.Tensor { return tensor.FromSlice(data, shape, tensor.On(dev)) }
+	rowIdx := i64([]int64{2, 0, 2}, 3)                 // repeated index: gradients accumulate
+	gatherIdx := i64([]int64{1, 0, 2, 2, 0, 1}, 2, 3)  // into [3, 4] along dim 0
+	scatterIdx := i64([]int64{0, 2, 0, 1, 1, 1}, 2, 3) // into [3, 4] along dim 0, src [2, 4]
+	targets := i64([]int64{1, 0, 3}, 3)                // classes of a [3, 4] batch
+	cond := tensor.FromSlice([]bool{true, false, false, true, true, false}, []int{2, 3}, tensor.On(dev))
 	type fn = gradcheck.Func
 	tests := []struct {
 		name   string
@@ -70,6 +76,50 @@ func TestGradcheck(t *testing.T) {
 			y.AddInPlace(in[1])
 			return y.MulInPlace(in[1])
 		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3)} }},
+		// nn and index ops
+		{"IndexSelect dim0", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].IndexSelect(0, rowIdx) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"IndexSelect dim1", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].T().IndexSelect(1, rowIdx) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 2)} }},
+		{"Dropout", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Dropout(0.4, true, tensor.NewGenerator(7)) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 5)} }},
+		{"MSELoss", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.MSELoss(in[0], in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(2, 3)} }},
+		{"CrossEntropy", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.CrossEntropy(in[0], targets) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"CrossEntropy transposed", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.CrossEntropy(in[0].T(), targets) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3)} }},
+		{"Softmax", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Softmax(-1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"Softmax dim0", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Softmax(0) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 2, 2)} }},
+		{"LogSoftmax", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].LogSoftmax(1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 5)} }},
+		// unary and elementwise
+		{"Sqrt", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Sqrt() }, func() []*tensor.Tensor { return []*tensor.Tensor{pos(2, 3)} }},
+		{"Abs", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Abs() }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3)} }},
+		{"Sigmoid", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Sigmoid() }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3)} }},
+		{"Tanh", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Tanh() }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3)} }},
+		{"Gelu", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Gelu() }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3)} }},
+		{"Clamp", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Clamp(-0.5, 0.7) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"Maximum broadcast", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Maximum(in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3)} }},
+		{"Minimum", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Minimum(in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(2, 3)} }},
+		{"Where", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.Where(cond, in[0], in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3)} }},
+		// reductions
+		{"Max dim", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Max(1, false) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"Max keepdim", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Max(0, true) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 2, 2)} }},
+		{"Min transposed", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].T().Min(-1, false) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3)} }},
+		{"Var unbiased", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Var([]int{1}, false, true) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"Var all biased keepdim", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Var(nil, true, false) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3)} }},
+		{"Sum middle dims fast path", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Sum(1, 2) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3, 2, 2)} }},
+		{"Sum split dims", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Sum(0, 2) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3, 2)} }},
+		// gather, scatter, join
+		{"Gather", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Gather(0, gatherIdx) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
+		{"ScatterAdd", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].ScatterAdd(0, scatterIdx, in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4), randn(2, 4)} }},
+		{"Cat", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.Cat([]*tensor.Tensor{in[0], in[1], in[0]}, 1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 2), randn(2, 3)} }},
+		{"Stack", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.Stack([]*tensor.Tensor{in[0], in[1].T()}, -1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3, 2)} }},
+		// in place on non-leaves
+		{"SubInPlace", func(in []*tensor.Tensor) *tensor.Tensor {
+			y := in[0].Mul(2)
+			return y.SubInPlace(in[1])
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3)} }},
+		{"DivInPlace", func(in []*tensor.Tensor) *tensor.Tensor {
+			y := in[0].Mul(2)
+			return y.DivInPlace(in[1]).Mul(in[0])
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), pos(2, 3)} }},
+		{"ReluInPlace", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Mul(1).ReluInPlace().Pow(2) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(10)} }},
+		{"ClampInPlace", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].Add(0).ClampInPlace(-0.5, 0.5).Mul(in[0]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4)} }},
 		{"mlp", func(in []*tensor.Tensor) *tensor.Tensor {
 			h := in[0].Matmul(in[1]).Add(in[2]).Relu()
 			return h.Matmul(in[3]).Exp().Mean()
@@ -128,9 +178,63 @@ func TestForwardValues(t *testing.T) {
 		{"mean", a.Mean(1), []float64{2, 5}},
 		{"matmul", a.Matmul(f64(dev, []float64{1, 0, 0, 1, 1, 1}, 3, 2)), []float64{4, 5, 10, 11}},
 		{"matmul T", a.Matmul(a.T()), []float64{14, 32, 32, 77}},
+		// nn and index ops
+		{"index_select 0", a.IndexSelect(0, i64s(dev, 1, 1, 0)), []float64{4, 5, 6, 4, 5, 6, 1, 2, 3}},
+		{"index_select 1", a.IndexSelect(1, i64s(dev, 2, 0)), []float64{3, 1, 6, 4}},
+		{"index_select 1-d", b.IndexSelect(0, i64s(dev, 2)), []float64{30}},
+		{"mse", tensor.MSELoss(a, a.Add(f64(dev, []float64{1, -2, 0}, 3))), []float64{(1 + 4 + 0) * 2 / 6.0}},
+		{"softmax", f64(dev, []float64{0, math.Log(3), 1000, 1000}, 2, 2).Softmax(1), []float64{0.25, 0.75, 0.5, 0.5}},
+		{"softmax 0-d", tensor.Scalar(5, tensor.On(dev), tensor.Float64).Softmax(0), []float64{1}},
+		{"log_softmax", f64(dev, []float64{0, math.Log(3)}, 2).LogSoftmax(0), []float64{math.Log(0.25), math.Log(0.75)}},
+		// CE row 0: logits [0, ln 3], class 1: -ln(3/4); row 1: [1000, 1000], class 0: ln 2.
+		{"cross_entropy", tensor.CrossEntropy(f64(dev, []float64{0, math.Log(3), 1000, 1000}, 2, 2), i64s(dev, 1, 0)), []float64{(-math.Log(0.75) + math.Ln2) / 2}},
+		// unary and elementwise
+		{"sqrt", f64(dev, []float64{4, 9}, 2).Sqrt(), []float64{2, 3}},
+		{"abs", f64(dev, []float64{-2, 0, 3}, 3).Abs(), []float64{2, 0, 3}},
+		{"sigmoid", f64(dev, []float64{0, math.Log(3)}, 2).Sigmoid(), []float64{0.5, 0.75}},
+		{"tanh", f64(dev, []float64{0, math.Log(2)}, 2).Tanh(), []float64{0, 0.6}},
+		{"gelu", f64(dev, []float64{0, 1, -1}, 3).Gelu(), []float64{0, 0.8413447460685429, -0.15865525393145707}},
+		{"clamp", f64(dev, []float64{-2, 0.5, 3}, 3).Clamp(-1, 1), []float64{-1, 0.5, 1}},
+		{"clamp lo>hi", f64(dev, []float64{-2, 3}, 2).Clamp(2, 1), []float64{1, 1}},
+		{"maximum", a.Maximum(f64(dev, []float64{2, 2, 5}, 3)), []float64{2, 2, 5, 4, 5, 6}},
+		{"minimum", a.Minimum(f64(dev, []float64{2, 2, 5}, 3)), []float64{1, 2, 3, 2, 2, 5}},
+		{"gt", a.Gt(3), []float64{0, 0, 0, 1, 1, 1}},
+		{"lt bcast", a.Lt(f64(dev, []float64{2, 2, 7}, 3)), []float64{1, 0, 1, 0, 0, 1}},
+		{"ge", a.Ge(3), []float64{0, 0, 1, 1, 1, 1}},
+		{"le", a.Le(3), []float64{1, 1, 1, 0, 0, 0}},
+		{"eq int64", a.Eq(i64s(dev, 1, 5, 3)), []float64{1, 0, 1, 0, 1, 0}},
+		{"where", tensor.Where(a.Gt(3), a, b), []float64{10, 20, 30, 4, 5, 6}},
+		// reductions
+		{"max 1", a.Max(1, false), []float64{3, 6}},
+		{"min 0", a.Min(0, true), []float64{1, 2, 3}},
+		{"max NaN", f64(dev, []float64{1, math.NaN(), 3}, 3).Max(0, false), []float64{math.NaN()}},
+		{"argmax", f64(dev, []float64{1, 7, 7, 9, 2, 0}, 2, 3).ArgMax(1, false), []float64{1, 0}},
+		{"argmin T", a.T().ArgMin(0, true), []float64{0, 0}},
+		{"argmax int", i64s(dev, 3, 9, 2).ArgMax(0, false), []float64{1}},
+		{"max int", i64s(dev, 3, 9, 2).Max(0, false), []float64{9}},
+		{"var", a.Var([]int{1}, false, true), []float64{1, 1}},
+		{"var biased all", a.Var(nil, false, false), []float64{35.0 / 12}},
+		{"mean fast", a.Mean(0), []float64{2.5, 3.5, 4.5}},
+		{"sum T", a.T().Sum(0), []float64{6, 15}},
+		// gather, scatter, join
+		{"gather 1", a.Gather(1, i64s(dev, 2, 0, 1, 1).View(2, 2)), []float64{3, 1, 5, 5}},
+		{"scatter_add 0", tensor.Zeros([]int{2, 3}, tensor.On(dev), tensor.Float64).ScatterAdd(0, i64s(dev, 1, 0, 1, 1).View(1, 4).Narrow(1, 0, 3), a.Narrow(0, 0, 1)), []float64{0, 2, 0, 1, 0, 3}},
+		{"scatter_add repeat", b.ScatterAdd(0, i64s(dev, 2, 2), f64(dev, []float64{1, 2}, 2)), []float64{10, 20, 33}},
+		{"cat 0", tensor.Cat([]*tensor.Tensor{a, b.View(1, 3)}, 0), []float64{1, 2, 3, 4, 5, 6, 10, 20, 30}},
+		{"cat 1", tensor.Cat([]*tensor.Tensor{a, a.Narrow(1, 0, 1)}, -1), []float64{1, 2, 3, 1, 4, 5, 6, 4}},
+		{"stack 0", tensor.Stack([]*tensor.Tensor{b, b}, 0), []float64{10, 20, 30, 10, 20, 30}},
+		{"stack 1", tensor.Stack([]*tensor.Tensor{b, b.Mul(2)}, 1), []float64{10, 20, 20, 40, 30, 60}},
 	}
 	for _, tc := range tests {
-		assert.InDeltaSlice(t, tc.want, tc.got.Float64s(), 1e-12, tc.name)
+		got := tc.got.Float64s()
+		require.Len(t, got, len(tc.want), tc.name)
+		for i := range got {
+			if math.IsNaN(tc.want[i]) {
+				assert.True(t, math.IsNaN(got[i]), "%s[%d]: want NaN, got %v", tc.name, i, got[i])
+				continue
+			}
+			assert.InDelta(t, tc.want[i], got[i], 1e-12, "%s[%d]", tc.name, i)
+		}
 	}
 	assert.Equal(t, []int{2, 1}, a.SumDims([]int{1}, true).Shape())
 	assert.Equal(t, []int{}, a.Sum().Shape())

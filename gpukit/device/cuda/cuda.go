@@ -32,6 +32,8 @@ type Backend struct {
 	segs       []segment // live allocations, sorted by address
 	streams    map[alloc.Stream]cu.Stream
 	nextStream alloc.Stream
+
+	comp computeState // kernels and cuBLAS, see compute.go
 }
 
 type segment struct {

@@ -9,8 +9,9 @@
 // not wrap them.
 //
 // cu's package initialisation calls os.Exit(1) when no GPU is present, so
-// only files with the cuda build tag import it; without the tag this
-// package is empty and device.Open("cuda:N") explains how to rebuild.
+// only files with the cuda build tag import it; without the tag (or the
+// nvrtc tag, see below) this package is empty and device.Open("cuda:N")
+// explains how to rebuild.
 //
 // Differences from the sim backend: clocks are real (Now is the wall time
 // since the device was opened), Launch has nothing to run and does nothing,
@@ -18,4 +19,42 @@
 // the copies). The Profile is read from the device (name, total memory,
 // memory bandwidth from the memory clock and bus width); the other figures
 // come from the built-in profile of the same card, when there is one.
+//
+// # Compute
+//
+// Backend implements backend.Compute (compute.go):
+//
+//   - Gemm is cublasSgemm or cublasDgemm on the caller's stream
+//     (cublasSetStream), called through a few lines of cgo: the cu/blas
+//     wrapper takes Go slices and cannot select a stream. cuBLAS is
+//     column-major and a row-major matrix is its transpose read column-major,
+//     so row-major C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: the
+//     same call with A and B, m and n swapped and the transpose flags and
+//     leading dimensions unchanged.
+//   - Elementwise ops and reductions are CUDA C kernels (elementwise.cu,
+//     reduce.cu, embedded) that NVRTC (gorgonia.org/cu/nvrtc) compiles to
+//     PTX the first time an op is used with a dtype, for the device's
+//     compute capability; the module is loaded into the device's context
+//     and cached per (kernel, op, dtypes). source.go prepends the #defines
+//     that pick the op's expression and the element types.
+//   - Elementwise kernels take one by-value argument struct (mirrored in
+//     Go, its size checked by a static_assert) holding up to three operand
+//     addresses and an N-d layout of at most 8 dimensions, after dimensions
+//     that are contiguous in every operand have been merged (a dense op is
+//     1-d). 256 threads per block, a grid-stride loop over at most 65536
+//     blocks. Launches go through cuLaunchKernel in cgo because cu's Launch
+//     copies only 8 bytes per argument.
+//   - Reductions: one block per line (shared-memory tree) when inner == 1,
+//     one thread per line otherwise (coalesced along inner). Sums
+//     accumulate in double; Max/Min propagate NaN; ArgMax/ArgMin take the
+//     lowest index on ties and the first NaN, as gpukit/kernels does.
+//   - Every operand range is checked against the live allocations before a
+//     launch, so a bad address is an error, not a poisoned context.
+//
+// Only float32 and float64 compute. The kernel sources, their #defines and
+// the argument structs (source.go) also build with the nvrtc tag, under
+// which nvrtc_test.go compiles every specialisation with NVRTC; that needs
+// the NVRTC library but no GPU:
+//
+//	go test -tags nvrtc ./gpukit/device/cuda/
 package cuda

@@ -1,0 +1,424 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -lcuda -lcublas
+#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/lib/x86_64-linux-gnu
+#cgo linux CFLAGS: -I/usr/local/cuda/include -I/usr/include
+#include <stdint.h>
+#include <stdlib.h>
+#include <cuda.h>
+#include <cublas_v2.h>
+
+static const char *gpukitCUName(CUresult r) {
+	const char *s = 0;
+	if (cuGetErrorName(r, &s) != CUDA_SUCCESS || s == 0) return "unknown CUresult";
+	return s;
+}
+
+static CUresult gpukitLoad(const char *ptx, CUmodule *m) {
+	return cuModuleLoadData(m, ptx);
+}
+
+static CUresult gpukitFunction(CUmodule m, const char *name, CUfunction *f) {
+	return cuModuleGetFunction(f, m, name);
+}
+
+// gpukitLaunch launches f with one by-value struct argument; the driver
+// copies *arg before returning.
+static CUresult gpukitLaunch(CUfunction f, unsigned grid, unsigned block, CUstream s, void *arg) {
+	void *params[1] = { arg };
+	return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, 0);
+}
+
+static cublasStatus_t gpukitBlasCreate(cublasHandle_t *h) { return cublasCreate(h); }
+
+// gpukitGemm is a column-major cuBLAS S/DGEMM on stream s; device
+// addresses arrive as integers.
+static cublasStatus_t gpukitGemm(cublasHandle_t h, CUstream s, int dbl, int ta, int tb, int m, int n, int k,
+		double alpha, uint64_t a, int lda, uint64_t b, int ldb, double beta, uint64_t c, int ldc) {
+	cublasStatus_t st = cublasSetStream(h, (cudaStream_t)s);
+	if (st != CUBLAS_STATUS_SUCCESS) return st;
+	cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	if (dbl) {
+		return cublasDgemm(h, opA, opB, m, n, k, &alpha, (const double *)(uintptr_t)a, lda,
+			(const double *)(uintptr_t)b, ldb, &beta, (double *)(uintptr_t)c, ldc);
+	}
+	float fa = (float)alpha, fb = (float)beta;
+	return cublasSgemm(h, opA, opB, m, n, k, &fa, (const float *)(uintptr_t)a, lda,
+		(const float *)(uintptr_t)b, ldb, &fb, (float *)(uintptr_t)c, ldc);
+}
+
+static const char *gpukitBlasName(cublasStatus_t s) { return cublasGetStatusName(s); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"gorgonia.org/cu"
+	"gorgonia.org/cu/nvrtc"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+var _ backend.Compute = (*Backend)(nil)
+
+// computeState is the compute part of a Backend: compiled kernels and the
+// cuBLAS handle.
+type computeState struct {
+	// mu guards arch and modules. It is taken before b.mu, never while
+	// holding it, so a compilation does not block copies and allocations.
+	mu      sync.Mutex
+	arch    int // compute capability, such as 86; 0 until first needed
+	modules map[program]*module
+
+	// blas is created on first use; guarded by b.mu (it is bound to the
+	// device's context and used inside b.do).
+	blas    C.cublasHandle_t
+	hasBlas bool
+}
+
+// module is one loaded NVRTC program and its entry points.
+type module struct {
+	fns map[string]C.CUfunction
+}
+
+func cuError(what string, r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	return fmt.Errorf("%s: %s (CUresult %d)", what, C.GoString(C.gpukitCUName(r)), int(r))
+}
+
+// cStream is the driver handle of s (nil for the NULL stream).
+func cStream(s cu.Stream) C.CUstream {
+	return C.CUstream(unsafe.Pointer(s.C()))
+}
+
+// function returns the entry point of program p, compiling it with NVRTC
+// and loading it into the device's context the first time.
+func (b *Backend) function(p program, entry string) (C.CUfunction, error) {
+	c := &b.comp
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.modules[p]; ok {
+		return m.fns[entry], nil
+	}
+	if c.arch == 0 {
+		major, minor, err := b.dev.ComputeCapability()
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %s: compute capability: %w", b.Name(), err)
+		}
+		c.arch = 10*major + minor
+	}
+	src, entries, err := p.source()
+	if err != nil {
+		return nil, err
+	}
+	ptx, err := compile(p, src, c.arch)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	m := &module{fns: map[string]C.CUfunction{}}
+	err = b.call(func() error {
+		cptx := C.CString(ptx)
+		defer C.free(unsafe.Pointer(cptx))
+		var mod C.CUmodule
+		if err := cuError("cuModuleLoadData "+p.String(), C.gpukitLoad(cptx, &mod)); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			name := C.CString(e)
+			var f C.CUfunction
+			r := C.gpukitFunction(mod, name, &f)
+			C.free(unsafe.Pointer(name))
+			if err := cuError("cuModuleGetFunction "+e, r); err != nil {
+				return err
+			}
+			m.fns[e] = f
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	if c.modules == nil {
+		c.modules = map[program]*module{}
+	}
+	c.modules[p] = m
+	return m.fns[entry], nil
+}
+
+// compile runs NVRTC on src for compute capability arch. An NVRTC older
+// than the device does not know its architecture: PTX for the newest one
+// it knows (compute_90 for CUDA 11.8) runs on newer devices through the
+// driver's JIT, so compile retries with that.
+func compile(p program, src string, arch int) (string, error) {
+	ptx, log, err := compileFor(p, src, arch)
+	if err != nil && arch > 90 && strings.Contains(log+err.Error(), "architecture") {
+		ptx, log, err = compileFor(p, src, 90)
+	}
+	if err != nil {
+		return "", fmt.Errorf("NVRTC compiling %s for compute_%d: %v\n%s", p, arch, err, log)
+	}
+	return ptx, nil
+}
+
+func compileFor(p program, src string, arch int) (ptx, log string, err error) {
+	prog, err := nvrtc.CreateProgram(src, p.String()+".cu")
+	if err != nil {
+		return "", "", err
+	}
+	defer prog.Destroy()
+	err = prog.Compile(compileOptions(arch)...)
+	log, _ = prog.GetLog()
+	if err != nil {
+		return "", log, err
+	}
+	ptx, err = prog.GetPTX()
+	return ptx, log, err
+}
+
+// extent is the number of elements spanned by a view of shape with
+// strides (0 for an empty view).
+func extent(shape, strides []int) int64 {
+	n := int64(1)
+	for d, s := range shape {
+		if s == 0 {
+			return 0
+		}
+		n += int64(s-1) * int64(strides[d])
+	}
+	return n
+}
+
+// checkOperands reports an operand that is not inside one live allocation.
+// b.mu must be held.
+func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) error {
+	for i, o := range ops {
+		if len(o.Strides) != len(shape) {
+			return fmt.Errorf("cuda: %s: %s: operand %d has %d strides for shape %v", b.Name(), op, i, len(o.Strides), shape)
+		}
+		if _, err := cType(o.Dtype); err != nil {
+			return fmt.Errorf("cuda: %s: %s: %w", b.Name(), op, err)
+		}
+		if n := extent(shape, o.Strides) * int64(o.Dtype.Size()); n > 0 && !b.ownsLocked(o.Addr, n) {
+			return b.rangeError(op+" operand", o.Addr, n)
+		}
+	}
+	return nil
+}
+
+// launch queues fn on stream s with the by-value argument *arg (a struct
+// without Go pointers that mirrors the kernel's C struct).
+func launch[A elementwiseArgs | reduceArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
+	cs, err := b.stream(s)
+	if err != nil {
+		return err
+	}
+	err = b.do(func() error {
+		return cuError("cuLaunchKernel "+name, C.gpukitLaunch(fn, C.uint(grid), C.uint(blockSize), cStream(cs), unsafe.Pointer(arg)))
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	return nil
+}
+
+// elementwise checks the operands (out first), packs them and launches
+// program p.
+func (b *Backend) elementwise(s alloc.Stream, p program, entry string, shape []int, scalar float64, scalarMode int64, ops ...backend.Strided) error {
+	args, err := newElementwiseArgs(shape, ops...)
+	if err != nil {
+		return err
+	}
+	if args.n == 0 {
+		return nil
+	}
+	args.scalar, args.scalarMode = scalar, scalarMode
+	fn, err := b.function(p, entry)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkOperands(p.String(), shape, ops...); err != nil {
+		return err
+	}
+	return launch(b, s, p.String(), fn, gridFor(args.n), &args)
+}
+
+// Fill sets every element of dst to v.
+func (b *Backend) Fill(s alloc.Stream, shape []int, dst backend.Strided, v float64) error {
+	return b.elementwise(s, program{fam: famFill, out: dst.Dtype, in: dst.Dtype}, "fill", shape, v, 0, dst)
+}
+
+// Copy copies src into dst, converting between float32 and float64.
+func (b *Backend) Copy(s alloc.Stream, shape []int, dst, src backend.Strided) error {
+	p := program{fam: famUnary, op: uint8(kernels.Identity), out: dst.Dtype, in: src.Dtype}
+	return b.elementwise(s, p, "unary", shape, 0, 0, dst, src)
+}
+
+// Unary computes dst = op(src).
+func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src backend.Strided) error {
+	if dst.Dtype != src.Dtype {
+		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v from %v); use Copy to convert", b.Name(), op, dst.Dtype, src.Dtype)
+	}
+	return b.elementwise(s, program{fam: famUnary, op: uint8(op), out: dst.Dtype, in: src.Dtype}, "unary", shape, 0, 0, dst, src)
+}
+
+// Binary computes dst = op(a, bb).
+func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, bb backend.Strided) error {
+	if a.Dtype != dst.Dtype || bb.Dtype != dst.Dtype {
+		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op %v)", b.Name(), op, dst.Dtype, a.Dtype, bb.Dtype)
+	}
+	return b.elementwise(s, program{fam: famBinary, op: uint8(op), out: dst.Dtype, in: dst.Dtype}, "binary", shape, 0, 0, dst, a, bb)
+}
+
+// BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
+// scalarFirst.
+func (b *Backend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
+	if a.Dtype != dst.Dtype {
+		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op scalar)", b.Name(), op, dst.Dtype, a.Dtype)
+	}
+	mode := int64(1)
+	if scalarFirst {
+		mode = 2
+	}
+	return b.elementwise(s, program{fam: famBinary, op: uint8(op), out: dst.Dtype, in: dst.Dtype}, "binary", shape, scalar, mode, dst, a)
+}
+
+// reduce launches a reduction program over [outer, n, inner].
+func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt backend.Dtype) error {
+	if args.outer < 0 || args.n < 0 || args.innerSize < 0 {
+		return fmt.Errorf("cuda: %s: %s: negative size [%d, %d, %d]", b.Name(), p, args.outer, args.n, args.innerSize)
+	}
+	lines := args.outer * args.innerSize
+	if lines == 0 {
+		return nil
+	}
+	entry, grid := "reduce_cols", gridFor(lines)
+	if args.innerSize == 1 {
+		entry, grid = "reduce_rows", int(min(args.outer, maxBlocks))
+	}
+	fn, err := b.function(p, entry)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	size := int64(dt.Size())
+	if n := lines * args.n * size; n > 0 && !b.ownsLocked(args.src, n) {
+		return b.rangeError(p.String()+" source", args.src, n)
+	}
+	if !b.ownsLocked(args.dst, lines*size) {
+		return b.rangeError(p.String()+" destination", args.dst, lines*size)
+	}
+	if p.fam == famArgReduce && !b.ownsLocked(args.index, lines*8) {
+		return b.rangeError(p.String()+" index", args.index, lines*8)
+	}
+	return launch(b, s, p.String(), fn, grid, &args)
+}
+
+// Reduce reduces src[outer, n, inner] over n into dst[outer, inner].
+func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, dst, src uint64, outer, n, inner int) error {
+	p := program{fam: famReduce, op: uint8(op), out: dt, in: dt}
+	return b.reduce(s, p, reduceArgs{dst: dst, src: src, outer: int64(outer), n: int64(n), innerSize: int64(inner)}, dt)
+}
+
+// ArgReduce writes the positions (int64) and values of the maxima
+// (largest) or minima of src[outer, n, inner] over n.
+func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, index, value, src uint64, outer, n, inner int) error {
+	p := program{fam: famArgReduce, out: dt, in: dt}
+	if largest {
+		p.op = 1
+	}
+	return b.reduce(s, p, reduceArgs{dst: value, index: index, src: src, outer: int64(outer), n: int64(n), innerSize: int64(inner)}, dt)
+}
+
+// Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices with
+// cuBLAS. cuBLAS is column-major, and a row-major matrix is its transpose
+// read column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with
+// A and B (and m and n) swapped and the same transpose flags.
+func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
+	if _, err := cType(dt); err != nil {
+		return fmt.Errorf("cuda: %s: gemm: %w", b.Name(), err)
+	}
+	if m < 0 || n < 0 || k < 0 {
+		return fmt.Errorf("cuda: %s: gemm: negative size m=%d n=%d k=%d", b.Name(), m, n, k)
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	for _, v := range []int{m, n, k, lda, ldb, ldc} {
+		if v > math.MaxInt32 {
+			return fmt.Errorf("cuda: %s: gemm: size or leading dimension %d does not fit cuBLAS's int", b.Name(), v)
+		}
+	}
+	// The matrices as stored (row-major rows × cols with row stride ld).
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	if lda < max(1, ac) || ldb < max(1, bc) || ldc < max(1, n) {
+		return fmt.Errorf("cuda: %s: gemm: leading dimensions lda=%d ldb=%d ldc=%d are too small for A %dx%d, B %dx%d, C %dx%d",
+			b.Name(), lda, ldb, ldc, ar, ac, br, bc, m, n)
+	}
+	size := int64(dt.Size())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	span := func(rows, cols, ld int) int64 { return (int64(rows-1)*int64(ld) + int64(cols)) * size }
+	if k > 0 {
+		if !b.ownsLocked(a, span(ar, ac, lda)) {
+			return b.rangeError("gemm A", a, span(ar, ac, lda))
+		}
+		if !b.ownsLocked(bm, span(br, bc, ldb)) {
+			return b.rangeError("gemm B", bm, span(br, bc, ldb))
+		}
+	}
+	if !b.ownsLocked(c, span(m, n, ldc)) {
+		return b.rangeError("gemm C", c, span(m, n, ldc))
+	}
+	cs, err := b.stream(s)
+	if err != nil {
+		return err
+	}
+	err = b.do(func() error {
+		if !b.comp.hasBlas {
+			if st := C.gpukitBlasCreate(&b.comp.blas); st != C.CUBLAS_STATUS_SUCCESS {
+				return fmt.Errorf("cublasCreate: %s", C.GoString(C.gpukitBlasName(st)))
+			}
+			b.comp.hasBlas = true
+		}
+		st := C.gpukitGemm(b.comp.blas, cStream(cs), cBool(dt == backend.Float64), cBool(transB), cBool(transA),
+			C.int(n), C.int(m), C.int(k), C.double(alpha), C.uint64_t(bm), C.int(ldb), C.uint64_t(a), C.int(lda),
+			C.double(beta), C.uint64_t(c), C.int(ldc))
+		if st != C.CUBLAS_STATUS_SUCCESS {
+			return fmt.Errorf("cublas%sgemm: %s", map[bool]string{false: "S", true: "D"}[dt == backend.Float64], C.GoString(C.gpukitBlasName(st)))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	return nil
+}
+
+func cBool(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
+}

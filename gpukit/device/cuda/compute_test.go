@@ -1,0 +1,217 @@
+//go:build cuda
+
+package cuda
+
+// These tests need a GPU: they run the compute kernels on small inputs and
+// compare with the CPU kernels of gpukit/kernels that sim uses. Without a
+// GPU they are only compiled (go test -tags cuda -c).
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+func openGPU(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Open(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	return b
+}
+
+// upload copies v to a new device allocation, freed at the end of the test.
+func upload(t *testing.T, b *Backend, v []float32) uint64 {
+	t.Helper()
+	n := max(len(v), 1) * 4
+	addr, err := b.Malloc(int64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Free(addr) })
+	if len(v) > 0 {
+		if err := b.CopyHtoD(addr, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4), false, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return addr
+}
+
+func download(t *testing.T, b *Backend, addr uint64, n int) []float32 {
+	t.Helper()
+	out := make([]float32, n)
+	if err := b.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*4), addr, false, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func download64(t *testing.T, b *Backend, addr uint64, n int) []int64 {
+	t.Helper()
+	out := make([]int64, n)
+	if err := b.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*8), addr, false, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func randoms(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// close reports whether got is within a relative tolerance of want (NaNs
+// must match).
+func closeTo(got, want, tol float32) bool {
+	if want != want || got != got {
+		return want != want && got != got
+	}
+	return math.Abs(float64(got-want)) <= float64(tol)*max(1, math.Abs(float64(want)))
+}
+
+func compare(t *testing.T, what string, got, want []float32, tol float32) {
+	t.Helper()
+	for i := range want {
+		if !closeTo(got[i], want[i], tol) {
+			t.Fatalf("%s: element %d = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+}
+
+func TestGemmMatchesCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		ta, tb  bool
+		m, n, k int
+	}{{false, false, 7, 5, 3}, {true, false, 4, 9, 6}, {false, true, 8, 3, 5}, {true, true, 5, 6, 7}, {false, false, 33, 17, 65}} {
+		lda, ldb := c.k+1, c.n+2 // padded rows: leading dimensions are honoured
+		ar, br := c.m, c.k
+		if c.ta {
+			lda, ar = c.m+1, c.k
+		}
+		if c.tb {
+			ldb, br = c.k+2, c.n
+		}
+		ldc := c.n + 3
+		a, bb := randoms(r, ar*lda), randoms(r, br*ldb)
+		cc := randoms(r, c.m*ldc)
+		want := append([]float32(nil), cc...)
+		kernels.Sgemm(c.ta, c.tb, c.m, c.n, c.k, 1.5, a, lda, bb, ldb, 0.5, want, ldc)
+		da, db, dc := upload(t, b, a), upload(t, b, bb), upload(t, b, cc)
+		if err := b.Gemm(0, backend.Float32, c.ta, c.tb, c.m, c.n, c.k, 1.5, da, lda, db, ldb, 0.5, dc, ldc); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "gemm", download(t, b, dc, len(cc)), want, 1e-4)
+	}
+}
+
+func TestElementwiseMatchesCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	shape := []int{3, 4, 5}
+	x, y := randoms(r, 60), randoms(r, 5) // y broadcasts along the last dimension
+	dx, dy := upload(t, b, x), upload(t, b, y)
+	out := upload(t, b, make([]float32, 60))
+	xs := backend.Strided{Addr: dx, Dtype: backend.Float32, Strides: []int{20, 5, 1}}
+	ys := backend.Strided{Addr: dy, Dtype: backend.Float32, Strides: []int{0, 0, 1}}
+	os := backend.Strided{Addr: out, Dtype: backend.Float32, Strides: []int{20, 5, 1}}
+	cpu := func(st []int, d []float32) kernels.Strided[float32] {
+		return kernels.Strided[float32]{Data: d, Strides: st}
+	}
+	for _, op := range []kernels.BinaryOp{kernels.Add, kernels.Sub, kernels.Mul, kernels.Div, kernels.Max, kernels.Pow, kernels.Greater} {
+		want := make([]float32, 60)
+		kernels.BinaryStrided(op, shape, cpu([]int{20, 5, 1}, want), cpu([]int{20, 5, 1}, x), cpu([]int{0, 0, 1}, y))
+		if err := b.Binary(0, op, shape, os, xs, ys); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, op.String(), download(t, b, out, 60), want, 1e-5)
+	}
+	for _, op := range []kernels.UnaryOp{kernels.Neg, kernels.Abs, kernels.Exp, kernels.Relu, kernels.Sigmoid, kernels.Tanh, kernels.Gelu} {
+		want := make([]float32, 60)
+		kernels.Unary(op, want, x)
+		if err := b.Unary(0, op, shape, os, xs); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, op.String(), download(t, b, out, 60), want, 1e-5)
+	}
+	// A transposed copy, a scalar op and a fill.
+	ts := backend.Strided{Addr: dx, Dtype: backend.Float32, Strides: []int{1, 20}} // x viewed as [20, 3]ᵀ of [3, 20]
+	if err := b.Copy(0, []int{20, 3}, backend.Strided{Addr: out, Dtype: backend.Float32, Strides: []int{3, 1}}, ts); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 60)
+	kernels.Copy([]int{20, 3}, want, kernels.Strided[float32]{Data: x, Strides: []int{1, 20}})
+	compare(t, "transposed copy", download(t, b, out, 60), want, 0)
+	if err := b.BinaryScalar(0, kernels.Sub, shape, os, xs, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	kernels.BinaryScalar(kernels.Sub, want, x, 2) // x - 2; the GPU did 2 - x
+	for i := range want {
+		want[i] = -want[i]
+	}
+	compare(t, "2 - x", download(t, b, out, 60), want, 1e-6)
+	if err := b.Fill(0, shape, os, 7); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		want[i] = 7
+	}
+	compare(t, "fill", download(t, b, out, 60), want, 0)
+}
+
+func TestReductionsMatchCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, sz := range [][3]int{{3, 1000, 1}, {4, 7, 5}, {1, 1, 1}, {2, 0, 3}} {
+		outer, n, inner := sz[0], sz[1], sz[2]
+		x := randoms(r, outer*n*inner)
+		if len(x) > 3 {
+			x[3] = x[1] // a tie
+		}
+		dx := upload(t, b, x)
+		dst := upload(t, b, make([]float32, outer*inner))
+		for _, op := range []kernels.ReduceOp{kernels.ReduceSum, kernels.ReduceMean, kernels.ReduceMax, kernels.ReduceMin} {
+			want := make([]float32, outer*inner)
+			kernels.Reduce(op, want, x, outer, n, inner)
+			if err := b.Reduce(0, op, backend.Float32, dst, dx, outer, n, inner); err != nil {
+				t.Fatal(err)
+			}
+			compare(t, op.String(), download(t, b, dst, len(want)), want, 1e-5)
+		}
+		idx := upload(t, b, make([]float32, 2*outer*inner)) // int64s
+		for _, largest := range []bool{true, false} {
+			wantIdx := make([]int, outer*inner)
+			if largest {
+				kernels.ArgMax(wantIdx, x, outer, n, inner)
+			} else {
+				kernels.ArgMin(wantIdx, x, outer, n, inner)
+			}
+			if err := b.ArgReduce(0, largest, backend.Float32, idx, dst, dx, outer, n, inner); err != nil {
+				t.Fatal(err)
+			}
+			got := download64(t, b, idx, len(wantIdx))
+			for i := range wantIdx {
+				if got[i] != int64(wantIdx[i]) {
+					t.Fatalf("ArgReduce(largest=%v) [%d,%d,%d]: line %d = %d, want %d", largest, outer, n, inner, i, got[i], wantIdx[i])
+				}
+			}
+		}
+	}
+}
+
+func TestComputeRefusesForeignAddresses(t *testing.T) {
+	b := openGPU(t)
+	err := b.Fill(0, []int{4}, backend.Strided{Addr: 0x1000, Dtype: backend.Float32, Strides: []int{1}}, 1)
+	if err == nil {
+		t.Fatal("Fill of an address outside every allocation was queued")
+	}
+}

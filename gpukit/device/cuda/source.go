@@ -1,0 +1,345 @@
+//go:build cuda || nvrtc
+
+package cuda
+
+// This file holds what the compute kernels need that does not touch the
+// driver: the CUDA C sources, the #defines that specialise them per op and
+// dtype, and the kernel arguments as Go structs laid out like the C ones.
+// It builds with the cuda tag (compute.go uses it) and with the nvrtc tag,
+// under which nvrtc_test.go compiles every specialisation with NVRTC and
+// checks the layouts: NVRTC needs no GPU, so that check runs in CI.
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+//go:embed elementwise.cu
+var elementwiseSource string
+
+//go:embed reduce.cu
+var reduceSource string
+
+// maxDims is the rank limit of elementwise operands after mergeDims
+// (MAX_DIMS in elementwise.cu).
+const maxDims = 8
+
+// blockSize is the number of threads per block of every kernel (BLOCK in
+// reduce.cu).
+const blockSize = 256
+
+// maxBlocks bounds the grid; the kernels loop (grid-stride) over the rest.
+const maxBlocks = 1 << 16
+
+// layoutArg is struct Layout of elementwise.cu.
+type layoutArg struct {
+	ndim    int64
+	shape   [maxDims]int64
+	strides [3][maxDims]int64
+}
+
+// elementwiseArgs is struct Args of elementwise.cu.
+type elementwiseArgs struct {
+	out, a, b  uint64
+	n          int64
+	scalar     float64
+	scalarMode int64 // 0: b is a tensor, 1: b is the scalar, 2: a is the scalar
+	l          layoutArg
+}
+
+// reduceArgs is struct Args of reduce.cu.
+type reduceArgs struct {
+	dst, index, src     uint64
+	outer, n, innerSize int64
+}
+
+// family is a kernel source and entry point.
+type family uint8
+
+const (
+	famFill family = iota
+	famUnary
+	famBinary
+	famReduce
+	famArgReduce
+)
+
+// program identifies one NVRTC compilation: a kernel family specialised to
+// one op and its element types. Compiled modules are cached by program.
+type program struct {
+	fam     family
+	op      uint8 // kernels.UnaryOp, kernels.BinaryOp, kernels.ReduceOp; argReduce: 1 = largest
+	out, in backend.Dtype
+}
+
+func (p program) String() string {
+	var op string
+	switch p.fam {
+	case famFill:
+		return "fill_" + p.out.String()
+	case famUnary:
+		op = kernels.UnaryOp(p.op).String()
+		if kernels.UnaryOp(p.op) == kernels.Identity {
+			op = "copy"
+		}
+	case famBinary:
+		op = kernels.BinaryOp(p.op).String()
+	case famReduce:
+		op = kernels.ReduceOp(p.op).String()
+	case famArgReduce:
+		op = "ArgMin"
+		if p.op == 1 {
+			op = "ArgMax"
+		}
+	}
+	if p.in != p.out {
+		return fmt.Sprintf("%s_%s_%s", strings.ToLower(op), p.in, p.out)
+	}
+	return fmt.Sprintf("%s_%s", strings.ToLower(op), p.out)
+}
+
+// unaryExpr is UNARY_OP(x) per kernels.UnaryOp, in the input type TIN. The
+// overloads of the CUDA math library pick expf for float and exp for double.
+var unaryExpr = map[kernels.UnaryOp]string{
+	kernels.Identity:   "(x)",
+	kernels.Neg:        "(-(x))",
+	kernels.Abs:        "fabs(x)",
+	kernels.Square:     "((x) * (x))",
+	kernels.Sqrt:       "sqrt(x)",
+	kernels.Reciprocal: "((TIN)1 / (x))",
+	kernels.Exp:        "exp(x)",
+	kernels.Log:        "log(x)",
+	kernels.Sin:        "sin(x)",
+	kernels.Cos:        "cos(x)",
+	kernels.Relu:       "((x) != (x) ? (x) : ((x) > (TIN)0 ? (x) : (TIN)0))", // NaN stays NaN
+	kernels.Sigmoid:    "((TIN)1 / ((TIN)1 + exp(-(x))))",
+	kernels.Tanh:       "tanh(x)",
+	kernels.Gelu:       "((TIN)0.5 * (x) * ((TIN)1 + erf((x) * (TIN)0.70710678118654752440)))",
+}
+
+// binaryExpr is BINARY_OP(a, b) per kernels.BinaryOp, in TIN.
+var binaryExpr = map[kernels.BinaryOp]string{
+	kernels.Add:     "((a) + (b))",
+	kernels.Sub:     "((a) - (b))",
+	kernels.Mul:     "((a) * (b))",
+	kernels.Div:     "((a) / (b))",
+	kernels.Max:     "(((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) > (b) ? (a) : (b)))", // NaN if either is
+	kernels.Min:     "(((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) < (b) ? (a) : (b)))",
+	kernels.Pow:     "((TIN)pow((double)(a), (double)(b)))", // in double, as kernels.Apply
+	kernels.Greater: "((a) > (b) ? (TIN)1 : (TIN)0)",
+	kernels.Less:    "((a) < (b) ? (TIN)1 : (TIN)0)",
+	kernels.Equal:   "((a) == (b) ? (TIN)1 : (TIN)0)",
+}
+
+var reduceMacro = map[kernels.ReduceOp]string{
+	kernels.ReduceSum:  "REDUCE_SUM",
+	kernels.ReduceMean: "REDUCE_MEAN",
+	kernels.ReduceMax:  "REDUCE_MAX",
+	kernels.ReduceMin:  "REDUCE_MIN",
+}
+
+func cType(d backend.Dtype) (string, error) {
+	switch d {
+	case backend.Float32:
+		return "float", nil
+	case backend.Float64:
+		return "double", nil
+	}
+	return "", fmt.Errorf("cuda: no kernels for %v (float32 and float64 only)", d)
+}
+
+// source returns the CUDA C source of p (the family's .cu file after the
+// #defines that specialise it) and the names of its entry points.
+func (p program) source() (src string, entries []string, err error) {
+	out, err := cType(p.out)
+	if err != nil {
+		return "", nil, err
+	}
+	in, err := cType(p.in)
+	if err != nil {
+		return "", nil, err
+	}
+	var defs []string
+	def := func(name, value string) { defs = append(defs, "#define "+name+" "+value) }
+	switch p.fam {
+	case famFill, famUnary, famBinary:
+		def("TOUT", out)
+		def("TIN", in)
+		def("GO_SIZEOF_ARGS", fmt.Sprint(unsafe.Sizeof(elementwiseArgs{})))
+		switch p.fam {
+		case famFill:
+			def("KERNEL_FILL", "1")
+			entries = []string{"fill"}
+		case famUnary:
+			e, ok := unaryExpr[kernels.UnaryOp(p.op)]
+			if !ok || (p.in != p.out && kernels.UnaryOp(p.op) != kernels.Identity) {
+				return "", nil, fmt.Errorf("cuda: no kernel for unary %v from %v to %v", kernels.UnaryOp(p.op), p.in, p.out)
+			}
+			def("KERNEL_UNARY", "1")
+			def("UNARY_OP(x)", e)
+			entries = []string{"unary"}
+		case famBinary:
+			e, ok := binaryExpr[kernels.BinaryOp(p.op)]
+			if !ok || p.in != p.out {
+				return "", nil, fmt.Errorf("cuda: no kernel for binary %v from %v to %v", kernels.BinaryOp(p.op), p.in, p.out)
+			}
+			def("KERNEL_BINARY", "1")
+			def("BINARY_OP(a, b)", e)
+			entries = []string{"binary"}
+		}
+		src = elementwiseSource
+	case famReduce, famArgReduce:
+		if p.in != p.out {
+			return "", nil, fmt.Errorf("cuda: reductions do not convert (%v to %v)", p.in, p.out)
+		}
+		def("T", out)
+		def("BLOCK", fmt.Sprint(blockSize))
+		def("GO_SIZEOF_ARGS", fmt.Sprint(unsafe.Sizeof(reduceArgs{})))
+		if p.fam == famArgReduce {
+			if p.op == 1 {
+				def("REDUCE_ARGMAX", "1")
+			} else {
+				def("REDUCE_ARGMIN", "1")
+			}
+		} else {
+			m, ok := reduceMacro[kernels.ReduceOp(p.op)]
+			if !ok {
+				return "", nil, fmt.Errorf("cuda: no kernel for %v", kernels.ReduceOp(p.op))
+			}
+			def(m, "1")
+		}
+		entries = []string{"reduce_rows", "reduce_cols"}
+		src = reduceSource
+	default:
+		return "", nil, fmt.Errorf("cuda: unknown kernel family %d", p.fam)
+	}
+	return "// " + p.String() + "\n" + strings.Join(defs, "\n") + "\n#line 1\n" + src, entries, nil
+}
+
+// mergeDims drops dimensions of size 1 and merges neighbouring dimensions
+// that are contiguous with each other in every operand, so that a dense
+// N-d operation becomes 1-d and most broadcasts 2-d. It returns the merged
+// shape and the strides of each operand; a 0-d result is one element.
+func mergeDims(shape []int, strides ...[]int) ([]int, [][]int) {
+	outShape := []int{}
+	outStrides := make([][]int, len(strides))
+	for d := len(shape) - 1; d >= 0; d-- { // innermost first
+		if shape[d] == 1 {
+			continue
+		}
+		last := len(outShape) - 1
+		merge := last >= 0
+		for i, st := range strides {
+			if merge && st[d] != outStrides[i][last]*outShape[last] {
+				merge = false
+			}
+			_ = i
+		}
+		if merge {
+			outShape[last] *= shape[d]
+			continue
+		}
+		outShape = append(outShape, shape[d])
+		for i, st := range strides {
+			outStrides[i] = append(outStrides[i], st[d])
+		}
+	}
+	// Back to outermost first.
+	for i, j := 0, len(outShape)-1; i < j; i, j = i+1, j-1 {
+		outShape[i], outShape[j] = outShape[j], outShape[i]
+		for k := range outStrides {
+			outStrides[k][i], outStrides[k][j] = outStrides[k][j], outStrides[k][i]
+		}
+	}
+	for k := range outStrides {
+		if outStrides[k] == nil {
+			outStrides[k] = []int{}
+		}
+	}
+	return outShape, outStrides
+}
+
+// newElementwiseArgs checks the operands against shape and packs them
+// (at most three: out, a, b) into the kernel's argument.
+func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, error) {
+	var args elementwiseArgs
+	n := 1
+	for _, s := range shape {
+		if s < 0 {
+			return args, fmt.Errorf("cuda: negative size in shape %v", shape)
+		}
+		n *= s
+	}
+	strides := make([][]int, len(ops))
+	for i, op := range ops {
+		if len(op.Strides) != len(shape) {
+			return args, fmt.Errorf("cuda: operand %d has %d strides for shape %v", i, len(op.Strides), shape)
+		}
+		for _, s := range op.Strides {
+			if s < 0 {
+				return args, fmt.Errorf("cuda: operand %d has a negative stride %v", i, op.Strides)
+			}
+		}
+		strides[i] = op.Strides
+	}
+	ms, mst := mergeDims(shape, strides...)
+	if len(ms) > maxDims {
+		return args, fmt.Errorf("cuda: shape %v has %d dimensions that do not merge, more than the kernels' %d", shape, len(ms), maxDims)
+	}
+	args.n = int64(n)
+	args.l.ndim = int64(len(ms))
+	for d, s := range ms {
+		args.l.shape[d] = int64(s)
+		for i := range ops {
+			args.l.strides[i][d] = int64(mst[i][d])
+		}
+	}
+	addrs := []*uint64{&args.out, &args.a, &args.b}
+	for i, op := range ops {
+		*addrs[i] = op.Addr
+	}
+	return args, nil
+}
+
+// compileOptions are the NVRTC options for a device of compute capability
+// arch (such as 70 for compute_70).
+func compileOptions(arch int) []string {
+	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++14"}
+}
+
+// allPrograms lists every program the backend may compile, for the NVRTC
+// test.
+func allPrograms() []program {
+	var ps []program
+	dts := []backend.Dtype{backend.Float32, backend.Float64}
+	for _, dt := range dts {
+		ps = append(ps, program{fam: famFill, out: dt, in: dt})
+		for op := range unaryExpr {
+			ps = append(ps, program{fam: famUnary, op: uint8(op), out: dt, in: dt})
+		}
+		for op := range binaryExpr {
+			ps = append(ps, program{fam: famBinary, op: uint8(op), out: dt, in: dt})
+		}
+		for op := range reduceMacro {
+			ps = append(ps, program{fam: famReduce, op: uint8(op), out: dt, in: dt})
+		}
+		ps = append(ps, program{fam: famArgReduce, op: 0, out: dt, in: dt}, program{fam: famArgReduce, op: 1, out: dt, in: dt})
+		for _, in := range dts {
+			if in != dt {
+				ps = append(ps, program{fam: famUnary, op: uint8(kernels.Identity), out: dt, in: in})
+			}
+		}
+	}
+	return ps
+}
+
+// gridFor is the number of blocks for n independent items (at least 1).
+func gridFor(n int64) int {
+	g := (n + blockSize - 1) / blockSize
+	return int(max(1, min(g, maxBlocks)))
+}
