@@ -47,11 +47,14 @@ fuzz:
 	done
 
 # The cuda build needs CUDA headers (scripts/install-cuda-headers.sh); it is
-# compiled and vetted here, and run only on a machine with an NVIDIA GPU.
+# compiled, vetted and its tests linked here, and run only on a machine with
+# an NVIDIA GPU; NVRTC compiles every CUDA kernel, which needs no GPU.
 cuda:
 	@if [ -f /usr/include/cuda.h ] || [ -n "$${CUDA_PATH:-}" ]; then \
-		echo "cuda: go build -tags cuda ./... && go vet -tags cuda ./..."; \
-		$(GO) build -tags cuda ./... && $(GO) vet -tags cuda ./...; \
+		echo "cuda: go build -tags cuda ./... && go vet -tags cuda ./... && NVRTC compiles every kernel"; \
+		$(GO) build -tags cuda ./... && $(GO) vet -tags cuda ./... && \
+		tmp=$$(mktemp -d) && $(GO) test -tags cuda -c -o "$$tmp" ./gpukit/... && rm -rf "$$tmp" && \
+		$(GO) test -tags nvrtc ./gpukit/device/cuda/; \
 	else \
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
