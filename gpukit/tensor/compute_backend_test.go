@@ -299,3 +299,31 @@ func like(t *tensor.Tensor) tensor.Option {
 	}
 	return tensor.On(t.Device())
 }
+
+// Values made or read on a device whose memory the host cannot reach
+// travel through host buffers and copies.
+func TestDeviceOnlyTensorsStageValuesThroughTheHost(t *testing.T) {
+	d, _ := newComputeDev(t)
+	x := tensor.FromSlice([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, tensor.On(d))
+	if got := x.Float64s(); !slices.Equal(got, []float64{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("FromSlice then Float64s on %s = %v", d.Name(), got)
+	}
+	if got := x.At(1, 2); got != 6 {
+		t.Errorf("At(1, 2) = %v, want 6", got)
+	}
+	if got := x.Sum().Item(); got != 21 {
+		t.Errorf("Sum().Item() = %v, want 21", got)
+	}
+	if got := tensor.Arange(0, 4, 1, tensor.On(d), tensor.Float32).Float64s(); !slices.Equal(got, []float64{0, 1, 2, 3}) {
+		t.Errorf("Arange on %s = %v", d.Name(), got)
+	}
+	onDevice := tensor.Randn([]int{5}, tensor.On(d), tensor.WithGenerator(tensor.NewGenerator(3))).Float64s()
+	onHost := tensor.Randn([]int{5}, tensor.OnHost(false), tensor.WithGenerator(tensor.NewGenerator(3))).Float64s()
+	if !slices.Equal(onDevice, onHost) {
+		t.Errorf("Randn with the same seed: %v on %s, %v on the host", onDevice, d.Name(), onHost)
+	}
+	err := tensor.Try(func() { x.SetAt(0, 0, 0) })
+	if err == nil || !strings.Contains(err.Error(), "build it on the host and use To") {
+		t.Errorf("SetAt on %s: %v", d.Name(), err)
+	}
+}

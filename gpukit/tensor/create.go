@@ -144,11 +144,11 @@ func Arange(start, end, step float64, opts ...Option) *Tensor {
 		c.mem = defaultMemory()
 	}
 	t := empty(c.mem, []int{n}, c.dtype)
-	if t.st.data != nil {
+	writeValues(t, func(data []byte) {
 		for i := range n {
-			store(t.dtype, t.st.data, i, start+float64(i)*step)
+			store(t.dtype, data, i, start+float64(i)*step)
 		}
-	}
+	})
 	t.charge("arange", 0)
 	return finish(t, c)
 }
@@ -184,7 +184,7 @@ func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data [
 	}
 	shape = inferShape("FromSlice", shape, len(data))
 	t := empty(c.mem, shape, c.dtype)
-	if t.st.data != nil {
+	writeValues(t, func(out []byte) {
 		for i, v := range data {
 			var f float64
 			switch v := any(v).(type) {
@@ -205,9 +205,9 @@ func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data [
 			case uint16:
 				f = float64(Float16ToFloat32(v))
 			}
-			store(t.dtype, t.st.data, i, f)
+			store(t.dtype, out, i, f)
 		}
-	}
+	})
 	return finish(t, c)
 }
 
@@ -258,13 +258,13 @@ func random(shape []int, opts []Option, draw func(*rand.Rand) float64) *Tensor {
 		g = defaultGen
 	}
 	t := empty(c.mem, shape, c.dtype)
-	if t.st.data != nil {
+	writeValues(t, func(data []byte) {
 		g.mu.Lock()
+		defer g.mu.Unlock()
 		for i := range t.Numel() {
-			store(t.dtype, t.st.data, i, draw(g.rng))
+			store(t.dtype, data, i, draw(g.rng))
 		}
-		g.mu.Unlock()
-	}
+	})
 	t.charge("random", 0)
 	return finish(t, c)
 }

@@ -163,6 +163,48 @@ func (t *Tensor) moveTo(dst memory, nonBlocking bool) *Tensor {
 	})
 }
 
+// deviceOnly reports whether t's values live where the host cannot read
+// them directly (a cuda device): they travel through copies instead. Meta
+// tensors have no values at all.
+func (t *Tensor) deviceOnly() bool {
+	d := t.st.Device()
+	return t.st.data == nil && d != nil && d.Kind() == device.CUDA
+}
+
+// writeValues fills the new contiguous tensor t through write, which
+// stores into bytes laid out like t: directly where the host can reach t's
+// memory, through a host buffer and a copy on a cuda device, not at all on
+// a meta device.
+func writeValues(t *Tensor, write func(data []byte)) {
+	switch {
+	case t.st.data != nil:
+		write(t.st.data)
+	case t.deviceOnly() && t.Numel() > 0:
+		buf := make([]byte, t.Nbytes())
+		write(buf)
+		d := t.st.Device()
+		if err := d.CopyToDevice(t.st.Block(), 0, buf, false, d.DefaultStream(), false); err != nil {
+			panicf("copy of %s to %s failed: %v", fmtShape(t.shape), t.DeviceName(), err)
+		}
+	}
+}
+
+// hostBytes returns bytes laid out like t's storage that the host can read:
+// the storage itself, or a copy of it from a cuda device. It panics on a
+// meta tensor, which has no values.
+func (t *Tensor) hostBytes(op string) []byte {
+	if t.deviceOnly() {
+		d := t.st.Device()
+		buf := make([]byte, t.st.Nbytes())
+		if err := d.CopyToHost(buf, t.st.Block(), 0, false, d.DefaultStream(), false); err != nil {
+			panicf("%s: copy of %s from %s failed: %v", op, fmtShape(t.shape), t.DeviceName(), err)
+		}
+		return buf
+	}
+	t.needBytes(op)
+	return t.st.data
+}
+
 // copyAcross copies src into the contiguous tensor dst of the same shape
 // and dtype on another memory, through the device's copy engine.
 func copyAcross(dst, src *Tensor, async bool) {

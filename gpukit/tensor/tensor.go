@@ -137,12 +137,12 @@ func (t *Tensor) Version() int64 { return t.st.version.v.Load() }
 // IsInference reports whether t was created inside InferenceMode.
 func (t *Tensor) IsInference() bool { return t.inference }
 
-// At returns element idx converted to float64 (a host read; on a device
-// it reads the simulated memory directly and charges nothing).
+// At returns element idx converted to float64 (a host read; on a sim
+// device it reads the simulated memory directly and charges nothing, on a
+// cuda device it copies the storage to the host).
 func (t *Tensor) At(idx ...int) float64 {
 	t.live("At")
-	t.needBytes("At")
-	return load(t.dtype, t.st.data, t.ElementOffset(idx...))
+	return load(t.dtype, t.hostBytes("At"), t.ElementOffset(idx...))
 }
 
 // Item returns the value of a one-element tensor as float64
@@ -152,23 +152,26 @@ func (t *Tensor) Item() float64 {
 	if t.Numel() != 1 {
 		panicf("Item: a tensor with %d elements (shape %s) cannot be converted to a scalar", t.Numel(), fmtShape(t.shape))
 	}
-	t.needBytes("Item")
-	return load(t.dtype, t.st.data, t.offset)
+	return load(t.dtype, t.hostBytes("Item"), t.offset)
 }
 
 // Float64s returns all elements in row-major order, converted to float64.
 func (t *Tensor) Float64s() []float64 {
 	t.live("Float64s")
-	t.needBytes("Float64s")
+	data := t.hostBytes("Float64s")
 	out := make([]float64, t.Numel())
 	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(k int, o []int) {
-		out[k] = load(t.dtype, t.st.data, o[0])
+		out[k] = load(t.dtype, data, o[0])
 	})
 	return out
 }
 
-// needBytes panics on a meta tensor, which has no values.
+// needBytes panics when the host cannot reach t's values: a meta tensor
+// has none, and a cuda tensor's are in device memory.
 func (t *Tensor) needBytes(op string) {
+	if t.deviceOnly() {
+		panicf("%s: tensor of shape %s lives in %s memory, which the host cannot write directly; build it on the host and use To", op, fmtShape(t.shape), t.DeviceName())
+	}
 	if !t.st.core.mem.hasBytes() {
 		panicf("%s: tensor of shape %s on %s has no data (meta tensors carry shapes only)", op, fmtShape(t.shape), t.DeviceName())
 	}
