@@ -27,7 +27,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     GOPATH=/home/${NB_USER}/go \
     GOCACHE=/home/${NB_USER}/.cache/go-build \
     GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} \
-    JUPYTER_DATA_DIR=/usr/local/share/jupyter
+    JUPYTER_DATA_DIR=/usr/local/share/jupyter \
+    LIBRARY_PATH=/usr/local/cuda/lib64/stubs
+# (LIBRARY_PATH lets the cuda build link against the CUDA image's libcuda
+# stub; at run time the NVIDIA container toolkit provides the real driver.)
 
 COPY --from=go /usr/local/go /usr/local/go
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
