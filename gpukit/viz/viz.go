@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Default chart size, chosen to fit a notebook column.
@@ -29,6 +30,7 @@ type Series struct {
 // bytesAxis is set: the axis is then labelled in KiB, MiB or GiB.
 func Lines(title, xLabel, yLabel string, bytesAxis bool, series ...Series) (*plot.Plot, error) {
 	p := newPlot(title, xLabel, yLabel, bytesAxis)
+	top := 0.0
 	for i, s := range series {
 		if len(s.X) != len(s.Y) {
 			return nil, fmt.Errorf("viz: series %q has %d x values and %d y values", s.Name, len(s.X), len(s.Y))
@@ -36,6 +38,7 @@ func Lines(title, xLabel, yLabel string, bytesAxis bool, series ...Series) (*plo
 		points := make(plotter.XYs, len(s.X))
 		for j := range s.X {
 			points[j] = plotter.XY{X: s.X[j], Y: s.Y[j]}
+			top = math.Max(top, s.Y[j])
 		}
 		line, err := plotter.NewLine(points)
 		if err != nil {
@@ -48,9 +51,21 @@ func Lines(title, xLabel, yLabel string, bytesAxis bool, series ...Series) (*plo
 			p.Legend.Add(s.Name, line)
 		}
 	}
+	// The legend sits in the top left corner; room above the highest
+	// point keeps it off the lines.
 	p.Legend.Top = true
 	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(6)
+	headroom(p, top, 1+0.12*float64(len(series)))
 	return p, nil
+}
+
+// headroom raises the top of the y axis to factor × top.
+func headroom(p *plot.Plot, top, factor float64) {
+	if top > 0 {
+		p.Y.Max = math.Max(p.Y.Max, top*factor)
+	}
 }
 
 // Bars returns a bar chart with one bar per label.
@@ -67,6 +82,31 @@ func Bars(title, yLabel string, bytesAxis bool, labels []string, values []float6
 	bars.LineStyle.Width = 0
 	p.Add(bars)
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.6, float64(len(values))-0.4 // half a bar of margin on each side
+
+	// Each bar carries its value, so a bar too small to see still reads.
+	top := 0.0
+	points := make(plotter.XYs, len(values))
+	texts := make([]string, len(values))
+	for i, v := range values {
+		points[i] = plotter.XY{X: float64(i), Y: v}
+		top = math.Max(top, v)
+		if bytesAxis {
+			texts[i] = FormatBytes(int64(v))
+		} else {
+			texts[i] = fmt.Sprintf("%.4g", v)
+		}
+	}
+	valueLabels, err := plotter.NewLabels(plotter.XYLabels{XYs: points, Labels: texts})
+	if err != nil {
+		return nil, fmt.Errorf("viz: %w", err)
+	}
+	for i := range valueLabels.TextStyle {
+		valueLabels.TextStyle[i].XAlign = draw.XCenter
+	}
+	valueLabels.Offset = vg.Point{Y: vg.Points(3)}
+	p.Add(valueLabels)
+	headroom(p, top, 1.15)
 	return p, nil
 }
 

@@ -62,3 +62,12 @@ func TestByteTicksAreRoundBinaryNumbers(t *testing.T) {
 	}
 	assert.Equal(t, []string{"0 B", "16.00 MiB", "32.00 MiB", "48.00 MiB", "64.00 MiB", "80.00 MiB", "96.00 MiB", "112.00 MiB"}, labels)
 }
+
+func TestBarsCarryTheirValues(t *testing.T) {
+	p, err := Bars("kept", "bytes", true, []string{"big", "tiny"}, []float64{64 << 20, 16 << 10})
+	require.NoError(t, err)
+	svg, err := SVG(p, 0, 0)
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "16.00 KiB", "a bar too small to see is still labelled")
+	assert.Contains(t, string(svg), "64.00 MiB")
+}
