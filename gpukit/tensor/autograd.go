@@ -2,7 +2,10 @@ package tensor
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // This file is the autograd engine: the tape (nodes recorded by ops), saved
@@ -28,14 +31,61 @@ type edge struct {
 
 func (e edge) needed() bool { return e.fn != nil || e.leaf != nil }
 
-// node is one recorded op on the tape.
+// node is one recorded op on the tape (PyTorch's grad_fn).
+//
+// Nodes are reference counted, as PyTorch's are: a node is referenced by
+// the tensors whose GradFn it is and by the nodes that take it as a next
+// function (edge.fn). When the count reaches zero, the node releases its
+// saved tensors and drops its references to the nodes before it, which
+// may release them in turn (see drop). Releasing a loss therefore frees
+// its graph at once, except the parts another live tensor or graph still
+// refers to.
 type node struct {
-	name     string
+	name   string
+	shapes [][]int // input shapes, to check what backward returns
+	refs   atomic.Int64
+
+	mu       sync.Mutex // guards next, saved, backward, freed and released
 	next     []edge
-	shapes   [][]int // input shapes, to check what backward returns
 	saved    []*savedTensor
 	backward backwardFn
 	freed    bool // saved tensors released by a backward without RetainGraph
+	released bool // no reference left: saved tensors and edges are gone
+}
+
+func (n *node) retain() { n.refs.Add(1) }
+
+// drop removes one reference. The last one releases the node's saved
+// tensors and drops its references to the nodes before it, iteratively (a
+// graph may be thousands of nodes deep).
+func (n *node) drop() {
+	stack := []*node{n}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		r := n.refs.Add(-1)
+		if r > 0 {
+			continue
+		}
+		if r < 0 {
+			panic("tensor: internal error: reference count of node " + n.name + " below zero")
+		}
+		n.mu.Lock()
+		saved, next, freed := n.saved, n.next, n.freed
+		n.saved, n.next, n.backward = nil, nil, nil
+		n.released = true
+		n.mu.Unlock()
+		if !freed {
+			for _, s := range saved {
+				s.release()
+			}
+		}
+		for _, e := range next {
+			if e.fn != nil {
+				stack = append(stack, e.fn)
+			}
+		}
+	}
 }
 
 // savedTensor is one tensor saved for backward. Without hooks it holds a
@@ -86,6 +136,7 @@ func currentHooks() *savedHooks {
 func (t *Tensor) alias() *Tensor {
 	a := wrap(t.st, t.offset, t.shape, t.strides, t.dtype)
 	a.inference = t.inference
+	runtime.KeepAlive(t) // t's own cleanup must not drop the storage before wrap took its reference
 	return a
 }
 
@@ -95,8 +146,8 @@ func saveTensor(op string, t *Tensor) *savedTensor {
 		panicf("%s: inference tensors cannot be saved for backward (shape %s was created inside InferenceMode); Clone it outside InferenceMode to get a normal tensor and use that in autograd", op, fmtShape(t.shape))
 	}
 	s := &savedTensor{vc: t.st.version, version: t.st.version.v.Load(), desc: t.dtype.String() + " " + fmtShape(t.shape)}
-	a := t.alias()
 	if h := currentHooks(); h != nil {
+		a := t.alias()
 		s.hooks = h
 		s.packed = h.pack(a)
 		if p, ok := s.packed.(*Tensor); !ok || p != a {
@@ -104,7 +155,11 @@ func saveTensor(op string, t *Tensor) *savedTensor {
 		}
 		return s
 	}
-	s.t = a
+	// The node owns the alias and always releases it (by backward or when
+	// the node is released), so it needs no collector fallback of its own.
+	s.t = wrapOwned(t.st, t.offset, t.shape, t.strides, t.dtype)
+	s.t.inference = t.inference
+	runtime.KeepAlive(t)
 	return s
 }
 
@@ -163,6 +218,7 @@ func record(out *Tensor, name string, inputs []*Tensor, save []*Tensor, bw backw
 		if in != nil && in.requiresGrad {
 			if in.gradFn != nil {
 				e.fn = in.gradFn
+				e.fn.retain()
 			} else {
 				e.leaf = in
 			}
@@ -178,7 +234,8 @@ func record(out *Tensor, name string, inputs []*Tensor, save []*Tensor, bw backw
 		n.saved = append(n.saved, saveTensor(name, s))
 	}
 	out.requiresGrad = true
-	out.gradFn = n
+	out.setGradFn(n)
+	runtime.KeepAlive(inputs) // their nodes must not be released before n holds them
 	return out
 }
 
@@ -297,6 +354,50 @@ func (t *Tensor) Backward(opts ...BackwardOption) {
 		NoGrad(func() { seed = onesLike(t) })
 	}
 	NoGrad(func() { runBackward(t, seed, cfg.retain) })
+	// t holds the root node: it must not be collected (and its graph
+	// released by its collector fallback) while backward walks the graph.
+	runtime.KeepAlive(t)
+}
+
+// edges returns n's edges, panicking if n was released: a released node
+// has lost its saved tensors and its edges, and must never be run.
+func (n *node) edges() []edge {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.released {
+		panicf("Backward: %s was released (every tensor and node that referred to it was released or collected, and its saved tensors were freed); it cannot be used by a backward pass", n.name)
+	}
+	return n.next
+}
+
+// forBackward returns what backward needs from n, checking that it can
+// still run: not released, and saved tensors not freed by an earlier
+// Backward.
+func (n *node) forBackward() ([]edge, []*savedTensor, backwardFn) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.released {
+		panicf("Backward: %s was released (every tensor and node that referred to it was released or collected, and its saved tensors were freed); it cannot be used by a backward pass", n.name)
+	}
+	if n.freed && len(n.saved) > 0 {
+		panicf("Backward: trying to backward through the graph a second time (or directly access saved tensors after they have already been freed); %s released its saved tensors after the first Backward. Pass RetainGraph() to the first Backward if you need to backward twice", n.name)
+	}
+	return n.next, n.saved, n.backward
+}
+
+// freeSaved releases n's saved tensors after a backward without
+// RetainGraph (the node itself stays, with its edges, as long as something
+// refers to it).
+func (n *node) freeSaved() {
+	n.mu.Lock()
+	saved, freed := n.saved, n.freed
+	n.freed = true
+	n.mu.Unlock()
+	if !freed {
+		for _, s := range saved {
+			s.release()
+		}
+	}
 }
 
 func runBackward(root *Tensor, seed *Tensor, retain bool) {
@@ -311,7 +412,7 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range n.next {
+		for _, e := range n.edges() {
 			if e.fn == nil {
 				continue
 			}
@@ -329,39 +430,34 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 		ready = ready[:len(ready)-1]
 		g := grads[n]
 		delete(grads, n)
-		if n.freed && len(n.saved) > 0 {
-			panicf("Backward: trying to backward through the graph a second time (or directly access saved tensors after they have already been freed); %s released its saved tensors after the first Backward. Pass RetainGraph() to the first Backward if you need to backward twice", n.name)
-		}
-		needs := make([]bool, len(n.next))
-		for i, e := range n.next {
+		next, savedTensors, backward := n.forBackward()
+		needs := make([]bool, len(next))
+		for i, e := range next {
 			needs[i] = e.needed()
 		}
-		saved := make([]*Tensor, len(n.saved))
+		saved := make([]*Tensor, len(savedTensors))
 		var owned []*Tensor
-		for i, s := range n.saved {
+		for i, s := range savedTensors {
 			st, own := s.unpack(n, i)
 			saved[i] = st
 			if own {
 				owned = append(owned, st)
 			}
 		}
-		ins := n.backward(g, saved, needs)
-		if len(ins) != len(n.next) {
-			panic(fmt.Sprintf("tensor: internal error: %s returned %d gradients for %d inputs", n.name, len(ins), len(n.next)))
+		ins := backward(g, saved, needs)
+		if len(ins) != len(next) {
+			panic(fmt.Sprintf("tensor: internal error: %s returned %d gradients for %d inputs", n.name, len(ins), len(next)))
 		}
 		for _, o := range owned {
 			o.Release()
 		}
 		if !retain {
-			for _, s := range n.saved {
-				s.release()
-			}
-			n.freed = true
+			n.freeSaved()
 		}
 		// Take one reference per use of each returned gradient, then drop
 		// the ones the backward function handed us (several inputs may get
 		// the very same tensor, e.g. Add).
-		for i, e := range n.next {
+		for i, e := range next {
 			gi := ins[i]
 			if !e.needed() || gi == nil {
 				continue

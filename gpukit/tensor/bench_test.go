@@ -129,3 +129,26 @@ func BenchmarkSumRows4096(b *testing.B) {
 	b.ReportMetric(float64(t[0].Microseconds()), "sum_µs")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkCreateRelease measures the fixed cost of one tensor handle:
+// creating a small tensor on sim (a cached block from the allocator, the
+// storage, the handle and its collector fallback) and releasing it.
+func BenchmarkCreateRelease(b *testing.B) {
+	dev := newDevCap(b, 0)
+	shape := []int{4, 4}
+	b.ReportAllocs()
+	for b.Loop() {
+		tensor.Empty(shape, tensor.On(dev)).Release()
+	}
+}
+
+// BenchmarkViewRelease measures a view of a live tensor: a handle and a
+// reference, no allocation from the device.
+func BenchmarkViewRelease(b *testing.B) {
+	dev := newDevCap(b, 0)
+	x := tensor.Empty([]int{4, 4}, tensor.On(dev))
+	b.ReportAllocs()
+	for b.Loop() {
+		x.T().Release()
+	}
+}

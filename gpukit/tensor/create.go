@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -267,4 +268,75 @@ func random(shape []int, opts []Option, draw func(*rand.Rand) float64) *Tensor {
 	})
 	t.charge("random", 0)
 	return finish(t, c)
+}
+
+// Randint returns integers drawn uniformly from [low, high)
+// (torch.randint). The dtype defaults to Int64; another dtype (Int32, a
+// float type) receives the same integers converted. Like Rand, it draws
+// from the default generator or from WithGenerator's.
+func Randint(low, high int64, shape []int, opts ...Option) *Tensor {
+	if high <= low {
+		panicf("Randint: empty range [%d, %d): high must be greater than low", low, high)
+	}
+	c := config{dtype: Int64}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if c.mem == nil {
+		c.mem = defaultMemory()
+	}
+	if c.dtype == Bool {
+		panicf("Randint: dtype bool is not supported")
+	}
+	g := c.gen
+	if g == nil {
+		g = defaultGen
+	}
+	t := empty(c.mem, shape, c.dtype)
+	span := uint64(high - low)
+	writeValues(t, func(data []byte) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i := range t.Numel() {
+			v := low + int64(g.rng.Uint64N(span))
+			if t.dtype == Int64 {
+				binary.LittleEndian.PutUint64(data[8*i:], uint64(v)) // exact beyond 2⁵³
+			} else {
+				store(t.dtype, data, i, float64(v))
+			}
+		}
+	})
+	t.charge("randint", 0)
+	return finish(t, c)
+}
+
+// Perm returns a random permutation of 0..n-1 drawn from g (a host slice;
+// Randperm puts one in a tensor).
+func (g *Generator) Perm(n int) []int {
+	if n < 0 {
+		panicf("Perm: negative n %d", n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rng.Perm(n)
+}
+
+// Randperm returns a random permutation of 0..n-1 as a 1-d tensor
+// (torch.randperm), Int64 by default, from the default generator or from
+// WithGenerator's.
+func Randperm(n int, opts ...Option) *Tensor {
+	c := config{dtype: Int64}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	g := c.gen
+	if g == nil {
+		g = defaultGen
+	}
+	p := g.Perm(n)
+	return FromSlice(p, []int{n}, opts...)
 }

@@ -206,11 +206,15 @@ func (t *Tensor) hostBytes(op string) []byte {
 }
 
 // copyAcross copies src into the contiguous tensor dst of the same shape
-// and dtype on another memory, through the device's copy engine.
+// and dtype on another memory, through the device's copy engine. A
+// non-contiguous src is first copied to a contiguous temporary where it
+// lives (not recorded by autograd).
 func copyAcross(dst, src *Tensor, async bool) {
 	if !src.IsContiguous() {
-		c := src.Contiguous()
+		c := empty(src.outMem(), src.shape, src.dtype)
 		defer c.Release()
+		copyKernel(c, src)
+		c.charge("copy", 0, src)
 		src = c
 	}
 	n := int64(src.Numel() * src.dtype.Size())
@@ -218,19 +222,20 @@ func copyAcross(dst, src *Tensor, async bool) {
 		return
 	}
 	srcOff := int64(src.offset * src.dtype.Size())
+	dstOff := int64(dst.offset * dst.dtype.Size())
 	sd, dd := src.st.Device(), dst.st.Device()
 	var err error
 	switch {
 	case sd == nil && dd == nil:
-		copy(dst.st.data, src.st.data[srcOff:srcOff+n])
+		copy(dst.st.data[dstOff:dstOff+n], src.st.data[srcOff:srcOff+n])
 	case sd == nil: // host → device
-		err = dd.CopyToDevice(dst.st.Block(), 0, src.st.data[srcOff:srcOff+n], src.IsPinned(), dd.DefaultStream(), async)
+		err = dd.CopyToDevice(dst.st.Block(), dstOff, src.st.data[srcOff:srcOff+n], src.IsPinned(), dd.DefaultStream(), async)
 	case dd == nil: // device → host
-		err = sd.CopyToHost(dst.st.data[:n], src.st.Block(), srcOff, dst.IsPinned(), sd.DefaultStream(), async)
+		err = sd.CopyToHost(dst.st.data[dstOff:dstOff+n], src.st.Block(), srcOff, dst.IsPinned(), sd.DefaultStream(), async)
 	default: // device → device
-		err = dd.CopyDevice(dst.st.Block(), 0, src.st.Block(), srcOff, n, dd.DefaultStream())
+		err = dd.CopyDevice(dst.st.Block(), dstOff, src.st.Block(), srcOff, n, dd.DefaultStream())
 	}
 	if err != nil {
-		panicf("To: copy of %s from %s to %s failed: %v", fmtShape(src.shape), src.DeviceName(), dst.DeviceName(), err)
+		panicf("copy of %s from %s to %s failed: %v", fmtShape(src.shape), src.DeviceName(), dst.DeviceName(), err)
 	}
 }

@@ -18,8 +18,9 @@
 // cannot express, suggesting Reshape or Contiguous; Reshape copies only
 // then. Expand uses stride 0. Clone always copies.
 //
-// Creation: Zeros, Ones, Full, Empty, Arange, Rand, Randn, FromSlice,
-// Scalar, ZerosLike, and Alloc (Empty returning its error). Options say
+// Creation: Zeros, Ones, Full, Empty, Arange, Rand, Randn, Randint,
+// Randperm, FromSlice, Scalar, ZerosLike, and Alloc (Empty returning its
+// error). Options say
 // where and how: On(dev), OnHost(pinned), a Dtype (Float32 default,
 // Float64, Float16, BFloat16, Int64, Int32, Bool), RequiresGrad(),
 // WithGenerator(NewGenerator(seed)). Without On/OnHost tensors go to
@@ -48,19 +49,27 @@
 // # Releasing memory
 //
 // Go has a collector, not reference counts: x = nil frees nothing until
-// the collector runs. Release gives deterministic release: each Tensor holds
-// one reference to its storage (views, tensors saved for backward and
-// aliases hold their own), and the last Release returns the block to the
-// allocator at once. A released tensor panics when used, naming its shape.
-// As a fallback, the Storage carries a runtime.AddCleanup that returns the
-// block once no Tensor refers to the storage any more; the cleanup's
-// argument is an inner object that never points back to the Storage or a
-// Tensor. The collector is asynchronous and Go's liveness is precise: a
-// tensor whose variable is not used any more may be collected early
-// (tests that compare memory with a baseline use runtime.KeepAlive). Rule:
-// every function that returns a *Tensor returns a new object that holds
-// its own reference and that the caller may Release — even when it shares
-// storage (views, Contiguous of a contiguous tensor, To the same device).
+// the collector runs. Release gives deterministic release: each Tensor
+// handle holds one reference to its storage (views, tensors saved for
+// backward and aliases hold their own) and one to its autograd node, and
+// the last Release of a storage returns the block to the allocator at
+// once. A released tensor panics when used, naming its shape.
+//
+// As a fallback, every Tensor handle carries a runtime.AddCleanup that
+// drops that handle's references when the collector finds the tensor
+// unreachable without Release having been called; Release stops it
+// (runtime.Cleanup.Stop), so each reference is dropped exactly once and
+// the counts never go stale: a view dropped without Release stops
+// counting once it is collected, and the Release of the last live tensor
+// then frees the storage. The cleanup's argument is an inner object that
+// never points back to the Tensor. Cleanups run asynchronously, after a
+// collection; CollectGarbage runs one and waits for them (a tool for
+// lessons, tests and leak hunting). Go's liveness is precise: a tensor
+// whose variable is not used any more may be collected early (tests that
+// compare memory with a baseline use runtime.KeepAlive). Rule: every
+// function that returns a *Tensor returns a new object that holds its own
+// reference and that the caller may Release — even when it shares storage
+// (views, Contiguous of a contiguous tensor, To the same device).
 //
 // # Autograd
 //
@@ -68,13 +77,21 @@
 // tensors a node saves hold references to their storage and show in the
 // allocator's statistics until Backward releases them (unless
 // RetainGraph()); a second Backward through released nodes fails with a
-// clear error. Gradients accumulate into leaves' Grad(); ZeroGrad zeroes
-// in place, SetGrad(nil) frees. Every storage has a version counter that
-// in-place ops bump; Backward fails, naming the node (e.g. ExpBackward0),
-// when a saved tensor changed since it was saved. In-place ops are
-// refused on a leaf that requires grad (and on its views) while grad mode
-// is on, and are legal on non-leaves (y := x.Pow(2); y.AddInPlace(1)).
-// Backward runs with grad mode off (no higher-order gradients).
+// clear error. Nodes are reference counted as in PyTorch: a node is
+// referenced by the tensors whose GradFn it is and by the later nodes that
+// use it; when the last reference goes (the outputs and the loss released
+// or collected), it releases its saved tensors and its references to the
+// nodes before it. Releasing a loss frees its graph at once; a graph
+// shared by two losses lives until both are released; keeping a loss (in
+// a slice, say) keeps its graph. Detach makes a new tensor on the same
+// storage without history and frees nothing. Gradients accumulate into
+// leaves' Grad(); ZeroGrad zeroes in place, SetGrad(nil) frees. Every
+// storage has a version counter that in-place ops bump; Backward fails,
+// naming the node (e.g. ExpBackward0), when a saved tensor changed since
+// it was saved. In-place ops are refused on a leaf that requires grad (and
+// on its views) while grad mode is on, and are legal on non-leaves (y :=
+// x.Pow(2); y.AddInPlace(1)). Backward runs with grad mode off (no
+// higher-order gradients).
 //
 // Grad modes are per goroutine, like PyTorch's per-thread modes.
 // NoGrad(fn): nothing is recorded or saved; results are normal tensors.
@@ -120,7 +137,8 @@
 // Sigmoid, Tanh, Gelu (exact erf form), Clamp(lo, hi), Maximum, Minimum.
 // In place (the version counter is bumped; refused on a leaf that
 // requires grad outside NoGrad): AddInPlace, SubInPlace, MulInPlace,
-// DivInPlace, ReluInPlace, ClampInPlace, Fill, CopyFrom. Out= variants
+// DivInPlace, ReluInPlace, ClampInPlace, Fill, CopyFrom (also across
+// devices and the host, into the existing memory). Out= variants
 // that allocate nothing and do not support autograd: AddOut, SubOut,
 // MulOut, DivOut, MatmulOut, IndexSelectOut.
 //

@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -63,3 +64,6 @@ func f64(dev *device.Device, data []float64, shape ...int) *tensor.Tensor {
 func i64s(dev *device.Device, data ...int64) *tensor.Tensor {
 	return tensor.FromSlice(data, []int{len(data)}, tensor.On(dev))
 }
+
+func exp(x float64) float64 { return math.Exp(x) }
+func abs(x float64) float64 { return math.Abs(x) }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,13 +50,46 @@ func TestCollectorFallback(t *testing.T) {
 		}
 	}()
 	require.Greater(t, dev.MemoryAllocated(), base)
-	// Cleanups run on their own goroutine after a GC: poll, bounded.
-	deadline := time.Now().Add(5 * time.Second)
-	for dev.MemoryAllocated() != base && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
-	}
-	assert.Equal(t, base, dev.MemoryAllocated(), "dropped tensors must return their blocks after GC")
+	n := tensor.CollectGarbage()
+	assert.Equal(t, base, dev.MemoryAllocated(), "dropped tensors must return their blocks after CollectGarbage")
+	assert.GreaterOrEqual(t, n, 30, "x, x.Mul(2) and its view, ten times")
+	assert.Equal(t, 0, tensor.CollectGarbage(), "nothing left to collect")
+}
+
+// TestCollectedViewDropsItsReference is the stale-count case: a view that
+// is dropped without Release gives its storage reference back when it is
+// collected, so the Release of the last live tensor frees the storage.
+func TestCollectedViewDropsItsReference(t *testing.T) {
+	dev := newDev(t)
+	base := dev.MemoryAllocated()
+	x := tensor.Zeros([]int{1024, 1024}, tensor.On(dev))
+	func() {
+		c := x.Narrow(0, 0, 1).Clone() // the Narrow view is never released
+		c.Release()
+	}()
+	assert.Equal(t, 2, x.Storage().Refs(), "x and the forgotten view")
+	assert.GreaterOrEqual(t, tensor.CollectGarbage(), 1)
+	assert.Equal(t, 1, x.Storage().Refs())
+	x.Release()
+	assert.Equal(t, base, dev.MemoryAllocated(), "the last Release frees the storage")
+	assert.True(t, x.Storage().Freed())
+}
+
+// TestReleaseStopsTheCleanup: a released tensor is never counted again by
+// the collector, and releasing twice drops one reference.
+func TestReleaseStopsTheCleanup(t *testing.T) {
+	dev := newDev(t)
+	x := tensor.Zeros([]int{64}, tensor.On(dev))
+	v := x.View(8, 8)
+	tensor.CollectGarbage()
+	v.Release()
+	v.Release()
+	assert.Equal(t, 1, x.Storage().Refs())
+	v = nil
+	assert.Equal(t, 0, tensor.CollectGarbage(), "v was released: its cleanup was stopped")
+	assert.Equal(t, 1, x.Storage().Refs())
+	x.Release()
+	assert.True(t, x.Storage().Freed())
 }
 
 func TestOutOfMemory(t *testing.T) {
@@ -118,14 +150,17 @@ func TestNoGradSavesNothing(t *testing.T) {
 	assert.Equal(t, base+1*mib, dev.MemoryAllocated(), "only y itself")
 	y.Release()
 
-	// Same with grad: Exp saves its output, Matmul saves x and w.
+	// Same with grad: Exp saves its output, Matmul saves x and w. While
+	// y (the graph's only handle) lives, its graph keeps y's storage.
 	h := x.Matmul(w)
 	y = h.Exp()
 	assert.Equal(t, "ExpBackward0", y.GradFn())
 	h.Release()
+	yt := y.T() // a view: its storage reference, no graph
 	y.Release()
-	assert.Equal(t, base+1*mib, dev.MemoryAllocated(), "y released by the user, still saved by the graph")
-	runtime.KeepAlive(y) // y holds the graph that holds the saved tensors
+	assert.Equal(t, base+1*mib, dev.MemoryAllocated(), "y released, its storage still viewed by yt")
+	yt.Release()
+	assert.Equal(t, base, dev.MemoryAllocated(), "releasing y released its graph, and yt the storage")
 	runtime.KeepAlive(x)
 }
 

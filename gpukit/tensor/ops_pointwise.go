@@ -568,27 +568,82 @@ func (t *Tensor) Fill(v float64) *Tensor {
 	})
 }
 
-// CopyFrom copies src (broadcastable to t, same device; dtypes are
-// converted) into t in place and returns t (copy_).
+// CopyFrom copies src (broadcastable to t) into t in place and returns t
+// (copy_). It allocates nothing on t's device when t is contiguous.
+//
+// src may live on another device or on the host: host→device,
+// device→host and device→device copies go through the copy engine (as
+// To does, synchronously) straight into t's memory, so refilling a
+// preallocated device buffer from host data costs no allocation. A
+// non-contiguous t is filled through a contiguous temporary on its
+// device; a non-contiguous or broadcast src is first made contiguous
+// where it lives. Dtypes are converted: on the same device by the copy
+// kernel, across devices on the host side (host data is converted before
+// it travels, device data after it arrives); between two devices the
+// dtypes must match (ToDtype first).
 func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
 	checkInPlace("CopyFrom", t)
 	src.live("CopyFrom")
-	if !sameDevice(t, src) {
-		panicf("CopyFrom: source on %s, destination on %s; use To to move data between devices", src.DeviceName(), t.DeviceName())
-	}
 	if !slices.Equal(broadcastShapes("CopyFrom", t.shape, src.shape), t.shape) {
 		panicf("CopyFrom: source of shape %s cannot be broadcast to %s", fmtShape(src.shape), fmtShape(t.shape))
 	}
-	copyKernel(t, src.layoutAs(t.shape))
-	t.charge("CopyFrom", 0, src)
+	srcMem := src.st.core.mem
+	if sameDevice(t, src) {
+		copyKernel(t, src.layoutAs(t.shape))
+		t.charge("CopyFrom", 0, src)
+	} else {
+		copyFromAcross(t, src)
+		srcMem = src.outMem()
+	}
 	t.bump()
-	ss, sdt := src.shape, src.dtype
+	ss, sdt, cross := src.shape, src.dtype, !sameDevice(t, src)
 	return record(t, "CopyBackwards", []*Tensor{t, src}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
 		return []*Tensor{
 			when(needs[0], func() *Tensor { return ZerosLike(g) }),
-			when(needs[1], func() *Tensor { c := g.ToDtype(sdt); return reduced(c, ss) }),
+			when(needs[1], func() *Tensor {
+				r := reduced(g.ToDtype(sdt), ss)
+				if !cross {
+					return r
+				}
+				back := empty(srcMem, r.shape, r.dtype)
+				copyAcross(back, r, false)
+				r.Release()
+				return back
+			}),
 		}
 	})
+}
+
+// copyFromAcross is CopyFrom between two devices (or a device and the
+// host): src broadcast to dst's shape, converted on the host side.
+func copyFromAcross(dst, src *Tensor) {
+	s := src.layoutAs(dst.shape)
+	if s.dtype != dst.dtype {
+		switch {
+		case src.IsHost(): // convert before the copy
+			c := empty(hostMem{}, dst.shape, dst.dtype)
+			defer c.Release()
+			copyKernel(c, s)
+			s = c
+		case dst.IsHost(): // copy, then convert into dst
+			h := empty(hostMem{}, dst.shape, src.dtype)
+			defer h.Release()
+			copyAcross(h, s, false)
+			copyKernel(dst, h)
+			return
+		default:
+			panicf("CopyFrom: source %s on %s, destination %s on %s: a copy between two devices needs the same dtype; convert with ToDtype first", src.dtype, src.DeviceName(), dst.dtype, dst.DeviceName())
+		}
+	}
+	if dst.IsContiguous() {
+		copyAcross(dst, s, false)
+		return
+	}
+	tmp := empty(dst.outMem(), dst.shape, dst.dtype)
+	defer tmp.Release()
+	copyAcross(tmp, s, false)
+	copyKernel(dst, tmp)
+	dst.charge("copy", 0, tmp)
 }
 
 // ---- out= variants -------------------------------------------------------

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -34,9 +33,7 @@ type kernelCost struct {
 	half  bool
 }
 
-// storageCore is what the collector fallback frees. It must never point
-// back to the Storage or to a Tensor, or the cleanup would keep them
-// reachable forever.
+// storageCore is the memory of a storage: the handle to free, once.
 type storageCore struct {
 	mu    sync.Mutex
 	mem   memory
@@ -65,11 +62,12 @@ type versionCounter struct{ v atomic.Int64 }
 // one device, or a host buffer (optionally pinned). Tensors are views into a
 // Storage; several tensors may share one.
 //
-// A Storage counts the live tensors that refer to it. Tensor.Release drops
-// one reference; the last one returns the block to the allocator at once.
-// Tensors that are dropped without Release are found by the garbage
-// collector: a cleanup attached to the Storage returns the block after the
-// Storage becomes unreachable (see runtime.AddCleanup).
+// A Storage counts the tensor handles that refer to it (Refs). Each
+// Tensor holds one reference, dropped by Tensor.Release or, for a tensor
+// that is dropped without Release, by that tensor's collector fallback
+// (see Tensor and CollectGarbage). The last reference returns the block
+// to the allocator at once. The Storage itself has no cleanup: its count
+// is exact as long as every tensor handle is released or collected.
 type Storage struct {
 	core    *storageCore
 	nbytes  int64
@@ -77,9 +75,8 @@ type Storage struct {
 	data    []byte
 	version *versionCounter
 
-	mu      sync.Mutex
-	refs    int
-	cleanup runtime.Cleanup
+	mu   sync.Mutex
+	refs int
 }
 
 func newStorage(mem memory, nbytes int64) (*Storage, error) {
@@ -88,14 +85,18 @@ func newStorage(mem memory, nbytes int64) (*Storage, error) {
 		return nil, err
 	}
 	core := &storageCore{mem: mem, h: h}
-	s := &Storage{core: core, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}
-	s.cleanup = runtime.AddCleanup(s, func(c *storageCore) { c.free() }, core)
-	return s, nil
+	return &Storage{core: core, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}, nil
 }
 
-// retain adds a reference (a new tensor on this storage).
+// retain adds a reference (a new tensor on this storage). Reviving a
+// storage whose memory is already gone would hand out freed memory, so it
+// is an internal error.
 func (s *Storage) retain() {
 	s.mu.Lock()
+	if s.refs == 0 && s.core.isFreed() {
+		s.mu.Unlock()
+		panic("tensor: internal error: new reference to a freed storage")
+	}
 	s.refs++
 	s.mu.Unlock()
 }
@@ -104,10 +105,12 @@ func (s *Storage) retain() {
 func (s *Storage) drop() {
 	s.mu.Lock()
 	s.refs--
-	last := s.refs == 0
+	n := s.refs
 	s.mu.Unlock()
-	if last {
-		s.cleanup.Stop()
+	if n < 0 {
+		panic("tensor: internal error: storage reference count below zero")
+	}
+	if n == 0 {
 		s.core.free()
 	}
 }
@@ -120,8 +123,9 @@ func (s *Storage) Nbytes() int64 { return s.nbytes }
 // address on a device).
 func (s *Storage) DataPtr() uint64 { return s.addr }
 
-// Refs is the number of live tensors (including views and tensors saved
-// for backward) that share this storage.
+// Refs is the number of tensor handles (including views and tensors saved
+// for backward) that hold a reference to this storage: live ones, and
+// dropped ones whose collector fallback has not run yet.
 func (s *Storage) Refs() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,10 +133,12 @@ func (s *Storage) Refs() int {
 }
 
 // Freed reports whether the storage's memory has been returned.
-func (s *Storage) Freed() bool {
-	s.core.mu.Lock()
-	defer s.core.mu.Unlock()
-	return s.core.freed
+func (s *Storage) Freed() bool { return s.core.isFreed() }
+
+func (c *storageCore) isFreed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.freed
 }
 
 // Version is the storage's version counter: the number of in-place

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"runtime"
 	"sync/atomic"
 )
 
@@ -9,9 +10,10 @@ import (
 // is at byte address DataPtr() of the first element plus that many
 // elements past it (see ElementOffset and ElementAddr).
 //
-// A Tensor holds one reference to its storage until Release is called (or
-// until the collector finds it unreachable). Methods panic with an *Error
-// on misuse; see Try.
+// A Tensor holds one reference to its storage, and one to its autograd
+// node (GradFn) if it has one, until Release is called or until the
+// collector finds the tensor unreachable (see CollectGarbage). Methods
+// panic with an *Error on misuse; see Try.
 type Tensor struct {
 	st      *Storage
 	offset  int
@@ -19,12 +21,16 @@ type Tensor struct {
 	strides []int
 	dtype   Dtype
 
-	released atomic.Bool
+	// ref holds the references this handle owns; the collector fallback
+	// drops them through it. nil on internal layout-only handles
+	// (layoutAs), which own nothing.
+	ref     *tensorRef
+	cleanup runtime.Cleanup
 
 	// autograd
 	requiresGrad bool
 	grad         *Tensor
-	gradFn       *node
+	gradFn       *node // also in ref.fn, for the collector fallback
 	retainsGrad  bool
 	// base is the tensor this one is a view of (nil if not a view).
 	base *Tensor
@@ -32,36 +38,107 @@ type Tensor struct {
 	inference bool
 }
 
-// wrap makes a new tensor on st (taking a reference) with the given layout.
-func wrap(st *Storage, offset int, shape, strides []int, dt Dtype) *Tensor {
-	st.retain()
-	return &Tensor{st: st, offset: offset, shape: shape, strides: strides, dtype: dt, inference: inferenceModeOn()}
+// tensorRef is what one Tensor handle owns: a reference to its storage
+// and one to its grad_fn node. It is the argument of the handle's
+// runtime.AddCleanup, so it must never point back to the Tensor (nor to
+// anything that does), or the tensor could never be collected. Exactly
+// one of Release and the cleanup drops it (done).
+type tensorRef struct {
+	st   *Storage
+	fn   atomic.Pointer[node]
+	done atomic.Bool
 }
+
+// drop gives the references back; only the first call does anything.
+func (r *tensorRef) drop() bool {
+	if !r.done.CompareAndSwap(false, true) {
+		return false
+	}
+	if n := r.fn.Swap(nil); n != nil {
+		n.drop()
+	}
+	r.st.drop()
+	return true
+}
+
+// collectedRefs counts the tensor handles whose references the collector
+// fallback dropped (see CollectGarbage).
+var collectedRefs atomic.Int64
+
+// collectRef is every tensor's cleanup: a plain function, so that it
+// captures nothing.
+func collectRef(r *tensorRef) {
+	if r.drop() {
+		collectedRefs.Add(1)
+	}
+}
+
+// wrap makes a new tensor on st (taking a reference) with the given layout,
+// with a collector fallback.
+func wrap(st *Storage, offset int, shape, strides []int, dt Dtype) *Tensor {
+	t := wrapOwned(st, offset, shape, strides, dt)
+	t.cleanup = runtime.AddCleanup(t, collectRef, t.ref)
+	return t
+}
+
+// wrapOwned is wrap without the collector fallback, for handles whose
+// owner always releases them (tensors saved by an autograd node: the node
+// is released when its last reference goes, by Release or by the
+// collector fallback of the tensors that refer to it).
+func wrapOwned(st *Storage, offset int, shape, strides []int, dt Dtype) *Tensor {
+	st.retain()
+	return &Tensor{st: st, offset: offset, shape: shape, strides: strides, dtype: dt, inference: inferenceModeOn(), ref: &tensorRef{st: st}}
+}
+
+// setGradFn makes n the node that produced t: t takes a reference to n and
+// drops the one it held on its previous node (an in-place op records a new
+// node whose edge keeps the previous one).
+func (t *Tensor) setGradFn(n *node) {
+	n.retain()
+	old := t.gradFn
+	t.gradFn = n
+	if t.ref != nil {
+		t.ref.fn.Store(n)
+	}
+	if old != nil {
+		old.drop()
+	}
+}
+
+// released reports whether t's references were given back.
+func (t *Tensor) released() bool { return t.ref != nil && t.ref.done.Load() }
 
 // live panics if t was released. Every op calls it on its operands.
 func (t *Tensor) live(op string) {
 	if t == nil {
 		panicf("%s: nil tensor", op)
 	}
-	if t.released.Load() {
+	if t.released() {
 		panicf("%s: use of a released tensor (shape %s, %s on %s)", op, fmtShape(t.shape), t.dtype, t.st.DeviceName())
 	}
 }
 
-// Release returns the tensor's reference to its storage. When it was the
-// last one (no view, saved tensor or gradient shares the storage), the
-// memory goes back to the allocator at once. Using t afterwards panics.
-// Release is idempotent. It does not release t's gradient; call
-// t.Grad().Release() or t.SetGrad(nil) for that.
+// Release returns the tensor's reference to its storage, and to its
+// autograd node. When it was the last reference to the storage (no view,
+// saved tensor or gradient shares it), the memory goes back to the
+// allocator at once; when it was the last reference to the node (no other
+// output of it, no later op's node refers to it), the node frees its
+// saved tensors and lets go of the nodes before it, and so on: releasing
+// a loss frees the graph behind it, as del loss does in PyTorch. Using t
+// afterwards panics. Release is idempotent, and stops t's collector
+// fallback, so nothing is counted twice. It does not release t's
+// gradient; call t.Grad().Release() or t.SetGrad(nil) for that.
 func (t *Tensor) Release() {
-	if t == nil || !t.released.CompareAndSwap(false, true) {
+	if t == nil || t.ref == nil {
 		return
 	}
-	t.st.drop()
+	if t.ref.drop() {
+		t.cleanup.Stop()
+	}
 }
 
 // Released reports whether Release was called on t.
-func (t *Tensor) Released() bool { return t.released.Load() }
+func (t *Tensor) Released() bool { return t.released() }
 
 // Shape returns a copy of the tensor's sizes.
 func (t *Tensor) Shape() []int { return append([]int{}, t.shape...) }

@@ -363,7 +363,7 @@ func (t *Tensor) String() string {
 	} else if t.requiresGrad {
 		s += ", requires_grad=true"
 	}
-	if t.released.Load() {
+	if t.released() {
 		s += ", released"
 	}
 	return s + ")"
