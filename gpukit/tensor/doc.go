@@ -20,8 +20,8 @@
 //
 // Creation: Zeros, Ones, Full, Empty, Arange, Rand, Randn, Randint,
 // Randperm, FromSlice, Scalar, ZerosLike, and Alloc (Empty returning its
-// error). Options say
-// where and how: On(dev), OnHost(pinned), a Dtype (Float32 default,
+// error). Options say where and how: On(dev), OnHost(pinned), a Dtype
+// (Float32 default,
 // Float64, Float16, BFloat16, Int64, Int32, Bool), RequiresGrad(),
 // WithGenerator(NewGenerator(seed)). Without On/OnHost tensors go to
 // device.Default() (sim:0). The default generator is seeded with 0
@@ -29,8 +29,12 @@
 // (round to nearest even) and computed in float32.
 //
 // On a meta device ops compute shapes and allocate (so the allocator's
-// statistics are right) but compute no values; reading one panics. Every op
-// charges its modelled cost (flops, bytes) to the device with Launch.
+// statistics are right) but compute no values; reading one panics. On a
+// cuda device, float32 and float64 ops run as cuBLAS and NVRTC kernels
+// through the device's backend.Compute (compute_backend.go), values are
+// created and read through host copies, and ops without a device kernel
+// yet refuse with a clear error. Every op charges its modelled cost
+// (flops, bytes) to the device with Launch.
 //
 // # Errors
 //
@@ -114,8 +118,9 @@
 //  2. Allocate the result: out := empty(a.outMem(), shape, a.dtype).
 //  3. Compute through the kernel seam in compute.go (binaryKernel,
 //     unaryKernel, copyKernel, sumKernel, matmulKernel, mapKernel for a
-//     function without a kernel op, ...; add one there if needed — it must do nothing when the tensor has no bytes, i.e. meta)
-//     and charge the cost: out.charge("Op", flops, a, b).
+//     function without a kernel op, ...; add one there if needed: it must
+//     do nothing when the tensor has no bytes, i.e. on a meta device) and
+//     charge the cost: out.charge("Op", flops, a, b).
 //  4. Return record(out, "OpBackward0", inputs, saved, backward). record
 //     does nothing when no input requires grad or grad mode is off. The
 //     backward function receives the output gradient g, the saved tensors
