@@ -2,7 +2,7 @@
 // structure of torch.cuda.memory._snapshot()) into things a student can
 // look at:
 //
-//   - WriteHTML / HTML: one self-contained HTML file (inline CSS, JavaScript
+//   - WriteHTML / HTML / Embed: one self-contained HTML file (inline CSS, JavaScript
 //     and SVG, the data embedded as JSON) with the active-memory timeline
 //     built from the recorded trace and a map of every segment with its
 //     blocks coloured by state. It loads nothing from the network, so it
@@ -44,12 +44,22 @@ func WithDevice(d int) Option { return func(o *options) { o.device = d } }
 // freed inside it are drawn from its start.
 func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n } }
 
-// HTML returns the viewer page as a string, for notebooks (for example
-// gonbui.DisplayHTML(memviewer.HTML(snap))).
+// HTML returns the viewer page as a string: a whole document, to save as a
+// file. In a notebook, show Embed instead.
 func HTML(s alloc.Snapshot, opts ...Option) string {
 	var b strings.Builder
 	_ = WriteHTML(&b, s, opts...) // a strings.Builder does not fail
 	return b.String()
+}
+
+// Embed returns the viewer as an iframe that holds the whole page, for a
+// notebook cell (viz.ShowHTML(memviewer.Embed(snap))). The frame keeps the
+// page's styles and script from leaking into the notebook around it, and
+// grows to the height of the page once it has loaded.
+func Embed(s alloc.Snapshot, opts ...Option) string {
+	return `<iframe style="width:100%;height:900px;border:0" ` +
+		`onload="this.style.height=(this.contentWindow.document.documentElement.scrollHeight+20)+'px'" ` +
+		`srcdoc="` + html.EscapeString(HTML(s, opts...)) + `"></iframe>`
 }
 
 // WriteHTML writes the viewer page for s to w.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,4 +297,20 @@ func TestMemoryViz(t *testing.T) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "%s\n%s\n", stats, trace)
+}
+
+func TestEmbedIsolatesThePageInAFrame(t *testing.T) {
+	page := HTML(alloc.Snapshot{}, WithTitle(`a "quoted" <title>`))
+	frame := Embed(alloc.Snapshot{}, WithTitle(`a "quoted" <title>`))
+	if !strings.HasPrefix(frame, "<iframe ") || !strings.HasSuffix(frame, "></iframe>") {
+		t.Fatalf("Embed is not one iframe: %.80s…", frame)
+	}
+	start := strings.Index(frame, `srcdoc="`) + len(`srcdoc="`)
+	srcdoc := frame[start : len(frame)-len(`"></iframe>`)]
+	if strings.ContainsAny(srcdoc, `"<>`) {
+		t.Error("the page inside srcdoc is not escaped")
+	}
+	if got := html.UnescapeString(srcdoc); got != page {
+		t.Error("srcdoc does not hold exactly the HTML page")
+	}
 }
