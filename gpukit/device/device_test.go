@@ -114,6 +114,10 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestProfileFromEnv(t *testing.T) {
+	t.Cleanup(func() {
+		device.ForgetForTest("sim:3")
+		device.ForgetForTest("sim:4")
+	})
 	t.Setenv(device.ProfileEnvVar, "a100-40gb")
 	d, err := device.Open("sim:3")
 	require.NoError(t, err)
