@@ -34,6 +34,7 @@ package pickle
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -422,27 +423,9 @@ func (e *encoder) dict(v reflect.Value) error {
 	case reflect.String:
 		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		slices.SortFunc(keys, func(a, b reflect.Value) int {
-			x, y := a.Int(), b.Int()
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return cmp.Compare(a.Int(), b.Int()) })
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		slices.SortFunc(keys, func(a, b reflect.Value) int {
-			x, y := a.Uint(), b.Uint()
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return cmp.Compare(a.Uint(), b.Uint()) })
 	default:
 		return fmt.Errorf("pickle: unsupported map key type %s", kt)
 	}
