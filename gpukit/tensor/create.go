@@ -44,8 +44,12 @@ func like(t *Tensor) Option {
 	return optionFunc(func(c *config) { c.mem = t.outMem(); c.dtype = t.dtype; c.dtypeSet = true })
 }
 
-func newConfig(opts []Option) config {
-	c := config{dtype: Float32}
+// newConfig applies opts over the defaults: Float32 on device.Default().
+func newConfig(opts []Option) config { return newConfigOf(Float32, opts) }
+
+// newConfigOf is newConfig with another default dtype.
+func newConfigOf(dtype Dtype, opts []Option) config {
+	c := config{dtype: dtype}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -55,6 +59,14 @@ func newConfig(opts []Option) config {
 		c.mem = defaultMemory()
 	}
 	return c
+}
+
+// generator is the WithGenerator generator, or the default one.
+func (c config) generator() *Generator {
+	if c.gen != nil {
+		return c.gen
+	}
+	return defaultGen
 }
 
 // empty allocates an uninitialised contiguous tensor, panicking with the
@@ -134,16 +146,11 @@ func Arange(start, end, step float64, opts ...Option) *Tensor {
 		panicf("Arange: invalid range [%v, %v) with step %v", start, end, step)
 	}
 	n := int(math.Ceil((end - start) / step))
-	c := config{dtype: Float32}
+	dtype := Float32
 	if start == math.Trunc(start) && end == math.Trunc(end) && step == math.Trunc(step) {
-		c.dtype = Int64
+		dtype = Int64
 	}
-	for _, o := range opts {
-		o.apply(&c)
-	}
-	if c.mem == nil {
-		c.mem = defaultMemory()
-	}
+	c := newConfigOf(dtype, opts)
 	t := empty(c.mem, []int{n}, c.dtype)
 	writeValues(t, func(data []byte) {
 		for i := range n {
@@ -160,7 +167,6 @@ func Arange(start, end, step float64, opts ...Option) *Tensor {
 // []uint16 → Float16) and may be overridden with a Dtype option, in which
 // case values are converted.
 func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data []E, shape []int, opts ...Option) *Tensor {
-	c := config{}
 	var natural Dtype
 	switch any(data).(type) {
 	case []float32:
@@ -176,13 +182,7 @@ func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data [
 	case []uint16:
 		natural = Float16
 	}
-	c.dtype = natural
-	for _, o := range opts {
-		o.apply(&c)
-	}
-	if c.mem == nil {
-		c.mem = defaultMemory()
-	}
+	c := newConfigOf(natural, opts)
 	shape = inferShape("FromSlice", shape, len(data))
 	t := empty(c.mem, shape, c.dtype)
 	writeValues(t, func(out []byte) {
@@ -254,10 +254,7 @@ func random(shape []int, opts []Option, draw func(*rand.Rand) float64) *Tensor {
 	if !c.dtype.IsFloat() {
 		panicf("random: dtype %s is not a floating-point type", c.dtype)
 	}
-	g := c.gen
-	if g == nil {
-		g = defaultGen
-	}
+	g := c.generator()
 	t := empty(c.mem, shape, c.dtype)
 	writeValues(t, func(data []byte) {
 		g.mu.Lock()
@@ -278,22 +275,11 @@ func Randint(low, high int64, shape []int, opts ...Option) *Tensor {
 	if high <= low {
 		panicf("Randint: empty range [%d, %d): high must be greater than low", low, high)
 	}
-	c := config{dtype: Int64}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	if c.mem == nil {
-		c.mem = defaultMemory()
-	}
+	c := newConfigOf(Int64, opts)
 	if c.dtype == Bool {
 		panicf("Randint: dtype bool is not supported")
 	}
-	g := c.gen
-	if g == nil {
-		g = defaultGen
-	}
+	g := c.generator()
 	t := empty(c.mem, shape, c.dtype)
 	span := uint64(high - low)
 	writeValues(t, func(data []byte) {
@@ -327,16 +313,6 @@ func (g *Generator) Perm(n int) []int {
 // (torch.randperm), Int64 by default, from the default generator or from
 // WithGenerator's.
 func Randperm(n int, opts ...Option) *Tensor {
-	c := config{dtype: Int64}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	g := c.gen
-	if g == nil {
-		g = defaultGen
-	}
-	p := g.Perm(n)
+	p := newConfigOf(Int64, opts).generator().Perm(n)
 	return FromSlice(p, []int{n}, opts...)
 }
