@@ -424,12 +424,28 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 		}
 	}
 	grads := map[*node]*Tensor{root.gradFn: seed}
+	// inFlight holds the gradient and the unpacked saved tensors of the
+	// node being run. When the walk stops early (a released node, a saved
+	// tensor changed in place), everything it still holds is given back,
+	// so that a refused backward leaks nothing; at the normal end, grads
+	// holds only branches that never became ready (none in a DAG walked
+	// from its root).
+	var inFlight []*Tensor
+	defer func() {
+		for _, t := range inFlight {
+			t.Release()
+		}
+		for _, g := range grads {
+			g.Release()
+		}
+	}()
 	ready := []*node{root.gradFn}
 	for len(ready) > 0 {
 		n := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
 		g := grads[n]
 		delete(grads, n)
+		inFlight = append(inFlight[:0], g)
 		next, savedTensors, backward := n.forBackward()
 		needs := make([]bool, len(next))
 		for i, e := range next {
@@ -442,6 +458,7 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			saved[i] = st
 			if own {
 				owned = append(owned, st)
+				inFlight = append(inFlight, st)
 			}
 		}
 		ins := backward(g, saved, needs)
@@ -451,6 +468,7 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 		for _, o := range owned {
 			o.Release()
 		}
+		inFlight = inFlight[:1]
 		if !retain {
 			n.freeSaved()
 		}
@@ -488,11 +506,7 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			}
 		}
 		g.Release()
-	}
-	// Branches whose gradient never became ready (cannot happen in a
-	// DAG walked from its root) would be left in grads; release them.
-	for _, g := range grads {
-		g.Release()
+		inFlight = inFlight[:0]
 	}
 }
 
