@@ -469,6 +469,11 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			o.Release()
 		}
 		inFlight = inFlight[:1]
+		for _, gi := range ins {
+			if gi != nil && gi != g && !slices.Contains(saved, gi) && !slices.Contains(inFlight, gi) {
+				inFlight = append(inFlight, gi)
+			}
+		}
 		if !retain {
 			n.freeSaved()
 		}
@@ -500,12 +505,10 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 				ready = append(ready, e.fn)
 			}
 		}
-		for _, gi := range ins {
-			if gi != nil && gi != g && !slices.Contains(saved, gi) {
-				gi.Release()
-			}
+		// inFlight holds g and the gradients the backward function made.
+		for _, t := range inFlight {
+			t.Release()
 		}
-		g.Release()
 		inFlight = inFlight[:0]
 	}
 }
@@ -513,21 +516,24 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 // accumulateLeaf adds g (owned by the caller, handed over) to leaf.grad.
 // A fresh, contiguous gradient that nobody else references is stolen, as
 // PyTorch's AccumulateGrad does; otherwise it is copied or added in place.
+// If it panics (out of memory), g is released all the same.
 func accumulateLeaf(leaf *Tensor, g *Tensor) {
+	defer func() {
+		if g != nil {
+			g.Release()
+		}
+	}()
 	if g.dtype != leaf.dtype {
 		c := g.ToDtype(leaf.dtype)
 		g.Release()
 		g = c
 	}
-	if leaf.grad == nil {
-		if g.IsContiguous() && g.st.Refs() == 1 && g.offset == 0 && int64(g.Numel()*g.dtype.Size()) == g.st.nbytes {
-			leaf.grad = g
-			return
-		}
+	switch {
+	case leaf.grad != nil:
+		leaf.grad.AddInPlace(g)
+	case g.IsContiguous() && g.st.Refs() == 1 && g.offset == 0 && int64(g.Numel()*g.dtype.Size()) == g.st.nbytes:
+		leaf.grad, g = g, nil
+	default:
 		leaf.grad = g.Clone()
-		g.Release()
-		return
 	}
-	leaf.grad.AddInPlace(g)
-	g.Release()
 }

@@ -49,6 +49,11 @@
 //	if errors.As(err, &oom) { ... }
 //
 // Alloc is the one creation function that returns its error directly.
+// When an op or a backward pass runs out of memory part way, the tensors
+// it had already handed out are released, but temporaries inside the op
+// that failed are left to the collector fallback: CollectGarbage (or the
+// next collection) returns them, so a program that retries after an
+// out-of-memory error should call it first.
 //
 // # Releasing memory
 //

@@ -1,11 +1,14 @@
 package tensor_test
 
 import (
+	"errors"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -190,77 +193,125 @@ func FuzzGraphRelease(f *testing.F) {
 	f.Add([]byte{3, 11, 19, 8, 25, 9, 33, 8})
 	f.Add([]byte{0, 26, 21, 42}) // y := x+p; z := y²; y += 1; backward(z) refuses
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		defer debug.SetGCPercent(debug.SetGCPercent(-1))
-		dev := newDev(t)
-		baseline := dev.MemoryAllocated()
-		g := tensor.NewGenerator(1)
-		opts := []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(g), tensor.RequiresGrad()}
-		p := tensor.Randn([]int{2, 3}, opts...)
-		w := tensor.Randn([]int{3, 3}, opts...)
-		live := []*tensor.Tensor{tensor.Randn([]int{2, 3}, opts[:3]...)}
-		if len(ops) > 32 {
-			ops = ops[:32]
+		runGraph(t, newDev(t), 2, 3, tensor.Float64, ops)
+	})
+}
+
+// FuzzOutOfMemory runs the same random graphs with tensors of 256 KiB on
+// a device of 6 MiB, so that ops and backward passes run out of memory
+// part way: a failed op must return everything it had allocated.
+func FuzzOutOfMemory(f *testing.F) {
+	f.Add([]byte{0, 1, 5, 21, 37, 4, 9, 25, 41, 57, 9})
+	f.Add([]byte{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 9, 8, 9})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		runGraph(t, newDevCap(t, 6<<20), 128, 512, tensor.Float32, ops)
+	})
+}
+
+// runGraph interprets ops as a program over rows×cols tensors on dev (see
+// the cases), with every op that allocates run under Try so that running
+// out of memory is an outcome, then releases everything and checks that
+// allocated memory is back at its baseline. The collector is off
+// throughout, so nothing is freed behind the program's back; only after an
+// out-of-memory error, whose op may have left temporaries to the collector
+// fallback (see the package doc), is CollectGarbage called first.
+func runGraph(t *testing.T, dev *device.Device, rows, cols int, dt tensor.Dtype, ops []byte) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	oom := false
+	refused := func(what string, err error) {
+		t.Logf("%s refused: %v", what, err)
+		var o *alloc.OutOfMemoryError
+		oom = oom || errors.As(err, &o)
+	}
+	baseline := dev.MemoryAllocated()
+	g := tensor.NewGenerator(1)
+	opts := []tensor.Option{tensor.On(dev), dt, tensor.WithGenerator(g), tensor.RequiresGrad()}
+	var p, w, x0 *tensor.Tensor
+	err := tensor.Try(func() {
+		p = tensor.Randn([]int{rows, cols}, opts...)
+		w = tensor.Randn([]int{cols, cols}, opts...)
+		x0 = tensor.Randn([]int{rows, cols}, opts[:3]...)
+	})
+	if err != nil {
+		t.Fatalf("the parameters do not fit: %v", err)
+	}
+	live := []*tensor.Tensor{x0}
+	if len(ops) > 32 {
+		ops = ops[:32]
+	}
+	for _, op := range ops {
+		x := live[int(op>>4)%len(live)]
+		var y *tensor.Tensor
+		step := func(f func() *tensor.Tensor) {
+			if err := tensor.Try(func() { y = f() }); err != nil {
+				refused("op", err)
+			}
 		}
-		for _, op := range ops {
-			x := live[int(op>>4)%len(live)]
-			var y *tensor.Tensor
-			switch op % 11 {
-			case 10: // in place: refused on a leaf, and a later backward
-				// through a graph that saved x refuses too
-				if err := tensor.Try(func() { x.AddInPlace(1) }); err != nil {
-					t.Logf("in-place refused: %v", err)
-				}
-				continue
-			case 0:
-				y = x.Add(p)
-			case 1:
-				y = x.Mul(p)
-			case 2:
-				y = x.Tanh()
-			case 3:
-				y = x.Relu()
-			case 4:
-				y = x.Pow(2)
-			case 5:
-				y = x.Matmul(w)
-			case 6:
-				y = chain(x, (*tensor.Tensor).T, (*tensor.Tensor).Contiguous, (*tensor.Tensor).T)
-			case 7:
-				y = chain(x,
+		switch op % 11 {
+		case 0:
+			step(func() *tensor.Tensor { return x.Add(p) })
+		case 1:
+			step(func() *tensor.Tensor { return x.Mul(p) })
+		case 2:
+			step(x.Tanh)
+		case 3:
+			step(x.Relu)
+		case 4:
+			step(func() *tensor.Tensor { return x.Pow(2) })
+		case 5:
+			step(func() *tensor.Tensor { return x.Matmul(w) })
+		case 6:
+			step(func() *tensor.Tensor {
+				return chain(x, (*tensor.Tensor).T, (*tensor.Tensor).Contiguous, (*tensor.Tensor).T)
+			})
+		case 7:
+			step(func() *tensor.Tensor {
+				return chain(x,
 					func(t *tensor.Tensor) *tensor.Tensor { return t.Narrow(1, 0, 2) },
 					func(t *tensor.Tensor) *tensor.Tensor { return t.Sum(1) },
 					func(t *tensor.Tensor) *tensor.Tensor { return t.Unsqueeze(1) },
-					func(t *tensor.Tensor) *tensor.Tensor { return t.Expand(2, 3) })
-			case 8: // release a tensor, keeping at least one
-				if len(live) > 1 {
-					i := int(op>>4) % len(live)
-					live[i].Release()
-					live = slices.Delete(live, i, i+1)
-				}
-				continue
-			case 9: // backward through a tensor's graph, if it has one
-				loss := x.Sum()
-				if loss.RequiresGrad() {
-					if err := tensor.Try(func() { loss.Backward() }); err != nil {
-						t.Logf("backward refused: %v", err)
-					}
-				}
-				loss.Release()
-				continue
+					func(t *tensor.Tensor) *tensor.Tensor { return t.Expand(rows, cols) })
+			})
+		case 8: // release a tensor, keeping at least one
+			if len(live) > 1 {
+				i := int(op>>4) % len(live)
+				live[i].Release()
+				live = slices.Delete(live, i, i+1)
 			}
+		case 9: // backward through a tensor's graph, if it has one
+			var loss *tensor.Tensor
+			step(func() *tensor.Tensor { loss = x.Sum(); return nil })
+			if loss != nil && loss.RequiresGrad() {
+				if err := tensor.Try(func() { loss.Backward() }); err != nil {
+					refused("backward", err)
+				}
+			}
+			if loss != nil {
+				loss.Release()
+			}
+		case 10: // in place: refused on a leaf, and a later backward
+			// through a graph that saved x refuses too
+			if err := tensor.Try(func() { x.AddInPlace(1) }); err != nil {
+				refused("in-place op", err)
+			}
+		}
+		if y != nil {
 			live = append(live, y)
 		}
-		for _, x := range live {
-			x.Release()
-		}
-		for _, param := range []*tensor.Tensor{p, w} {
-			param.SetGrad(nil)
-			param.Release()
-		}
-		if got := dev.MemoryAllocated(); got != baseline {
-			t.Fatalf("after releasing every tensor and parameter, %d bytes are allocated (baseline %d)", got, baseline)
-		}
-	})
+	}
+	for _, x := range live {
+		x.Release()
+	}
+	for _, param := range []*tensor.Tensor{p, w} {
+		param.SetGrad(nil)
+		param.Release()
+	}
+	if oom {
+		tensor.CollectGarbage()
+	}
+	if got := dev.MemoryAllocated(); got != baseline {
+		t.Fatalf("after releasing every tensor and parameter, %d bytes are allocated (baseline %d; out of memory on the way: %v)", got, baseline, oom)
+	}
 }
 
 // chain applies steps in turn and releases each intermediate result, as a
