@@ -75,6 +75,17 @@ func (b *Block) Segment() uint64 { return b.seg }
 // Offset is the block's offset inside its segment.
 func (b *Block) Offset() int64 { return b.off }
 
+// Allocator is the allocator that handed the block out; its Memory is the
+// device the block lives on.
+func (b *Block) Allocator() *Allocator { return b.a }
+
+// Freed reports whether the block has been given back with Free.
+func (b *Block) Freed() bool {
+	b.a.mu.Lock()
+	defer b.a.mu.Unlock()
+	return b.n == nil
+}
+
 type pendingEvent struct {
 	ev Event
 	n  *node
@@ -133,6 +144,9 @@ func New(mem Memory, cfg Config, device int) *Allocator {
 	a.small.small = true
 	return a
 }
+
+// Memory is the device memory the allocator sits on.
+func (a *Allocator) Memory() Memory { return a.mem }
 
 // Config returns the allocator's configuration.
 func (a *Allocator) Config() Config { return a.cfg }

@@ -751,3 +751,22 @@ func TestStatAgreesWithStats(t *testing.T) {
 	}
 	a.Free(b1)
 }
+
+func TestBlockKnowsItsAllocatorAndWhetherItWasFreed(t *testing.T) {
+	mem := NewFakeMemory(1 << 30)
+	a := New(mem, Config{}, 0)
+	b, err := a.Malloc(1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Allocator() != a || a.Memory() != Memory(mem) {
+		t.Error("a block leads back to its allocator and the allocator to its memory")
+	}
+	if b.Freed() {
+		t.Error("a live block reports Freed")
+	}
+	a.Free(b)
+	if !b.Freed() {
+		t.Error("a freed block does not report Freed")
+	}
+}

@@ -379,27 +379,30 @@ func checkRange(d *Device, op string, b *alloc.Block, off, n int64) error {
 	return nil
 }
 
-// owner returns the open device whose memory holds [addr, addr+n), trying d
-// first.
-func (d *Device) owner(addr uint64, n int64) *Device {
-	if d.b.Owns(addr, n) {
-		return d
+// memoryOf returns the backend a block lives on: the memory of the
+// allocator that handed it out. Addresses alone cannot tell, since devices
+// made with New may use the same addresses as an open device.
+func (d *Device) memoryOf(op string, b *alloc.Block) (Backend, error) {
+	bk, ok := b.Allocator().Memory().(Backend)
+	if !ok {
+		return nil, fmt.Errorf("device: %s: %s: block at 0x%x does not belong to a gpukit device", d.Name(), op, b.Addr())
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	for _, o := range registry.m {
-		if o != d && o.b.Owns(addr, n) {
-			return o
-		}
+	if b.Freed() || !bk.Owns(b.Addr(), b.Size()) {
+		return nil, fmt.Errorf("device: %s: %s: block at 0x%x on %s was freed; copies need live memory", d.Name(), op, b.Addr(), bk.Name())
 	}
-	return nil
+	return bk, nil
 }
 
-func (d *Device) notHere(op string, b *alloc.Block) error {
-	if o := d.owner(b.Addr(), b.Size()); o != nil {
-		return fmt.Errorf("device: %s: %s: block at 0x%x is on %s, not on this device", d.Name(), op, b.Addr(), o.Name())
+// onThisDevice checks that b is live memory of d.
+func (d *Device) onThisDevice(op string, b *alloc.Block) error {
+	bk, err := d.memoryOf(op, b)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("device: %s: %s: block at 0x%x is not live memory of any open device (freed, or from a released segment)", d.Name(), op, b.Addr())
+	if bk != d.b {
+		return fmt.Errorf("device: %s: %s: block at 0x%x is on %s, not on this device", d.Name(), op, b.Addr(), bk.Name())
+	}
+	return nil
 }
 
 // CopyToDevice copies src into dst at byte offset dstOff, on stream s.
@@ -410,8 +413,8 @@ func (d *Device) CopyToDevice(dst *alloc.Block, dstOff int64, src []byte, pinned
 	if err := checkRange(d, "CopyToDevice", dst, dstOff, n); err != nil {
 		return err
 	}
-	if !d.b.Owns(dst.Addr(), dst.Size()) {
-		return d.notHere("CopyToDevice", dst)
+	if err := d.onThisDevice("CopyToDevice", dst); err != nil {
+		return err
 	}
 	return d.b.CopyHtoD(dst.Addr()+uint64(dstOff), src, pinned, s, async)
 }
@@ -424,14 +427,14 @@ func (d *Device) CopyToHost(dst []byte, src *alloc.Block, srcOff int64, pinned b
 	if err := checkRange(d, "CopyToHost", src, srcOff, n); err != nil {
 		return err
 	}
-	if !d.b.Owns(src.Addr(), src.Size()) {
-		return d.notHere("CopyToHost", src)
+	if err := d.onThisDevice("CopyToHost", src); err != nil {
+		return err
 	}
 	return d.b.CopyDtoH(dst, src.Addr()+uint64(srcOff), pinned, s, async)
 }
 
 // CopyDevice copies n bytes from src at srcOff to dst at dstOff,
-// asynchronously on stream s of d. The blocks may live on other open devices
+// asynchronously on stream s of d. The blocks may live on other devices
 // (a peer copy, charged at the peer bandwidth of d's profile).
 func (d *Device) CopyDevice(dst *alloc.Block, dstOff int64, src *alloc.Block, srcOff int64, n int64, s alloc.Stream) error {
 	if err := checkRange(d, "CopyDevice destination", dst, dstOff, n); err != nil {
@@ -440,19 +443,19 @@ func (d *Device) CopyDevice(dst *alloc.Block, dstOff int64, src *alloc.Block, sr
 	if err := checkRange(d, "CopyDevice source", src, srcOff, n); err != nil {
 		return err
 	}
-	dd := d.owner(dst.Addr(), dst.Size())
-	if dd == nil {
-		return d.notHere("CopyDevice destination", dst)
+	db, err := d.memoryOf("CopyDevice destination", dst)
+	if err != nil {
+		return err
 	}
-	sd := d.owner(src.Addr(), src.Size())
-	if sd == nil {
-		return d.notHere("CopyDevice source", src)
+	sb, err := d.memoryOf("CopyDevice source", src)
+	if err != nil {
+		return err
 	}
 	da, sa := dst.Addr()+uint64(dstOff), src.Addr()+uint64(srcOff)
-	if dd == d && sd == d {
+	if db == d.b && sb == d.b {
 		return d.b.CopyDtoD(da, sa, n, s)
 	}
-	return d.b.CopyPeer(da, dd.b, sa, sd.b, n, s)
+	return d.b.CopyPeer(da, db, sa, sb, n, s)
 }
 
 // ---- allocator pass-throughs ---------------------------------------------

@@ -202,7 +202,34 @@ func TestCopyErrors(t *testing.T) {
 	require.NoError(t, err)
 	ob, err := other.Malloc(1<<20, 0)
 	require.NoError(t, err)
-	require.ErrorContains(t, d.CopyToDevice(ob, 0, make([]byte, 1<<20), true, 0, false), "not live memory of any open device")
+	require.ErrorContains(t, d.CopyToDevice(ob, 0, make([]byte, 1<<20), true, 0, false), "is on sim:1, not on this device")
+	d.Free(b)
+	require.ErrorContains(t, d.CopyToHost(make([]byte, 8), b, 0, true, 0, false), "was freed")
+	require.ErrorContains(t, other.CopyDevice(ob, 0, b, 0, 8, 0), "was freed")
+}
+
+// Devices made with New may use the same addresses as another device of the
+// same index; copies must still read and write the right memory.
+func TestCopiesBetweenDevicesWithTheSameAddresses(t *testing.T) {
+	p := mustProfile(t, "classroom")
+	a, err := device.New(sim.New(0, p))
+	require.NoError(t, err)
+	b, err := device.New(sim.New(0, p))
+	require.NoError(t, err)
+	ba, err := a.Malloc(4096, 0)
+	require.NoError(t, err)
+	bb, err := b.Malloc(4096, 0)
+	require.NoError(t, err)
+	require.Equal(t, ba.Addr(), bb.Addr(), "the two devices hand out the same address")
+	require.NoError(t, a.CopyToDevice(ba, 0, []byte{1, 2, 3}, true, 0, false))
+	require.NoError(t, b.CopyToDevice(bb, 0, []byte{7, 8, 9}, true, 0, false))
+	require.NoError(t, b.CopyDevice(bb, 100, ba, 0, 3, 0)) // a → b, queued on b
+	got := make([]byte, 3)
+	require.NoError(t, b.CopyToHost(got, bb, 100, true, 0, false))
+	assert.Equal(t, []byte{1, 2, 3}, got, "b received a's bytes")
+	require.NoError(t, a.CopyToHost(got, ba, 0, true, 0, false))
+	assert.Equal(t, []byte{1, 2, 3}, got, "a is unchanged")
+	require.ErrorContains(t, a.CopyToDevice(bb, 0, []byte{0}, true, 0, false), "not on this device")
 }
 
 func TestMeta(t *testing.T) {
