@@ -366,43 +366,33 @@ func (b *Backend) WaitEvent(s alloc.Stream, e backend.Event) {
 // pageable memory anyway; it also keeps Go memory from being used by the
 // device after the call returns).
 func (b *Backend) CopyHtoD(dst uint64, src []byte, pinned bool, s alloc.Stream, async bool) error {
-	n := int64(len(src))
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.ownsLocked(dst, n) {
-		return b.rangeError("host-to-device copy", dst, n)
-	}
-	if n == 0 {
-		return nil
-	}
-	cs, err := b.stream(s)
-	if err != nil {
-		return err
-	}
-	err = b.do(func() error {
-		p := unsafe.Pointer(&src[0])
-		if async && pinned {
+	return b.copyHost("host-to-device copy", dst, src, s, async && pinned,
+		func(p unsafe.Pointer, n int64, cs cu.Stream) error {
 			return cu.MemcpyHtoDAsync(cu.DevicePtr(dst), p, n, cs)
-		}
-		if err := cs.Synchronize(); err != nil {
-			return err
-		}
-		return cu.MemcpyHtoD(cu.DevicePtr(dst), p, n)
-	})
-	if err != nil {
-		return fmt.Errorf("cuda: %s: host-to-device copy of %d bytes: %w", b.Name(), n, err)
-	}
-	return nil
+		},
+		func(p unsafe.Pointer, n int64) error { return cu.MemcpyHtoD(cu.DevicePtr(dst), p, n) })
 }
 
 // CopyDtoH is cuMemcpyDtoHAsync for a pinned asynchronous copy and
 // cuMemcpyDtoH after synchronizing s otherwise.
 func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, async bool) error {
-	n := int64(len(dst))
+	return b.copyHost("device-to-host copy", src, dst, s, async && pinned,
+		func(p unsafe.Pointer, n int64, cs cu.Stream) error {
+			return cu.MemcpyDtoHAsync(p, cu.DevicePtr(src), n, cs)
+		},
+		func(p unsafe.Pointer, n int64) error { return cu.MemcpyDtoH(p, cu.DevicePtr(src), n) })
+}
+
+// copyHost is the shared part of the two host copies: host is the host side
+// and addr the device side. It checks the device range, then runs
+// asyncCopy on s, or synchronizes s and runs syncCopy.
+func (b *Backend) copyHost(op string, addr uint64, host []byte, s alloc.Stream, async bool,
+	asyncCopy func(p unsafe.Pointer, n int64, cs cu.Stream) error, syncCopy func(p unsafe.Pointer, n int64) error) error {
+	n := int64(len(host))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.ownsLocked(src, n) {
-		return b.rangeError("device-to-host copy", src, n)
+	if !b.ownsLocked(addr, n) {
+		return b.rangeError(op, addr, n)
 	}
 	if n == 0 {
 		return nil
@@ -412,17 +402,17 @@ func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, 
 		return err
 	}
 	err = b.do(func() error {
-		p := unsafe.Pointer(&dst[0])
-		if async && pinned {
-			return cu.MemcpyDtoHAsync(p, cu.DevicePtr(src), n, cs)
+		p := unsafe.Pointer(&host[0])
+		if async {
+			return asyncCopy(p, n, cs)
 		}
 		if err := cs.Synchronize(); err != nil {
 			return err
 		}
-		return cu.MemcpyDtoH(p, cu.DevicePtr(src), n)
+		return syncCopy(p, n)
 	})
 	if err != nil {
-		return fmt.Errorf("cuda: %s: device-to-host copy of %d bytes: %w", b.Name(), n, err)
+		return fmt.Errorf("cuda: %s: %s of %d bytes: %w", b.Name(), op, n, err)
 	}
 	return nil
 }
