@@ -58,4 +58,3 @@ func MonitorPlot(title string, peakName string, peak int64, monitors map[string]
 	series = append(series, viz.HLine(peakName, float64(peak), 0, end))
 	return viz.Lines(title, "time since start (ms)", "allocated", true, series...)
 }
-

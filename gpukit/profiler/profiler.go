@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -555,6 +556,14 @@ func (p *Profile) classify(k tensor.Launch) {
 		}
 	}
 	mark(k.Out, false)
+	// An optimizer step that updates in place a tensor it did not make
+	// and that is not a parameter updates its state (Adam's moments made
+	// by an earlier step).
+	if ph, rid := p.phase(); ph == OptimizerStep && k.Out != nil && slices.Contains(k.Inputs, k.Out) {
+		if r := p.rec(k.Out.Storage()); r != nil && !r.parameter && (r.preexisting || r.allocRangeID != rid) {
+			r.optimizer = true
+		}
+	}
 	for _, in := range k.Inputs {
 		if in != k.Out {
 			mark(in, true)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
 	"github.com/gpumem/course/gpukit/profiler"
@@ -474,4 +475,17 @@ func TestMonitorMissesShortPeaks(t *testing.T) {
 	require.Len(t, samples, 1)
 	assert.Less(t, profiler.MaxSampled(samples), d.MaxMemoryAllocated())
 	assert.Positive(t, samples[0].RSS)
+}
+
+func TestDumpSnapshot(t *testing.T) {
+	d := newDev(t)
+	d.Allocator().RecordHistory(alloc.HistoryOptions{Enabled: true})
+	x := tensor.Ones([]int{256}, tensor.On(d))
+	path := filepath.Join(t.TempDir(), "snap.pickle")
+	require.NoError(t, profiler.DumpSnapshot(path, d.Snapshot()))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x80, 0x02}, data[:2], "pickle protocol 2")
+	require.ErrorContains(t, profiler.DumpSnapshot(filepath.Join(t.TempDir(), "no", "x.pickle"), d.Snapshot()), "cannot write the snapshot")
+	x.Release()
 }

@@ -38,7 +38,9 @@ func (c Category) String() string {
 //   - parameter: read or written by an op as a leaf that requires grad;
 //   - gradient: the Grad() of such a leaf when an op saw the leaf;
 //   - optimizer state: allocated inside an OptimizerStep range and still
-//     alive at its end (Adam's moments);
+//     alive at its end (Adam's moments at the first step), or updated in
+//     place by an OptimizerStep range that did not make it (the same
+//     moments at later steps);
 //   - autograd detail: any other allocation of a Backward range;
 //   - temporary: allocated and freed inside one op, or made by an op
 //     outside backward and freed before any Backward range began;
