@@ -31,7 +31,8 @@
 // self memory. Creation functions that launch no kernel (FromSlice,
 // Empty, Full) are ops of their own, named after the function. Frees
 // outside any op count in the innermost range, or in the "[memory]" row
-// as in PyTorch. Ranges (Record) nest and total what they contain: a
+// as in PyTorch; frees by the collector fallback (a tensor dropped
+// without Release) count in "[memory]", since no range's code made them. Ranges (Record) nest and total what they contain: a
 // Linear range holding a matmul and an add shows both in its CUDA Mem
 // and none in its Self CUDA Mem. Ops are attributed as if they ran on
 // one goroutine, the training loop.

@@ -309,6 +309,11 @@ func entry() site {
 		if strings.HasPrefix(f.Function, tensorPrefix) {
 			s.fn = f.Function
 		} else if s.fn != "" {
+			if strings.HasPrefix(f.Function, "runtime.") {
+				// called by the runtime: the collector's cleanup of a
+				// tensor dropped without Release, not by user code
+				return site{}
+			}
 			s.caller = f.PC
 			return s
 		}
@@ -452,6 +457,9 @@ func (p *Profile) freed(s *tensor.Storage, at site) {
 		if r.allocIdx >= 0 && p.mem[r.allocIdx].Owner == p.lastOp {
 			r.sameOpFreed = true
 		}
+	case at.fn == "":
+		// The collector's cleanup goroutine: no code of any range freed
+		// it, so it counts in "[memory]".
 	default:
 		p.flushPending()
 		p.own(p.innermost(), r.freeIdx)

@@ -489,3 +489,21 @@ func TestDumpSnapshot(t *testing.T) {
 	require.ErrorContains(t, profiler.DumpSnapshot(filepath.Join(t.TempDir(), "no", "x.pickle"), d.Snapshot()), "cannot write the snapshot")
 	x.Release()
 }
+
+func TestCollectorFreesCountOutsideRanges(t *testing.T) {
+	d := newDev(t)
+	func() {
+		x := tensor.Ones([]int{1024}, tensor.On(d))
+		_ = x // dropped without Release
+	}()
+	p := start(t, profiler.Options{})
+	func() {
+		defer profiler.Record("collect")()
+		tensor.CollectGarbage()
+	}()
+	p.Stop()
+	rows, err := p.KeyAverages(false)
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), row(t, rows, "collect").SelfDeviceMemory, "no code of the range freed it")
+	assert.LessOrEqual(t, row(t, rows, "[memory]").SelfDeviceMemory, int64(-4096))
+}
