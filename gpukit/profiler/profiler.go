@@ -101,8 +101,7 @@ type storageRec struct {
 	produced     bool // written by an op that read tensors
 	optimizer    bool // allocated in an optimizer step and outlived it
 	sameOpFreed  bool
-	allocOwner   *Event
-	allocRangeID int
+	allocPhaseID int // ID of the phase range it was allocated in, -1 outside any
 }
 
 type pendingMem struct {
@@ -119,21 +118,22 @@ type Profile struct {
 	opts  Options
 	start time.Time
 
-	mu      sync.Mutex
-	stopped bool
-	stopAt  time.Duration
-	events  []*Event
-	mem     []MemoryEvent
-	ranges  []*Event // open ranges, innermost last
-	pending []pendingMem
-	lastAt  time.Duration
-	lastOp  *Event
-	live    map[*tensor.Storage]*storageRec
-	recs    []*storageRec
-	base    map[*device.Device]int64 // allocated when the device was first seen
-	devs    []*device.Device
-	host    int64 // running total of host bytes
-	memRow  *Event
+	stopOnce sync.Once
+	mu       sync.Mutex
+	stopped  bool
+	stopAt   time.Duration
+	events   []*Event
+	mem      []MemoryEvent
+	ranges   []*Event // open ranges, innermost last
+	pending  []pendingMem
+	lastAt   time.Duration
+	lastOp   *Event
+	live     map[*tensor.Storage]*storageRec
+	recs     []*storageRec
+	base     map[*device.Device]int64 // allocated when the device was first seen
+	devs     []*device.Device
+	host     int64 // running total of host bytes
+	memRow   *Event
 }
 
 // ErrEmpty is returned (wrapped) by the reports of a profile that recorded
@@ -156,10 +156,14 @@ func Start(opts Options) (*Profile, error) {
 // Stop ends the profile. Open ranges are closed at this moment. Stopping a
 // stopped profile does nothing.
 func (p *Profile) Stop() {
-	if !active.CompareAndSwap(p, nil) {
-		return
-	}
+	p.stopOnce.Do(p.stop)
+}
+
+func (p *Profile) stop() {
+	// The observer goes first, so that a Start that follows at once
+	// installs its own after ours is gone.
 	tensor.SetObserver(nil)
+	active.CompareAndSwap(p, nil)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -254,7 +258,7 @@ func (p *Profile) closeRange(r *Event, now time.Duration) {
 // markOptimizerState marks what an optimizer step allocated and kept.
 func (p *Profile) markOptimizerState(r *Event) {
 	for _, rec := range p.recs {
-		if rec.freeIdx < 0 && rec.allocRangeID == r.ID && !rec.preexisting {
+		if rec.freeIdx < 0 && rec.allocPhaseID == r.ID && !rec.preexisting {
 			rec.optimizer = true
 		}
 	}
@@ -268,18 +272,16 @@ func (p *Profile) attach(e *Event) {
 	p.events = append(p.events, e)
 }
 
+// phase returns the innermost open phase range's name and ID ("", -1
+// outside any).
 func (p *Profile) phase() (string, int) {
-	id := -1
 	for i := len(p.ranges) - 1; i >= 0; i-- {
-		if id < 0 {
-			id = p.ranges[i].ID
-		}
-		switch n := p.ranges[i].Name; n {
+		switch r := p.ranges[i]; r.Name {
 		case Forward, Backward, OptimizerStep, ZeroGrad:
-			return n, id
+			return r.Name, r.ID
 		}
 	}
-	return "", id
+	return "", -1
 }
 
 // observer adapts a Profile to tensor.Observer.
@@ -361,7 +363,7 @@ func (p *Profile) rec(s *tensor.Storage) *storageRec {
 	if s.Freed() {
 		return nil
 	}
-	r := &storageRec{dev: s.Device(), preexisting: true, allocIdx: -1, freeIdx: -1, allocRangeID: -1}
+	r := &storageRec{dev: s.Device(), preexisting: true, allocIdx: -1, freeIdx: -1, allocPhaseID: -1}
 	r.bytes = s.Nbytes()
 	if r.dev != nil {
 		b := s.Block()
@@ -394,8 +396,8 @@ func (p *Profile) allocated(s *tensor.Storage, at site) {
 		return
 	}
 	p.see(d, size)
-	ph, rid := p.phase()
-	r := &storageRec{dev: d, bytes: size, allocIdx: len(p.mem), freeIdx: -1, allocPhase: ph, allocRangeID: rid}
+	ph, pid := p.phase()
+	r := &storageRec{dev: d, bytes: size, allocIdx: len(p.mem), freeIdx: -1, allocPhase: ph, allocPhaseID: pid}
 	p.live[s] = r
 	p.recs = append(p.recs, r)
 	if len(p.pending) > 0 && p.pending[0].entry != at.fn {
@@ -427,7 +429,7 @@ func (p *Profile) freed(s *tensor.Storage, at site) {
 	if !ok {
 		// Allocated before Start and never seen by an op: its size is
 		// what the allocator rounds the storage to.
-		r = &storageRec{dev: s.Device(), preexisting: true, allocIdx: -1, allocRangeID: -1, bytes: s.Nbytes()}
+		r = &storageRec{dev: s.Device(), preexisting: true, allocIdx: -1, allocPhaseID: -1, bytes: s.Nbytes()}
 		if r.dev != nil {
 			if s.Nbytes() == 0 {
 				return
@@ -567,8 +569,8 @@ func (p *Profile) classify(k tensor.Launch) {
 	// An optimizer step that updates in place a tensor it did not make
 	// and that is not a parameter updates its state (Adam's moments made
 	// by an earlier step).
-	if ph, rid := p.phase(); ph == OptimizerStep && k.Out != nil && slices.Contains(k.Inputs, k.Out) {
-		if r := p.rec(k.Out.Storage()); r != nil && !r.parameter && (r.preexisting || r.allocRangeID != rid) {
+	if ph, pid := p.phase(); ph == OptimizerStep && k.Out != nil && slices.Contains(k.Inputs, k.Out) {
+		if r := p.rec(k.Out.Storage()); r != nil && !r.parameter && (r.preexisting || r.allocPhaseID != pid) {
 			r.optimizer = true
 		}
 	}

@@ -263,6 +263,7 @@ func TestOptimizerStateIsWhatTheStepKeeps(t *testing.T) {
 	var moment *tensor.Tensor
 	func() {
 		defer profiler.Record(profiler.OptimizerStep)()
+		defer profiler.Record("adam: one parameter")() // a range inside the phase
 		tensor.NoGrad(func() {
 			moment = tensor.ZerosLike(w) // kept: state
 			tmp := w.Mul(2)              // freed: temporary
