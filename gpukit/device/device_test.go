@@ -3,6 +3,7 @@ package device_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -277,6 +278,24 @@ func TestOOM(t *testing.T) {
 	_, err = d.Malloc(1, 0)
 	require.ErrorAs(t, err, &oom)
 	d.Free(b)
+}
+
+// TestHugeMalloc: dev.Malloc(math.MaxInt64, stream) once "succeeded" with
+// 2 MiB (issue 8); it is PyTorch's out-of-memory error, twice.
+func TestHugeMalloc(t *testing.T) {
+	d := fresh(t, "classroom")
+	s := d.DefaultStream()
+	for range 2 {
+		b, err := d.Malloc(math.MaxInt64, s)
+		var oom *alloc.OutOfMemoryError
+		require.ErrorAs(t, err, &oom)
+		assert.Nil(t, b)
+	}
+	st := d.Stats()
+	assert.Zero(t, st["allocated_bytes.all.current"])
+	assert.Zero(t, st["requested_bytes.all.current"])
+	assert.Zero(t, st["reserved_bytes.all.current"])
+	assert.Equal(t, int64(2), st["num_ooms"])
 }
 
 // TestContextSize: a card is not all yours. Each built-in profile loses its
