@@ -12,10 +12,10 @@ import (
 // Its message follows PyTorch's (c10/cuda/CUDACachingAllocator.cpp, 2.9 and
 // later) field for field, "CUDA" aside:
 //
-//	alloc: out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total
-//	capacity of 2.00 GiB of which 10.00 MiB is free. Including non-PyTorch
-//	memory, this process has 1.99 GiB memory in use. 1.00 GiB allowed; Of the
-//	allocated memory 1.80 GiB is allocated by PyTorch, and 62.00 MiB is
+//	alloc: out of memory. Tried to allocate 300.00 MiB. GPU 0 has a total
+//	capacity of 2.00 GiB of which 118.00 MiB is free. Including non-PyTorch
+//	memory, this process has 1.88 GiB memory in use. 1024.00 MiB allowed; Of
+//	the allocated memory 1.76 GiB is allocated by PyTorch, and 2.00 MiB is
 //	reserved by PyTorch but unallocated. If reserved but unallocated memory
 //	is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to
 //	avoid fragmentation.

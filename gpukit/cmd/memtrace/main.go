@@ -135,7 +135,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		if err := memviewer.CheckOutputs(paths...); err != nil {
-			if *snapPath != "" && *htmlPath != "" && strings.Contains(err.Error(), "same file") {
+			if errors.Is(err, memviewer.ErrSameFile) {
 				return usageErr("--snapshot and --html name the same file %q; give each its own path", *snapPath)
 			}
 			fmt.Fprintf(stderr, "memtrace: %v\n", err)

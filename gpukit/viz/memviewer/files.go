@@ -2,6 +2,7 @@ package memviewer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,9 +40,13 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
+// ErrSameFile is wrapped by CheckOutputs when two paths name one file.
+var ErrSameFile = errors.New("memviewer: two outputs name the same file")
+
 // CheckOutputs reports, before any long work, whether files can be written
 // at the given paths: each folder exists and accepts a file, no path is a
-// folder, and no two paths name the same file.
+// folder, and no two paths name the same file (the error then wraps
+// ErrSameFile).
 func CheckOutputs(paths ...string) error {
 	for i, p := range paths {
 		if err := atomicfile.CheckWritable(p); err != nil {
@@ -49,7 +54,7 @@ func CheckOutputs(paths ...string) error {
 		}
 		for _, q := range paths[:i] {
 			if sameFile(p, q) {
-				return fmt.Errorf("memviewer: %s and %s are the same file; give each output its own path", q, p)
+				return fmt.Errorf("%w: %s and %s; give each output its own path", ErrSameFile, q, p)
 			}
 		}
 	}

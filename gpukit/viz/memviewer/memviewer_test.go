@@ -3,6 +3,7 @@ package memviewer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"os"
@@ -357,6 +358,7 @@ func TestCheckOutputs(t *testing.T) {
 	} {
 		err := CheckOutputs(tc.paths...)
 		assert.Error(t, err, tc.name)
+		assert.Equal(t, strings.HasPrefix(tc.name, "one path") || strings.HasPrefix(tc.name, "the same"), errors.Is(err, ErrSameFile), tc.name)
 	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
