@@ -57,9 +57,9 @@ func Run(t *testing.T, newMemory func(t *testing.T, capacity int64) alloc.Memory
 	t.Run("RandomWorkload", func(t *testing.T) { randomWorkload(t, mk) })
 	t.Run("HugeRequests", func(t *testing.T) { hugeRequests(t, mk) })
 	t.Run("FractionOneSwitchesGCOff", func(t *testing.T) { fractionOneSwitchesGCOff(t, mk) })
-	// 50 traces here (a backend with real bytes zeroes every segment);
+	// 20 traces here (a backend with real bytes zeroes every segment);
 	// package alloc runs 300 on its fake.
-	t.Run("Differential", func(t *testing.T) { Differential(t, newMemory, 50) })
+	t.Run("Differential", func(t *testing.T) { Differential(t, newMemory, 20) })
 }
 
 // hugeRequests: sizes near 2^63 once wrapped around in the size arithmetic
