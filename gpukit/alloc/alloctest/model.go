@@ -14,7 +14,11 @@ import (
 // DeviceCachingAllocator (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.9
 // and later) for alloc, free, empty_cache and set_fraction, written for
 // clarity rather than speed: cached blocks live in plain slices searched
-// linearly. It leaves out record-stream events. Addresses are modelled as
+// linearly. It leaves out record-stream events, and takes the size
+// arithmetic (alloc.Config.RoundSize, alloc.SegmentSize, tested on their
+// own) from package alloc: what it checks is the policy of best fit,
+// splitting, merging, garbage collection, releases and the memory fraction.
+// Addresses are modelled as
 // (segment number, offset): the backends under test hand out increasing
 // addresses, so a later segment has a higher address.
 type model struct {
