@@ -35,6 +35,7 @@ nbcheck:
 unit:
 	$(GO) test -race ./gpukit/...
 	$(GO) test $$($(GO) list ./... | grep -v '/gpukit/')
+	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
 # The budget is a count of inputs, not a duration: Go 1.26's fuzzer can fail

@@ -101,6 +101,21 @@
 //   - Made up: the whole "classroom" card, a plausible entry-level 2 GiB card
 //     that makes out-of-memory errors easy to reach.
 //
+// # A card is not all yours
+//
+// A process loses device memory before its first tensor: the CUDA context
+// (driver code, per-SM local memory and heaps) and what the driver keeps.
+// Profile.ContextSize models it: 128 MiB (classroom, an estimate), 350 MiB
+// (t4), 448 MiB (a100-40gb, an estimate) and 512 MiB (h100-80gb), with
+// Profile.ContextSource saying where each comes from. On sim and meta
+// devices MemInfo reports free = capacity − context − reserved, the
+// allocator can reserve at most capacity − context, and the out-of-memory
+// message counts the context as non-PyTorch memory of this process
+// ("Including non-PyTorch memory, this process has …"). That is why
+// nvidia-smi shows more than MemoryReserved. A memory fraction is a
+// fraction of the whole capacity, as in PyTorch. On cuda devices MemInfo
+// is the driver's own answer.
+//
 // Profile.Source carries the source of each profile's figures. GPUKIT_PROFILE
 // selects the profile of sim devices opened without WithProfile;
 // GPUKIT_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax) the allocator's
