@@ -1,0 +1,84 @@
+package data
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Item is one example: float32 values and their shape (row-major).
+type Item struct {
+	Shape []int
+	Data  []float32
+}
+
+// Dataset is an indexed collection of items (torch.utils.data.Dataset).
+// Item must be safe to call from several goroutines at once: a DataLoader's
+// workers call it concurrently.
+type Dataset interface {
+	Len() int
+	Item(i int) (Item, error)
+}
+
+// TensorDataset serves the rows of one float32 array of shape
+// [n, itemShape...]: item i is row i (torch.utils.data.TensorDataset over
+// one tensor). Items share the array's memory; do not change it while a
+// loader reads it.
+type TensorDataset struct {
+	data      []float32
+	itemShape []int
+	itemSize  int
+	n         int
+}
+
+// NewTensorDataset returns the rows of data seen as an array of the given
+// shape; shape[0] is the number of items. The product of shape must equal
+// len(data).
+func NewTensorDataset(data []float32, shape ...int) (*TensorDataset, error) {
+	if len(shape) == 0 {
+		return nil, fmt.Errorf("data: NewTensorDataset: shape needs at least the item count")
+	}
+	size, err := numel(shape[1:])
+	if err != nil {
+		return nil, fmt.Errorf("data: NewTensorDataset: %w", err)
+	}
+	if shape[0] < 0 || (size > 0 && shape[0] > math.MaxInt/size) || shape[0]*size != len(data) {
+		return nil, fmt.Errorf("data: NewTensorDataset: shape %v holds %v values, data has %d", shape, describeProduct(shape), len(data))
+	}
+	return &TensorDataset{data: data, itemShape: slices.Clone(shape[1:]), itemSize: size, n: shape[0]}, nil
+}
+
+func describeProduct(shape []int) string {
+	n, err := numel(shape)
+	if err != nil {
+		return "too many"
+	}
+	return fmt.Sprint(n)
+}
+
+// Len returns the number of items.
+func (d *TensorDataset) Len() int { return d.n }
+
+// Item returns row i.
+func (d *TensorDataset) Item(i int) (Item, error) {
+	if i < 0 || i >= d.n {
+		return Item{}, fmt.Errorf("data: TensorDataset: index %d out of range [0, %d)", i, d.n)
+	}
+	return Item{Shape: d.itemShape, Data: d.data[i*d.itemSize : (i+1)*d.itemSize : (i+1)*d.itemSize]}, nil
+}
+
+// numel returns the product of shape, refusing negative dimensions and
+// overflow.
+func numel(shape []int) (int, error) {
+	n := 1
+	for _, s := range shape {
+		if s < 0 {
+			return 0, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if s != 0 && n > math.MaxInt/s {
+			return 0, fmt.Errorf("shape %v has more elements than an int can count", shape)
+		}
+		n *= s
+	}
+	return n, nil
+}

@@ -1,0 +1,124 @@
+package data
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+)
+
+// CopyToHostChunked copies n bytes of src, from byte offset 0, into dst in
+// chunks of at most chunk bytes, each an asynchronous copy on stream s
+// (dst should be page-locked: Pin a HostBuffer). It records s on src, so
+// that src may be freed right after the call: the allocator keeps it until
+// the copies are done. The host must synchronize s before reading dst.
+func CopyToHostChunked(d *device.Device, dst *device.HostBuffer, src *alloc.Block, chunk int64, s alloc.Stream) error {
+	if dst == nil || src == nil {
+		return fmt.Errorf("data: CopyToHostChunked: nil buffer or block")
+	}
+	if chunk <= 0 {
+		return fmt.Errorf("data: CopyToHostChunked: chunk of %d bytes; it must be positive", chunk)
+	}
+	n := int64(len(dst.Bytes))
+	if n > src.Size() {
+		return fmt.Errorf("data: CopyToHostChunked: %d host bytes but the block holds %d", n, src.Size())
+	}
+	for off := int64(0); off < n; off += chunk {
+		m := min(chunk, n-off)
+		if err := d.CopyToHost(dst.Bytes[off:off+m], src, off, dst.Pinned, s, true); err != nil {
+			return fmt.Errorf("data: CopyToHostChunked at byte %d: %w", off, err)
+		}
+	}
+	d.RecordStream(src, s)
+	return nil
+}
+
+// ChunkFunc computes the output rows of one chunk on the device's default
+// stream: out holds rows×outRow float32 values, in rows×inRow.
+type ChunkFunc func(d *device.Device, in *alloc.Block, out *alloc.Block, rows int) error
+
+// MapStats describes a MapChunks run.
+type MapStats struct {
+	Chunks       int   // number of chunks
+	RowsPerChunk int   // rows in each chunk but the last
+	PeakBytes    int64 // the allocator's peak allocated bytes during the run
+}
+
+// MapChunks runs fn over input, a host array of rows of inRow values, in
+// chunks sized so that one chunk's input and output blocks, and the output
+// of the previous chunk still being copied back, fit in budget bytes of
+// device memory. Inputs go to the device on the default stream; outputs
+// come back on a copy stream of their own into page-locked host memory,
+// overlapping the next chunk's compute. It returns the output rows
+// (rows×outRow values) and the run's statistics. The allocator's peak is
+// reset at the start, so PeakBytes is this run's.
+func MapChunks(d *device.Device, input []float32, inRow, outRow int, budget int64, fn ChunkFunc) ([]float32, MapStats, error) {
+	var st MapStats
+	if inRow <= 0 || outRow <= 0 {
+		return nil, st, fmt.Errorf("data: MapChunks: row sizes %d and %d must be positive", inRow, outRow)
+	}
+	if len(input)%inRow != 0 {
+		return nil, st, fmt.Errorf("data: MapChunks: %d input values is not a whole number of rows of %d", len(input), inRow)
+	}
+	rows := len(input) / inRow
+	if int64(rows) > math.MaxInt64/4/int64(outRow) {
+		return nil, st, fmt.Errorf("data: MapChunks: %d rows of %d outputs overflow", rows, outRow)
+	}
+	// One chunk of r rows holds r*inRow*4 + r*outRow*4 bytes, plus the
+	// previous output still in flight; each block is rounded up to 512 B.
+	per := 4 * int64(inRow+2*outRow)
+	perRows := (budget - 3*512) / per
+	if perRows <= 0 {
+		return nil, st, fmt.Errorf("data: MapChunks: a budget of %d bytes cannot hold one row (%d bytes with the output in flight)", budget, per+3*512)
+	}
+	st.RowsPerChunk = int(min(perRows, int64(max(rows, 1))))
+	outBuf, err := d.HostAlloc(int64(rows)*int64(outRow)*4, true)
+	if err != nil {
+		return nil, st, err
+	}
+	out := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(outBuf.Bytes))), rows*outRow)
+	copyS := d.NewStream()
+	d.ResetPeakStats()
+	var inflight *device.Event // the previous chunk's copy back
+	for lo := 0; lo < rows; lo += st.RowsPerChunk {
+		r := min(st.RowsPerChunk, rows-lo)
+		st.Chunks++
+		if inflight != nil {
+			// Bound the memory: at most one output in flight.
+			inflight.Synchronize()
+		}
+		inBytes := unsafe.Slice((*byte)(unsafe.Pointer(&input[lo*inRow])), 4*r*inRow)
+		inBlk, err := d.Malloc(int64(len(inBytes)), d.DefaultStream())
+		if err != nil {
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+		}
+		if err := d.CopyToDevice(inBlk, 0, inBytes, false, d.DefaultStream(), false); err != nil {
+			d.Free(inBlk)
+			return nil, st, err
+		}
+		outBlk, err := d.Malloc(4*int64(r*outRow), d.DefaultStream())
+		if err != nil {
+			d.Free(inBlk)
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+		}
+		err = fn(d, inBlk, outBlk, r)
+		d.Free(inBlk)
+		if err != nil {
+			d.Free(outBlk)
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+		}
+		d.WaitEvent(copyS, d.RecordEvent(d.DefaultStream()))
+		dst := device.HostBuffer{Bytes: outBuf.Bytes[4*lo*outRow : 4*(lo+r)*outRow], Pinned: true}
+		if err := CopyToHostChunked(d, &dst, outBlk, 4<<20, copyS); err != nil {
+			d.Free(outBlk)
+			return nil, st, err
+		}
+		d.Free(outBlk) // recorded on copyS: kept until its copy is done
+		inflight = d.RecordEvent(copyS)
+	}
+	d.StreamSynchronize(copyS)
+	st.PeakBytes = d.MaxMemoryAllocated()
+	return out, st, nil
+}
