@@ -346,6 +346,8 @@ func TestMapChunks(t *testing.T) {
 	for i := range in {
 		in[i] = float32(i % 97)
 	}
+	ds, err := NewTensorDataset(in, rows, inRow)
+	require.NoError(t, err)
 	sumGroups := func(d *device.Device, inB, outB *alloc.Block, r int) error {
 		src, dst := f32(d.Bytes(inB)), f32(d.Bytes(outB))
 		for i := range r * outRow {
@@ -359,7 +361,7 @@ func TestMapChunks(t *testing.T) {
 		return nil
 	}
 	const budget = 64 << 10
-	out, st, err := MapChunks(d, in, inRow, outRow, budget, sumGroups)
+	out, st, err := MapChunks(d, ds, outRow, budget, sumGroups)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, st.Chunks, 5)
 	assert.LessOrEqual(t, st.PeakBytes, int64(budget))
@@ -370,6 +372,6 @@ func TestMapChunks(t *testing.T) {
 		}
 		require.Equal(t, s, out[i], "output %d", i)
 	}
-	_, _, err = MapChunks(d, in, inRow, outRow, 100, sumGroups)
+	_, _, err = MapChunks(d, ds, outRow, 100, sumGroups)
 	assert.ErrorContains(t, err, "cannot hold one row")
 }

@@ -82,3 +82,39 @@ func numel(shape []int) (int, error) {
 	}
 	return n, nil
 }
+
+// FuncDataset computes its items on demand: item i is fill(i, dst) into a
+// fresh slice of prod(shape) values. It holds nothing in memory, so it can
+// stand for a data set of any size.
+type FuncDataset struct {
+	n     int
+	shape []int
+	size  int
+	fill  func(i int, dst []float32)
+}
+
+// NewFuncDataset returns n items of the given shape computed by fill, which
+// must be safe for concurrent use.
+func NewFuncDataset(n int, shape []int, fill func(i int, dst []float32)) (*FuncDataset, error) {
+	size, err := numel(shape)
+	if err != nil {
+		return nil, fmt.Errorf("data: NewFuncDataset: %w", err)
+	}
+	if n < 0 || fill == nil {
+		return nil, fmt.Errorf("data: NewFuncDataset: %d items, fill %v: need n ≥ 0 and a fill function", n, fill != nil)
+	}
+	return &FuncDataset{n: n, shape: slices.Clone(shape), size: size, fill: fill}, nil
+}
+
+// Len returns the number of items.
+func (d *FuncDataset) Len() int { return d.n }
+
+// Item computes item i.
+func (d *FuncDataset) Item(i int) (Item, error) {
+	if i < 0 || i >= d.n {
+		return Item{}, fmt.Errorf("data: FuncDataset: index %d out of range [0, %d)", i, d.n)
+	}
+	it := Item{Shape: d.shape, Data: make([]float32, d.size)}
+	d.fill(i, it.Data)
+	return it, nil
+}

@@ -46,25 +46,34 @@ type MapStats struct {
 	PeakBytes    int64 // the allocator's peak allocated bytes during the run
 }
 
-// MapChunks runs fn over input, a host array of rows of inRow values, in
-// chunks sized so that one chunk's input and output blocks, and the output
-// of the previous chunk still being copied back, fit in budget bytes of
-// device memory. Inputs go to the device on the default stream; outputs
-// come back on a copy stream of their own into page-locked host memory,
-// overlapping the next chunk's compute. It returns the output rows
-// (rows×outRow values) and the run's statistics. The allocator's peak is
-// reset at the start, so PeakBytes is this run's.
-func MapChunks(d *device.Device, input []float32, inRow, outRow int, budget int64, fn ChunkFunc) ([]float32, MapStats, error) {
+// MapChunks runs fn over every item of ds (rows of inRow values each),
+// chunk by chunk, so that an input larger than the device (and than the
+// host memory you want to spend) can be processed: only one chunk of
+// input is in host memory at a time, in a page-locked staging buffer.
+// Chunks are sized so that one chunk's input and output blocks and the
+// previous chunk's output, still being copied back, fit in budget bytes
+// of device memory. Inputs go to the device on the default stream;
+// outputs come back on a copy stream of their own into page-locked host
+// memory, overlapping the next chunk's compute, and at most one output is
+// in flight. It returns the outputs (ds.Len()×outRow values) and the run's
+// statistics; the allocator's peak is reset at the start, so PeakBytes is
+// this run's.
+func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkFunc) ([]float32, MapStats, error) {
 	var st MapStats
+	rows := ds.Len()
+	if rows == 0 {
+		return nil, st, nil
+	}
+	first, err := ds.Item(0)
+	if err != nil {
+		return nil, st, fmt.Errorf("data: MapChunks: item 0: %w", err)
+	}
+	inRow := len(first.Data)
 	if inRow <= 0 || outRow <= 0 {
 		return nil, st, fmt.Errorf("data: MapChunks: row sizes %d and %d must be positive", inRow, outRow)
 	}
-	if len(input)%inRow != 0 {
-		return nil, st, fmt.Errorf("data: MapChunks: %d input values is not a whole number of rows of %d", len(input), inRow)
-	}
-	rows := len(input) / inRow
-	if int64(rows) > math.MaxInt64/4/int64(outRow) {
-		return nil, st, fmt.Errorf("data: MapChunks: %d rows of %d outputs overflow", rows, outRow)
+	if int64(rows) > math.MaxInt64/4/int64(max(outRow, inRow)) {
+		return nil, st, fmt.Errorf("data: MapChunks: %d rows of %d values overflow", rows, max(inRow, outRow))
 	}
 	// One chunk of r rows holds r*inRow*4 + r*outRow*4 bytes, plus the
 	// previous output still in flight; each block is rounded up to 512 B.
@@ -73,41 +82,57 @@ func MapChunks(d *device.Device, input []float32, inRow, outRow int, budget int6
 	if perRows <= 0 {
 		return nil, st, fmt.Errorf("data: MapChunks: a budget of %d bytes cannot hold one row (%d bytes with the output in flight)", budget, per+3*512)
 	}
-	st.RowsPerChunk = int(min(perRows, int64(max(rows, 1))))
+	st.RowsPerChunk = int(min(perRows, int64(rows)))
 	outBuf, err := d.HostAlloc(int64(rows)*int64(outRow)*4, true)
 	if err != nil {
 		return nil, st, err
 	}
 	out := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(outBuf.Bytes))), rows*outRow)
+	stage, err := d.HostAlloc(4*int64(st.RowsPerChunk)*int64(inRow), true)
+	if err != nil {
+		return nil, st, err
+	}
+	defer stage.Free()
+	staged := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(stage.Bytes))), st.RowsPerChunk*inRow)
 	copyS := d.NewStream()
 	d.ResetPeakStats()
 	var inflight *device.Event // the previous chunk's copy back
 	for lo := 0; lo < rows; lo += st.RowsPerChunk {
 		r := min(st.RowsPerChunk, rows-lo)
+		chunk := st.Chunks
 		st.Chunks++
+		for i := range r {
+			it, err := ds.Item(lo + i)
+			if err != nil {
+				return nil, st, fmt.Errorf("data: MapChunks: item %d: %w", lo+i, err)
+			}
+			if len(it.Data) != inRow {
+				return nil, st, fmt.Errorf("data: MapChunks: item %d has %d values, item 0 has %d", lo+i, len(it.Data), inRow)
+			}
+			copy(staged[i*inRow:], it.Data)
+		}
 		if inflight != nil {
-			// Bound the memory: at most one output in flight.
-			inflight.Synchronize()
+			inflight.Synchronize() // bound the memory: one output in flight
 		}
-		inBytes := unsafe.Slice((*byte)(unsafe.Pointer(&input[lo*inRow])), 4*r*inRow)
-		inBlk, err := d.Malloc(int64(len(inBytes)), d.DefaultStream())
+		inBlk, err := d.Malloc(4*int64(r*inRow), d.DefaultStream())
 		if err != nil {
-			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", chunk, err)
 		}
-		if err := d.CopyToDevice(inBlk, 0, inBytes, false, d.DefaultStream(), false); err != nil {
+		// Synchronous: the staging buffer is refilled for the next chunk.
+		if err := d.CopyToDevice(inBlk, 0, stage.Bytes[:4*r*inRow], true, d.DefaultStream(), false); err != nil {
 			d.Free(inBlk)
 			return nil, st, err
 		}
 		outBlk, err := d.Malloc(4*int64(r*outRow), d.DefaultStream())
 		if err != nil {
 			d.Free(inBlk)
-			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", chunk, err)
 		}
 		err = fn(d, inBlk, outBlk, r)
 		d.Free(inBlk)
 		if err != nil {
 			d.Free(outBlk)
-			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", st.Chunks-1, err)
+			return nil, st, fmt.Errorf("data: MapChunks: chunk %d: %w", chunk, err)
 		}
 		d.WaitEvent(copyS, d.RecordEvent(d.DefaultStream()))
 		dst := device.HostBuffer{Bytes: outBuf.Bytes[4*lo*outRow : 4*(lo+r)*outRow], Pinned: true}

@@ -42,7 +42,8 @@ type DeviceBatch struct {
 	Block   *alloc.Block // the values, float32, row-major
 
 	host   *Batch
-	ready  *device.Event
+	issued *device.Event // on the copy stream, before the copy
+	ready  *device.Event // on the copy stream, after the copy
 	p      *Prefetcher
 	copied int64
 }
@@ -71,6 +72,7 @@ func (p *Prefetcher) issue() error {
 		return err
 	}
 	n := int64(len(hb.Data)) * 4
+	issued := p.d.RecordEvent(p.copyS)
 	blk, err := p.d.Malloc(n, p.copyS)
 	if err != nil {
 		hb.Release()
@@ -85,7 +87,7 @@ func (p *Prefetcher) issue() error {
 	}
 	p.queue = append(p.queue, &DeviceBatch{
 		Number: hb.Number, Indices: hb.Indices, Shape: hb.Shape, Block: blk,
-		host: hb, ready: p.d.RecordEvent(p.copyS), p: p, copied: n,
+		host: hb, issued: issued, ready: p.d.RecordEvent(p.copyS), p: p, copied: n,
 	})
 	return nil
 }
@@ -110,6 +112,11 @@ func (p *Prefetcher) Next() (*DeviceBatch, error) {
 	p.d.WaitEvent(p.compute, b.ready)
 	return b, nil
 }
+
+// CopyEvents returns events recorded on the copy stream just before and
+// just after the batch's copy: on sim, ElapsedSince places the copy on the
+// timeline.
+func (b *DeviceBatch) CopyEvents() (start, end *device.Event) { return b.issued, b.ready }
 
 // Float32s returns the batch's values on a sim device (nil elsewhere): they
 // alias device memory.
