@@ -20,6 +20,16 @@ type Dataset interface {
 	Item(i int) (Item, error)
 }
 
+// ItemReader is implemented by data sets that read consecutive items
+// straight into the caller's memory (ShardDataset, TensorDataset). With the
+// default collate the loader fills each batch through it: one read per run
+// of consecutive indices and no allocation per item.
+type ItemReader interface {
+	Dataset
+	ItemShape() []int
+	ReadItems(first, n int, dst []float32) error
+}
+
 // TensorDataset serves the rows of one float32 array of shape
 // [n, itemShape...]: item i is row i (torch.utils.data.TensorDataset over
 // one tensor). Items share the array's memory; do not change it while a
@@ -65,6 +75,18 @@ func (d *TensorDataset) Item(i int) (Item, error) {
 		return Item{}, fmt.Errorf("data: TensorDataset: index %d out of range [0, %d)", i, d.n)
 	}
 	return Item{Shape: d.itemShape, Data: d.data[i*d.itemSize : (i+1)*d.itemSize : (i+1)*d.itemSize]}, nil
+}
+
+// ItemShape returns the shape of every item.
+func (d *TensorDataset) ItemShape() []int { return slices.Clone(d.itemShape) }
+
+// ReadItems copies items first..first+n-1 into dst.
+func (d *TensorDataset) ReadItems(first, n int, dst []float32) error {
+	if first < 0 || n < 0 || first > d.n-n || len(dst) != n*d.itemSize {
+		return fmt.Errorf("data: TensorDataset: ReadItems of items [%d, %d) into %d values; there are %d items of %d values", first, first+n, len(dst), d.n, d.itemSize)
+	}
+	copy(dst, d.data[first*d.itemSize:(first+n)*d.itemSize])
+	return nil
 }
 
 // numel returns the product of shape, refusing negative dimensions and

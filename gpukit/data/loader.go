@@ -26,6 +26,7 @@ type Batch struct {
 	Data    []float32 // the values, row-major
 
 	host *device.HostBuffer // page-locked memory behind Data, or nil
+	pool *sync.Pool         // where Data goes back on Release, or nil
 }
 
 // Pinned reports whether Data lies in page-locked memory.
@@ -45,6 +46,8 @@ func (b *Batch) Release() {
 	if b.host != nil {
 		b.host.Free()
 		b.host = nil
+	} else if b.pool != nil && b.Data != nil {
+		b.pool.Put(&b.Data)
 	}
 	b.Data = nil
 }
@@ -108,8 +111,12 @@ type Options struct {
 // Loader serves a data set in batches, epoch after epoch
 // (torch.utils.data.DataLoader). It is safe for one consumer goroutine.
 type Loader struct {
-	ds   Dataset
-	opts Options
+	ds     Dataset
+	opts   Options
+	reader ItemReader // ds, when it reads into batches and Collate is the default
+	// buffers recycles the values of released pageable batches: a batch's
+	// memory is written whole by the collate, so it need not be zeroed.
+	buffers sync.Pool
 
 	mu      sync.Mutex
 	closed  bool
@@ -131,10 +138,12 @@ func NewLoader(ds Dataset, opts Options) (*Loader, error) {
 	if opts.Prefetch == 0 {
 		opts.Prefetch = 2
 	}
+	l := &Loader{ds: ds, opts: opts}
 	if opts.Collate == nil {
-		opts.Collate = Stack
+		l.opts.Collate = Stack
+		l.reader, _ = ds.(ItemReader)
 	}
-	return &Loader{ds: ds, opts: opts}, nil
+	return l, nil
 }
 
 // NumBatches returns the number of batches in one epoch.
@@ -285,18 +294,16 @@ func (e *Epoch) load(k int) (b *Batch, err error) {
 	bs := e.l.opts.BatchSize
 	lo, hi := k*bs, min((k+1)*bs, len(e.order))
 	indices := e.order[lo:hi:hi]
-	items := make([]Item, len(indices))
-	for j, i := range indices {
-		if items[j], err = e.l.ds.Item(i); err != nil {
-			return nil, fmt.Errorf("data: batch %d: item %d: %w", k, i, err)
-		}
-	}
 	b = &Batch{Number: k, Indices: indices}
 	alloc := func(n int) ([]float32, error) {
 		if n < 0 || n > (1<<62)/4 {
 			return nil, fmt.Errorf("data: batch of %d values is too large", n)
 		}
 		if e.l.opts.Pin == nil || n == 0 {
+			b.pool = &e.l.buffers
+			if v, ok := e.l.buffers.Get().(*[]float32); ok && cap(*v) >= n {
+				return (*v)[:n], nil
+			}
 			return make([]float32, n), nil
 		}
 		if b.host != nil {
@@ -309,6 +316,19 @@ func (e *Epoch) load(k int) (b *Batch, err error) {
 		b.host = h
 		return unsafe.Slice((*float32)(unsafe.Pointer(&h.Bytes[0])), n), nil
 	}
+	if r := e.l.reader; r != nil {
+		if err := e.read(r, b, alloc); err != nil {
+			b.Release()
+			return nil, fmt.Errorf("data: batch %d: %w", k, err)
+		}
+		return b, nil
+	}
+	items := make([]Item, len(indices))
+	for j, i := range indices {
+		if items[j], err = e.l.ds.Item(i); err != nil {
+			return nil, fmt.Errorf("data: batch %d: item %d: %w", k, i, err)
+		}
+	}
 	shape, values, err := e.l.opts.Collate(items, indices, alloc)
 	if err != nil {
 		b.Release()
@@ -316,6 +336,35 @@ func (e *Epoch) load(k int) (b *Batch, err error) {
 	}
 	b.Shape, b.Data = shape, values
 	return b, nil
+}
+
+// read fills b through r: the default collate (Stack) without an
+// allocation per item, one read per run of consecutive indices.
+func (e *Epoch) read(r ItemReader, b *Batch, alloc func(int) ([]float32, error)) error {
+	itemShape := r.ItemShape()
+	size, err := numel(itemShape)
+	if err != nil {
+		return err
+	}
+	total, err := numel([]int{len(b.Indices), size})
+	if err != nil {
+		return err
+	}
+	if b.Data, err = alloc(total); err != nil {
+		return err
+	}
+	b.Shape = append([]int{len(b.Indices)}, itemShape...)
+	for j := 0; j < len(b.Indices); {
+		run := 1
+		for j+run < len(b.Indices) && b.Indices[j+run] == b.Indices[j]+run {
+			run++
+		}
+		if err := r.ReadItems(b.Indices[j], run, b.Data[j*size:(j+run)*size]); err != nil {
+			return fmt.Errorf("item %d: %w", b.Indices[j], err)
+		}
+		j += run
+	}
+	return nil
 }
 
 // Next returns the next batch of the epoch, io.EOF after the last, the

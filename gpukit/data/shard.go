@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/gpumem/course/internal/atomicfile"
 )
@@ -260,35 +261,71 @@ func (ds *ShardDataset) Item(i int) (Item, error) {
 
 // ReadItem reads item i into dst, which must hold exactly one item.
 func (ds *ShardDataset) ReadItem(i int, dst []float32) error {
-	if i < 0 || i >= ds.n {
-		return fmt.Errorf("data: ShardDataset: index %d out of range [0, %d)", i, ds.n)
-	}
 	if len(dst) != ds.itemSize {
 		return fmt.Errorf("data: ShardDataset: ReadItem into %d values; an item has %d", len(dst), ds.itemSize)
 	}
-	k, _ := slices.BinarySearchFunc(ds.shards, i, func(s shard, i int) int {
-		switch {
-		case s.first+s.count <= i:
-			return -1
-		case s.first > i:
-			return 1
-		}
-		return 0
-	})
-	s := ds.shards[k]
-	off := s.data + int64(i-s.first)*int64(4*ds.itemSize)
-	buf := make([]byte, 4*ds.itemSize)
-	if n, err := s.f.ReadAt(buf, off); n < len(buf) {
-		if errors.Is(err, io.EOF) {
-			return &CorruptShardError{Path: s.path, Offset: off + int64(n), Reason: fmt.Sprintf("item %d is cut short (the file shrank after it was opened)", i)}
-		}
-		return fmt.Errorf("data: shard %s: item %d at byte %d: %w", s.path, i, off, err)
+	return ds.ReadItems(i, 1, dst)
+}
+
+// ReadItems reads the n items first, first+1, ... into dst (n items'
+// worth of values), with one read per shard they span.
+func (ds *ShardDataset) ReadItems(first, n int, dst []float32) error {
+	if first < 0 || n < 0 || first > ds.n-n {
+		return fmt.Errorf("data: ShardDataset: items [%d, %d) out of range [0, %d)", first, first+n, ds.n)
 	}
-	for j := range dst {
-		dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
+	if len(dst) != n*ds.itemSize {
+		return fmt.Errorf("data: ShardDataset: ReadItems of %d items into %d values; they have %d", n, len(dst), n*ds.itemSize)
+	}
+	for n > 0 {
+		k, _ := slices.BinarySearchFunc(ds.shards, first, func(s shard, i int) int {
+			switch {
+			case s.first+s.count <= i:
+				return -1
+			case s.first > i:
+				return 1
+			}
+			return 0
+		})
+		s := ds.shards[k]
+		m := min(n, s.first+s.count-first)
+		if err := s.read(first-s.first, dst[:m*ds.itemSize], ds.itemSize); err != nil {
+			return err
+		}
+		dst = dst[m*ds.itemSize:]
+		first += m
+		n -= m
 	}
 	return nil
 }
+
+// read reads items from item i of the shard into dst.
+func (s shard) read(i int, dst []float32, itemSize int) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	off := s.data + int64(i)*int64(4*itemSize)
+	var buf []byte
+	if littleEndian {
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)) // no conversion needed
+	} else {
+		buf = make([]byte, 4*len(dst))
+	}
+	if n, err := s.f.ReadAt(buf, off); n < len(buf) {
+		if errors.Is(err, io.EOF) {
+			return &CorruptShardError{Path: s.path, Offset: off + int64(n), Reason: fmt.Sprintf("item %d is cut short (the file shrank after it was opened)", s.first+i+n/(4*itemSize))}
+		}
+		return fmt.Errorf("data: shard %s: item %d at byte %d: %w", s.path, s.first+i, off, err)
+	}
+	if !littleEndian {
+		for j := range dst {
+			dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*j:]))
+		}
+	}
+	return nil
+}
+
+// littleEndian reports whether this machine stores float32 as shards do.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Close closes the shard files.
 func (ds *ShardDataset) Close() error {
