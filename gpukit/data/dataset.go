@@ -140,3 +140,17 @@ func (d *FuncDataset) Item(i int) (Item, error) {
 	d.fill(i, it.Data)
 	return it, nil
 }
+
+// ItemShape returns the shape of every item.
+func (d *FuncDataset) ItemShape() []int { return slices.Clone(d.shape) }
+
+// ReadItems computes items first..first+n-1 into dst.
+func (d *FuncDataset) ReadItems(first, n int, dst []float32) error {
+	if first < 0 || n < 0 || first > d.n-n || len(dst) != n*d.size {
+		return fmt.Errorf("data: FuncDataset: ReadItems of items [%d, %d) into %d values; there are %d items of %d values", first, first+n, len(dst), d.n, d.size)
+	}
+	for k := range n {
+		d.fill(first+k, dst[k*d.size:(k+1)*d.size:(k+1)*d.size])
+	}
+	return nil
+}

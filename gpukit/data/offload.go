@@ -75,14 +75,25 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 	if int64(rows) > math.MaxInt64/4/int64(max(outRow, inRow)) {
 		return nil, st, fmt.Errorf("data: MapChunks: %d rows of %d values overflow", rows, max(inRow, outRow))
 	}
-	// One chunk of r rows holds r*inRow*4 + r*outRow*4 bytes, plus the
-	// previous output still in flight; each block is rounded up to 512 B.
-	per := 4 * int64(inRow+2*outRow)
-	perRows := (budget - 3*512) / per
-	if perRows <= 0 {
-		return nil, st, fmt.Errorf("data: MapChunks: a budget of %d bytes cannot hold one row (%d bytes with the output in flight)", budget, per+3*512)
+	// A chunk of r rows holds an input block and an output block, and the
+	// previous output may still be in flight: the largest r whose blocks,
+	// as the allocator counts them, fit the budget.
+	footprint := func(r int64) int64 {
+		return allocatedSize(4*r*int64(inRow)) + 2*allocatedSize(4*r*int64(outRow))
 	}
-	st.RowsPerChunk = int(min(perRows, int64(rows)))
+	if footprint(1) > budget {
+		return nil, st, fmt.Errorf("data: MapChunks: a budget of %d bytes cannot hold one row (%d bytes with the output in flight)", budget, footprint(1))
+	}
+	lo, hi := int64(1), int64(rows) // footprint(lo) fits
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if footprint(mid) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	st.RowsPerChunk = int(lo)
 	outBuf, err := d.HostAlloc(int64(rows)*int64(outRow)*4, true)
 	if err != nil {
 		return nil, st, err
@@ -101,15 +112,21 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 		r := min(st.RowsPerChunk, rows-lo)
 		chunk := st.Chunks
 		st.Chunks++
-		for i := range r {
-			it, err := ds.Item(lo + i)
-			if err != nil {
-				return nil, st, fmt.Errorf("data: MapChunks: item %d: %w", lo+i, err)
+		if reader, ok := ds.(ItemReader); ok {
+			if err := reader.ReadItems(lo, r, staged[:r*inRow]); err != nil {
+				return nil, st, fmt.Errorf("data: MapChunks: items [%d, %d): %w", lo, lo+r, err)
 			}
-			if len(it.Data) != inRow {
-				return nil, st, fmt.Errorf("data: MapChunks: item %d has %d values, item 0 has %d", lo+i, len(it.Data), inRow)
+		} else {
+			for i := range r {
+				it, err := ds.Item(lo + i)
+				if err != nil {
+					return nil, st, fmt.Errorf("data: MapChunks: item %d: %w", lo+i, err)
+				}
+				if len(it.Data) != inRow {
+					return nil, st, fmt.Errorf("data: MapChunks: item %d has %d values, item 0 has %d", lo+i, len(it.Data), inRow)
+				}
+				copy(staged[i*inRow:], it.Data)
 			}
-			copy(staged[i*inRow:], it.Data)
 		}
 		if inflight != nil {
 			inflight.Synchronize() // bound the memory: one output in flight
@@ -146,4 +163,16 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 	d.StreamSynchronize(copyS)
 	st.PeakBytes = d.MaxMemoryAllocated()
 	return out, st, nil
+}
+
+// allocatedSize bounds what the caching allocator counts as allocated for
+// a request of n bytes: n rounded up to 512 B, and for requests above
+// 1 MiB up to 2 MiB, since a large block is not split when less than
+// 1 MiB would remain and large segments are rounded to 2 MiB.
+func allocatedSize(n int64) int64 {
+	const small, large = 512, 2 << 20
+	if n > 1<<20 {
+		return (n + large - 1) / large * large
+	}
+	return (n + small - 1) / small * small
 }
