@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -55,9 +56,9 @@ type MapStats struct {
 // of device memory. Inputs go to the device on the default stream;
 // outputs come back on a copy stream of their own into page-locked host
 // memory, overlapping the next chunk's compute, and at most one output is
-// in flight. It returns the outputs (ds.Len()×outRow values) and the run's
-// statistics; the allocator's peak is reset at the start, so PeakBytes is
-// this run's.
+// in flight. It returns the outputs (ds.Len()×outRow values, copied out of
+// the page-locked buffer, which is freed) and the run's statistics; the
+// allocator's peak is reset at the start, so PeakBytes is this run's.
 func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkFunc) ([]float32, MapStats, error) {
 	var st MapStats
 	rows := ds.Len()
@@ -98,7 +99,8 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 	if err != nil {
 		return nil, st, err
 	}
-	out := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(outBuf.Bytes))), rows*outRow)
+	defer outBuf.Free()
+	pinnedOut := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(outBuf.Bytes))), rows*outRow)
 	stage, err := d.HostAlloc(4*int64(st.RowsPerChunk)*int64(inRow), true)
 	if err != nil {
 		return nil, st, err
@@ -106,6 +108,9 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 	defer stage.Free()
 	staged := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(stage.Bytes))), st.RowsPerChunk*inRow)
 	copyS := d.NewStream()
+	// Copies still queued must end before the host buffers are freed, on
+	// every return.
+	defer d.StreamSynchronize(copyS)
 	d.ResetPeakStats()
 	var inflight *device.Event // the previous chunk's copy back
 	for lo := 0; lo < rows; lo += st.RowsPerChunk {
@@ -162,7 +167,7 @@ func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkF
 	}
 	d.StreamSynchronize(copyS)
 	st.PeakBytes = d.MaxMemoryAllocated()
-	return out, st, nil
+	return slices.Clone(pinnedOut), st, nil
 }
 
 // allocatedSize bounds what the caching allocator counts as allocated for

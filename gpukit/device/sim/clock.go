@@ -38,7 +38,7 @@ func (b *Backend) moveLocked(s alloc.Stream, cost time.Duration, sync bool, move
 			b.applyUntilLocked(start)
 			move()
 		} else {
-			b.deferLocked(s, start, move)
+			b.deferLocked(start, move)
 		}
 	}
 	b.enqueue(s, cost, sync)

@@ -3,8 +3,6 @@ package sim
 import (
 	"slices"
 	"time"
-
-	"github.com/gpumem/course/gpukit/alloc"
 )
 
 // Deferred work. A real GPU runs the work of a stream when the stream gets
@@ -32,17 +30,17 @@ import (
 
 // pendingCopy is a deferred byte move.
 type pendingCopy struct {
-	seq    uint64
-	stream alloc.Stream
-	start  time.Duration
-	apply  func()
+	seq   uint64 // queuing order, which breaks ties of start
+	start time.Duration
+	apply func()
 }
 
-// deferLocked records apply to run at virtual time start on stream s.
-// b.mu must be held.
-func (b *Backend) deferLocked(s alloc.Stream, start time.Duration, apply func()) {
+// deferLocked records apply to run at virtual time start. Copies on one
+// stream start in queuing order, so sorting by (start, seq) keeps each
+// stream's order. b.mu must be held.
+func (b *Backend) deferLocked(start time.Duration, apply func()) {
 	b.seq++
-	op := pendingCopy{seq: b.seq, stream: s, start: start, apply: apply}
+	op := pendingCopy{seq: b.seq, start: start, apply: apply}
 	i, _ := slices.BinarySearchFunc(b.pending, op, comparePending)
 	b.pending = slices.Insert(b.pending, i, op)
 }
