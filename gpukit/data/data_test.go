@@ -375,3 +375,46 @@ func TestMapChunks(t *testing.T) {
 	_, _, err = MapChunks(d, ds, outRow, 100, sumGroups)
 	assert.ErrorContains(t, err, "cannot hold one row")
 }
+
+// TestOffloadNeedsRecordStream offloads results computed on the default
+// stream through a copy stream that falls behind, freeing each result at
+// once: CopyToHostChunked (which records its stream) delivers every chunk
+// intact; the same copies without RecordStream deliver corrupted chunks.
+func TestOffloadNeedsRecordStream(t *testing.T) {
+	const chunks, n = 5, 8 << 20
+	run := func(record bool) (wrong int) {
+		d := newSim(t)
+		copyS := d.NewStream()
+		host, err := d.HostAlloc(chunks*n, true)
+		require.NoError(t, err)
+		for i := range chunks {
+			out, err := d.Malloc(n, d.DefaultStream())
+			require.NoError(t, err)
+			res := d.Bytes(out)
+			for j := range res {
+				res[j] = byte(i + 1)
+			}
+			d.Launch(d.DefaultStream(), device.Kernel{Name: "model", Bytes: n})
+			d.WaitEvent(copyS, d.RecordEvent(d.DefaultStream()))
+			dst := &device.HostBuffer{Bytes: host.Bytes[i*n : (i+1)*n], Pinned: true}
+			if record {
+				require.NoError(t, CopyToHostChunked(d, dst, out, 1<<20, copyS))
+			} else {
+				require.NoError(t, d.CopyToHost(dst.Bytes, out, 0, true, copyS, true))
+			}
+			d.Free(out)
+		}
+		d.Synchronize()
+		for i := range chunks {
+			for _, v := range host.Bytes[i*n : (i+1)*n] {
+				if v != byte(i+1) {
+					wrong++
+					break
+				}
+			}
+		}
+		return wrong
+	}
+	assert.Zero(t, run(true), "CopyToHostChunked must deliver every chunk intact")
+	assert.Positive(t, run(false), "without RecordStream the sim must show corrupted chunks")
+}
