@@ -47,14 +47,16 @@ func (b *Batch) Release() {
 		b.host.Free()
 		b.host = nil
 	} else if b.pool != nil && b.Data != nil {
-		b.pool.Put(&b.Data)
+		buf := b.Data
+		b.pool.Put(&buf)
 	}
 	b.Data = nil
 }
 
 // Collate turns the items of one batch into its shape and values. alloc
 // returns memory for n values (page-locked when the loader pins): use it
-// for the values so that pinning works.
+// for the values so that pinning works, and write all n of them: the
+// memory of released batches is reused without being zeroed.
 type Collate func(items []Item, indices []int, alloc func(n int) ([]float32, error)) (shape []int, values []float32, err error)
 
 // Stack is the default collate: items of one shape stacked along a new
