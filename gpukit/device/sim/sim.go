@@ -65,6 +65,8 @@ type Backend struct {
 	host       time.Duration
 	streams    map[alloc.Stream]time.Duration
 	nextStream alloc.Stream
+	pending    []pendingCopy // deferred copies, by start time (pending.go)
+	seq        uint64        // queuing order of deferred copies
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -143,6 +145,7 @@ func (b *Backend) Malloc(size int64) (uint64, error) {
 	b.next = end
 	b.used += size
 	b.host += b.prof.MallocCost(size)
+	b.settleLocked()
 	return addr, nil
 }
 
@@ -156,9 +159,9 @@ func (b *Backend) Free(addr uint64) error {
 	if i < 0 || b.segs[i].addr != addr {
 		return fmt.Errorf("sim: %s: free of 0x%x: not the start of a live segment", b.Name(), addr)
 	}
+	b.syncLocked() // also applies every pending copy, some may touch the segment
 	b.used -= b.segs[i].size
 	b.segs = append(b.segs[:i], b.segs[i+1:]...)
-	b.syncLocked()
 	b.host += b.prof.FreeLatency
 	return nil
 }
