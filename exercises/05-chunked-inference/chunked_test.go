@@ -17,6 +17,7 @@ func card(t *testing.T, capacity int64) *device.Device {
 		t.Fatal(err)
 	}
 	p.Name, p.Capacity = "small", capacity
+	p.ContextSize = 0 // a made-up card: all of it is ours
 	d, err := device.New(sim.New(0, p))
 	if err != nil {
 		t.Fatal(err)
