@@ -13,4 +13,10 @@
 // ("optimizer got an empty parameter list"), as are invalid
 // hyperparameters ("Invalid learning rate: -1"). Errors start with
 // "optim: ".
+//
+// SGD and Adam save and load their state (SaveFile, LoadFile) in
+// .safetensors files laid out as PyTorch's optimizer.state_dict():
+// "state.<i>.exp_avg" and friends, the param_groups as JSON metadata.
+// Loading checks the kind, the groups and every shape first and changes
+// nothing on error.
 package optim

@@ -164,9 +164,15 @@ func TestBadInput(t *testing.T) {
 		msg  string
 	}{
 		{"empty", func() error { _, err := optim.NewAdam(nil, optim.DefaultAdam()); return err }, "optim: optimizer got an empty parameter list"},
-		{"empty groups", func() error { _, err := optim.NewSGDGroups([]optim.Group[optim.SGDConfig]{{Config: optim.DefaultSGD()}}); return err }, "optimizer got an empty parameter list"},
+		{"empty groups", func() error {
+			_, err := optim.NewSGDGroups([]optim.Group[optim.SGDConfig]{{Config: optim.DefaultSGD()}})
+			return err
+		}, "optimizer got an empty parameter list"},
 		{"lr", func() error { _, err := optim.NewAdam(ps, cfg(func(c *optim.AdamConfig) { c.LR = -1 })); return err }, "Invalid learning rate: -1"},
-		{"beta", func() error { _, err := optim.NewAdam(ps, cfg(func(c *optim.AdamConfig) { c.Betas[1] = 1 })); return err }, "Invalid beta parameter at index 1: 1"},
+		{"beta", func() error {
+			_, err := optim.NewAdam(ps, cfg(func(c *optim.AdamConfig) { c.Betas[1] = 1 }))
+			return err
+		}, "Invalid beta parameter at index 1: 1"},
 		{"eps", func() error { _, err := optim.NewAdamW(ps, cfg(func(c *optim.AdamConfig) { c.Eps = -1 })); return err }, "Invalid epsilon value: -1"},
 		{"wd", func() error { _, err := optim.NewSGD(ps, optim.SGDConfig{LR: 1, WeightDecay: -1}); return err }, "Invalid weight_decay value: -1"},
 		{"momentum", func() error { _, err := optim.NewSGD(ps, optim.SGDConfig{LR: 1, Momentum: -1}); return err }, "Invalid momentum value: -1"},
