@@ -50,14 +50,20 @@ func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if x.Dim() == 0 || x.Size(-1) != l.In {
 		panic(errorf("Linear: input of shape %v, expected last dimension %d", x.Shape(), l.In))
 	}
-	wt := l.Weight.T()
+	// Under autocast the weight and bias are used in the lower precision,
+	// as PyTorch's linear is, and their casts cached on the parameters.
+	w := tensor.AutocastParam(l.Weight)
+	defer w.Release()
+	wt := w.T()
 	defer wt.Release()
 	y := x.Matmul(wt)
 	if l.Bias == nil {
 		return y
 	}
 	defer y.Release()
-	return y.Add(l.Bias)
+	b := tensor.AutocastParam(l.Bias)
+	defer b.Release()
+	return y.Add(b)
 }
 
 // Embedding maps integer ids to rows of a [num, dim] table

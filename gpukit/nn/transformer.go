@@ -53,11 +53,15 @@ func (m *MultiheadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
 		panic(errorf("MultiheadAttention: input of shape %v, expected [B, T, %d]", x.Shape(), m.Dim))
 	}
 	b, t, h, hd := x.Size(0), x.Size(1), m.Heads, m.Dim/m.Heads
-	wt := m.InProjWeight.T()
+	w := tensor.AutocastParam(m.InProjWeight)
+	defer w.Release()
+	wt := w.T()
 	defer wt.Release()
 	xw := x.Matmul(wt)
 	defer xw.Release()
-	qkv := xw.Add(m.InProjBias) // [B, T, 3D]
+	bias := tensor.AutocastParam(m.InProjBias)
+	defer bias.Release()
+	qkv := xw.Add(bias) // [B, T, 3D]
 	defer qkv.Release()
 	split := qkv.View(b, t, 3, h, hd)
 	defer split.Release()
