@@ -49,6 +49,7 @@ func FindBatchSize(dev *device.Device, maxBatch int, budget int64, step func(bat
 	if maxBatch < 1 {
 		return res, fmt.Errorf("optim: FindBatchSize: maxBatch must be at least 1, got %d", maxBatch)
 	}
+	tensor.CollectGarbage() // tensors dropped without Release would blur the baseline
 	base := dev.MemoryAllocated()
 	emptyAtStart := noFreeSegments(dev)
 	defer func() {
