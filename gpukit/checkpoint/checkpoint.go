@@ -16,6 +16,8 @@ type Func func(x *tensor.Tensor) *tensor.Tensor
 type Option func(*config)
 
 type config struct {
+	autocast   tensor.Dtype // the forward's autocast dtype, when on
+	autocastOn bool
 	reentrant  bool
 	preserve   bool
 	generators []*tensor.Generator
@@ -45,7 +47,23 @@ func newConfig(opts []Option) config {
 		o(&c)
 	}
 	c.generators = append([]*tensor.Generator{tensor.DefaultGenerator()}, c.generators...)
+	c.autocast, c.autocastOn = tensor.IsAutocastEnabled()
 	return c
+}
+
+// recomputeAs runs fn as the forward ran: with the generators' states of
+// the forward (unless NoPreserveRNG) and the forward's autocast state,
+// since backward runs with autocast off.
+func (c config) recomputeAs(states [][]byte, fn func()) {
+	run := fn
+	if c.autocastOn {
+		run = func() { tensor.WithAutocast(c.autocast, true, fn) }
+	}
+	if c.preserve {
+		withStates(c.generators, states, run)
+	} else {
+		run()
+	}
 }
 
 // rngStates snapshots the states of gens.
@@ -180,11 +198,7 @@ func (f *frame) recompute() {
 			y.Release() // the recomputed graph: its saved tensors are now in f.recomputed
 		})
 	}
-	if f.cfg.preserve {
-		withStates(f.cfg.generators, f.states, run)
-	} else {
-		run()
-	}
+	f.cfg.recomputeAs(f.states, run)
 	f.done = true
 	if len(f.recomputed) != f.packed {
 		n := len(f.recomputed)
@@ -211,12 +225,7 @@ func reentrant(fn Func, x *tensor.Tensor, c config) *tensor.Tensor {
 				xr.SetRequiresGrad(true)
 			}
 			var yr *tensor.Tensor
-			run := func() { tensor.EnableGrad(func() { yr = fn(xr) }) }
-			if c.preserve {
-				withStates(c.generators, states, run)
-			} else {
-				run()
-			}
+			c.recomputeAs(states, func() { tensor.EnableGrad(func() { yr = fn(xr) }) })
 			defer yr.Release()
 			if yr.RequiresGrad() {
 				yr.Backward(tensor.WithGradient(g))

@@ -177,3 +177,24 @@ func TestBackwardTwiceRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "second time")
 	assert.Panics(t, func() { checkpoint.Sequential(m.Layers, 0, x) })
 }
+
+// The recomputation runs under the forward's autocast state (backward
+// runs with autocast off), so checkpointing under autocast gives the
+// gradients of autocast alone, bitwise.
+func TestCheckpointUnderAutocast(t *testing.T) {
+	dev := newDev(t)
+	grads := func(ck bool) [][]byte {
+		return gradients(t, dev, func(m *nn.Sequential, x *tensor.Tensor) *tensor.Tensor {
+			var y *tensor.Tensor
+			tensor.WithAutocast(tensor.BFloat16, true, func() {
+				if ck {
+					y = checkpoint.Checkpoint(m.Forward, x)
+				} else {
+					y = m.Forward(x)
+				}
+			})
+			return y
+		})
+	}
+	assert.Equal(t, grads(false), grads(true))
+}

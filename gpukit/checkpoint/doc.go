@@ -12,7 +12,8 @@
 // not require grad. Both save the random generators' states (the default
 // generator and those of WithGenerators) and restore them for the
 // recomputation, so a dropout draws the same mask and gradients equal
-// those without checkpointing, bitwise.
+// those without checkpointing, bitwise. An autocast region around the
+// forward is restored around the recomputation too.
 //
 // Sequential(layers, n, x) is checkpoint_sequential: n segments, every
 // one but the last checkpointed. Checkpointing every single layer saves
