@@ -145,8 +145,12 @@ func (s *GradScaler) Unscale(opt optim.Optimizer) error {
 	return nil
 }
 
-// finite reports whether every element of g is finite.
+// finite reports whether every element of g is finite. A tensor on a
+// meta device has no values and counts as finite.
 func finite(g *tensor.Tensor) bool {
+	if g.IsMeta() {
+		return true
+	}
 	for _, v := range g.Float64s() {
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return false
