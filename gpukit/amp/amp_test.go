@@ -47,12 +47,13 @@ func TestOpLists(t *testing.T) {
 			got["relu"] = h.Relu().Dtype()
 			got["layer_norm"] = nn.NewLayerNorm(8, tensor.On(dev)).Forward(h).Dtype()
 			got["linear"] = nn.NewLinear(8, 3, true, tensor.On(dev)).Forward(x).Dtype()
+			amp.Disabled(func() { got["matmul disabled"] = x.Matmul(w).Dtype() })
 		}))
 		assert.Equal(t, map[string]tensor.Dtype{
 			"matmul": dt, "matmul float64": tensor.Float64, "softmax": tensor.Float32, "log_softmax": tensor.Float32,
 			"exp": tensor.Float32, "sum": tensor.Float32, "mse": tensor.Float32, "cross_entropy": tensor.Float32,
 			"add mixed": tensor.Float32, "mul low": tensor.Float16, "relu": tensor.Float16,
-			"layer_norm": tensor.Float32, "linear": dt,
+			"layer_norm": tensor.Float32, "linear": dt, "matmul disabled": tensor.Float32,
 		}, got, dt.String())
 	}
 	assert.Equal(t, tensor.Float32, x.Matmul(w).Dtype(), "outside autocast nothing changes")
