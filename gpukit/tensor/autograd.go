@@ -332,6 +332,7 @@ func WithGradient(g *Tensor) BackwardOption { return func(c *backwardConfig) { c
 // is given, the tensors saved by the graph are released afterwards, and a
 // second Backward through the same nodes fails.
 func (t *Tensor) Backward(opts ...BackwardOption) {
+	defer pauseAutocast()() // gradients flow in the dtypes the forward chose
 	t.live("Backward")
 	var cfg backwardConfig
 	for _, o := range opts {

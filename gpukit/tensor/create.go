@@ -220,12 +220,14 @@ func Scalar(v float64, opts ...Option) *Tensor { return Full(nil, v, opts...) }
 type Generator struct {
 	mu  sync.Mutex
 	rng *rand.Rand
+	src *rand.PCG // rng's source, whose state State and SetState read and write
 }
 
 // NewGenerator returns a generator seeded with seed: the same seed gives
 // the same tensors.
 func NewGenerator(seed uint64) *Generator {
-	return &Generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	src := rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)
+	return &Generator{rng: rand.New(src), src: src}
 }
 
 var defaultGen = NewGenerator(0)
@@ -235,7 +237,7 @@ var defaultGen = NewGenerator(0)
 func ManualSeed(seed uint64) {
 	g := NewGenerator(seed)
 	defaultGen.mu.Lock()
-	defaultGen.rng = g.rng
+	defaultGen.rng, defaultGen.src = g.rng, g.src
 	defaultGen.mu.Unlock()
 }
 

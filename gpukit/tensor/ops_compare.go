@@ -56,6 +56,9 @@ func (t *Tensor) Eq(other any) *Tensor {
 // tensor, a and b have one dtype, and all three broadcast together. The
 // gradient goes to a where cond holds and to b elsewhere. It saves cond.
 func Where(cond, a, b *Tensor) *Tensor {
+	if y, ok := autocast2(castPromote, a, b, func(x, y *Tensor) *Tensor { return Where(cond, x, y) }); ok {
+		return y
+	}
 	cond.live("Where")
 	a.live("Where")
 	b.live("Where")

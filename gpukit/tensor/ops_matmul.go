@@ -32,6 +32,9 @@ func matmulInto(out, a, b *Tensor, batch []int) {
 // product over leading dimensions, which broadcast (torch.matmul for
 // inputs of rank ≥ 2). It saves both inputs for backward.
 func (t *Tensor) Matmul(b *Tensor) *Tensor {
+	if y, ok := autocast2(castLower, t, b, (*Tensor).Matmul); ok {
+		return y
+	}
 	t.live("Matmul")
 	b.live("Matmul")
 	checkPair("Matmul", t, b)

@@ -22,6 +22,9 @@ func softmaxDim(op string, t *Tensor, dim int) int {
 // Softmax returns exp(t) / Σ exp(t) along dim, computed stably (the
 // maximum of each line is subtracted first). It saves its result.
 func (t *Tensor) Softmax(dim int) *Tensor {
+	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.Softmax(dim) }); ok {
+		return y
+	}
 	d := softmaxDim("Softmax", t, dim)
 	out := empty(t.outMem(), t.shape, t.dtype)
 	softmaxKernel(out, t, d, false)
@@ -43,6 +46,9 @@ func (t *Tensor) Softmax(dim int) *Tensor {
 // LogSoftmax returns t - log Σ exp(t) along dim, computed stably. It saves
 // its result.
 func (t *Tensor) LogSoftmax(dim int) *Tensor {
+	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.LogSoftmax(dim) }); ok {
+		return y
+	}
 	d := softmaxDim("LogSoftmax", t, dim)
 	out := empty(t.outMem(), t.shape, t.dtype)
 	softmaxKernel(out, t, d, true)
@@ -108,6 +114,9 @@ func (t *Tensor) Dropout(p float64, train bool, gen *Generator) *Tensor {
 // target must have the same shape (Expand one explicitly to broadcast).
 // It saves both.
 func MSELoss(pred, target *Tensor) *Tensor {
+	if y, ok := autocast2(castFloat32, pred, target, MSELoss); ok {
+		return y
+	}
 	pred.live("MSELoss")
 	target.live("MSELoss")
 	checkPair("MSELoss", pred, target)
@@ -161,6 +170,9 @@ func onesShape(rank int) []int {
 // saved ([N, C], in the memory statistics until backward) together with
 // targets. The gradient is (softmax - onehot(targets))/N.
 func CrossEntropy(logits, targets *Tensor) *Tensor {
+	if y, ok := autocast2(castFloat32, logits, targets, CrossEntropy); ok {
+		return y
+	}
 	logits.live("CrossEntropy")
 	if len(logits.shape) != 2 {
 		panicf("CrossEntropy: logits must be [N, C], got shape %s (Reshape to [-1, C])", fmtShape(logits.shape))

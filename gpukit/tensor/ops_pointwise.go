@@ -83,6 +83,9 @@ func unary(name string, kop kernels.UnaryOp, a *Tensor) *Tensor {
 // Add returns t + other, where other is a *Tensor (broadcast with t) or a
 // number.
 func (t *Tensor) Add(other any) *Tensor {
+	if y, ok := autocastOperand(castPromote, t, other, (*Tensor).Add); ok {
+		return y
+	}
 	b, s := operand("Add", other)
 	if b == nil {
 		return record(scalarOp("Add", kernels.Add, t, s, false), "AddBackward1", []*Tensor{t}, nil,
@@ -97,6 +100,9 @@ func (t *Tensor) Add(other any) *Tensor {
 
 // Sub returns t - other.
 func (t *Tensor) Sub(other any) *Tensor {
+	if y, ok := autocastOperand(castPromote, t, other, (*Tensor).Sub); ok {
+		return y
+	}
 	b, s := operand("Sub", other)
 	if b == nil {
 		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward1", []*Tensor{t}, nil,
@@ -114,6 +120,9 @@ func (t *Tensor) Sub(other any) *Tensor {
 
 // Mul returns t * other (elementwise).
 func (t *Tensor) Mul(other any) *Tensor {
+	if y, ok := autocastOperand(castPromote, t, other, (*Tensor).Mul); ok {
+		return y
+	}
 	b, s := operand("Mul", other)
 	if b == nil {
 		return record(scalarOp("Mul", kernels.Mul, t, s, false), "MulBackward1", []*Tensor{t}, nil,
@@ -132,6 +141,9 @@ func (t *Tensor) Mul(other any) *Tensor {
 
 // Div returns t / other.
 func (t *Tensor) Div(other any) *Tensor {
+	if y, ok := autocastOperand(castPromote, t, other, (*Tensor).Div); ok {
+		return y
+	}
 	b, s := operand("Div", other)
 	if b == nil {
 		return record(scalarOp("Div", kernels.Div, t, s, false), "DivBackward1", []*Tensor{t}, nil,
@@ -166,6 +178,9 @@ func (t *Tensor) Neg() *Tensor {
 
 // Pow returns t raised to the power p (elementwise).
 func (t *Tensor) Pow(p float64) *Tensor {
+	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.Pow(p) }); ok {
+		return y
+	}
 	return record(scalarOp("Pow", kernels.Pow, t, p, false), "PowBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// p · x^(p-1) · g
@@ -180,6 +195,9 @@ func (t *Tensor) Pow(p float64) *Tensor {
 
 // Exp returns e^t. It saves its result for backward.
 func (t *Tensor) Exp() *Tensor {
+	if y, ok := autocast1(castFloat32, t, (*Tensor).Exp); ok {
+		return y
+	}
 	out := unary("Exp", kernels.Exp, t)
 	return record(out, "ExpBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(saved[0])} })
@@ -187,6 +205,9 @@ func (t *Tensor) Exp() *Tensor {
 
 // Log returns the natural logarithm of t.
 func (t *Tensor) Log() *Tensor {
+	if y, ok := autocast1(castFloat32, t, (*Tensor).Log); ok {
+		return y
+	}
 	return record(unary("Log", kernels.Log, t), "LogBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(saved[0])} })
 }
@@ -310,11 +331,17 @@ func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
 // NaN if either is NaN). Where they are equal, the gradient is split
 // evenly between them, as in PyTorch. It saves both inputs.
 func (t *Tensor) Maximum(other *Tensor) *Tensor {
+	if y, ok := autocast2(castPromote, t, other, (*Tensor).Maximum); ok {
+		return y
+	}
 	return minMax("Maximum", "MaximumBackward0", kernels.Max, kernels.Greater, t, other)
 }
 
 // Minimum returns the elementwise minimum of t and other (see Maximum).
 func (t *Tensor) Minimum(other *Tensor) *Tensor {
+	if y, ok := autocast2(castPromote, t, other, (*Tensor).Minimum); ok {
+		return y
+	}
 	return minMax("Minimum", "MinimumBackward0", kernels.Min, kernels.Less, t, other)
 }
 

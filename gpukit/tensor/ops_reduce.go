@@ -81,11 +81,19 @@ func (t *Tensor) reduce(op, name string, dims []int, keepdim, mean bool) *Tensor
 // Sum returns the sum over the given dimensions, removing them, or over
 // all elements (a 0-d tensor) when none are given. Integer tensors sum to
 // Int64.
-func (t *Tensor) Sum(dims ...int) *Tensor { return t.reduce("Sum", "SumBackward1", dims, false, false) }
+func (t *Tensor) Sum(dims ...int) *Tensor {
+	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.Sum(dims...) }); ok {
+		return y
+	}
+	return t.reduce("Sum", "SumBackward1", dims, false, false)
+}
 
 // SumDims is Sum with PyTorch's keepdim: when keepdim is true the reduced
 // dimensions are kept with size 1. An empty dims reduces all dimensions.
 func (t *Tensor) SumDims(dims []int, keepdim bool) *Tensor {
+	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.SumDims(dims, keepdim) }); ok {
+		return y
+	}
 	return t.reduce("Sum", "SumBackward1", dims, keepdim, false)
 }
 

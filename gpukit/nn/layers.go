@@ -1,0 +1,278 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// Linear is y = x Wᵀ + b (torch.nn.Linear), with weight [out, in] and
+// bias [out]. Inputs may have any number of leading dimensions.
+type Linear struct {
+	Base
+	In, Out int
+	Weight  *tensor.Tensor
+	Bias    *tensor.Tensor // nil without bias
+}
+
+// NewLinear returns a Linear with PyTorch's initialisation: weight from
+// kaiming_uniform_(a=√5), i.e. U(-1/√in, 1/√in), then bias from
+// U(-1/√in, 1/√in), drawn in that order from the generator in opts.
+func NewLinear(in, out int, bias bool, opts ...tensor.Option) *Linear {
+	checkSizes("NewLinear", in, out)
+	l := &Linear{In: in, Out: out}
+	l.Weight = newParam([]int{out, in}, uniform(kaimingUniformBound(in)), opts)
+	if bias {
+		l.Bias = newParam([]int{out}, uniform(1/math.Sqrt(float64(in))), opts)
+	}
+	return l
+}
+
+func checkSizes(op string, sizes ...int) {
+	for _, n := range sizes {
+		if n <= 0 {
+			panic(errorf("%s: sizes must be positive, got %v", op, sizes))
+		}
+	}
+}
+
+// Members lists weight and bias.
+func (l *Linear) Members() Members {
+	ms := Members{Params: []Named{{"weight", l.Weight}}}
+	if l.Bias != nil {
+		ms.Params = append(ms.Params, Named{"bias", l.Bias})
+	}
+	return ms
+}
+
+// Forward returns x Wᵀ + b. Autograd saves x and W (the matmul's inputs).
+func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x.Dim() == 0 || x.Size(-1) != l.In {
+		panic(errorf("Linear: input of shape %v, expected last dimension %d", x.Shape(), l.In))
+	}
+	// Under autocast the weight and bias are used in the lower precision,
+	// as PyTorch's linear is, and their casts cached on the parameters.
+	w := tensor.AutocastParam(l.Weight)
+	defer w.Release()
+	wt := w.T()
+	defer wt.Release()
+	y := x.Matmul(wt)
+	if l.Bias == nil {
+		return y
+	}
+	defer y.Release()
+	b := tensor.AutocastParam(l.Bias)
+	defer b.Release()
+	return y.Add(b)
+}
+
+// Embedding maps integer ids to rows of a [num, dim] table
+// (torch.nn.Embedding), initialised from N(0, 1).
+type Embedding struct {
+	Base
+	Num, Dim int
+	Weight   *tensor.Tensor
+}
+
+// NewEmbedding returns an Embedding of num rows of size dim.
+func NewEmbedding(num, dim int, opts ...tensor.Option) *Embedding {
+	checkSizes("NewEmbedding", num, dim)
+	return &Embedding{Num: num, Dim: dim, Weight: newParam([]int{num, dim}, normal, opts)}
+}
+
+// Members lists weight.
+func (e *Embedding) Members() Members { return Members{Params: []Named{{"weight", e.Weight}}} }
+
+// Forward looks up ids (an Int64 or Int32 tensor of any shape) and returns
+// a tensor of shape ids.shape + [dim]. Backward saves the ids only.
+func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
+	flat := ids.Reshape(-1)
+	defer flat.Release()
+	rows := e.Weight.IndexSelect(0, flat)
+	defer rows.Release()
+	return rows.View(append(ids.Shape(), e.Dim)...)
+}
+
+// LayerNorm normalises over the last dimension and applies a learned
+// scale and shift (torch.nn.LayerNorm(dim), eps 1e-5, weight ones, bias
+// zeros). It is composed of tensor ops, so autograd saves the
+// intermediate tensors those ops need (a fused kernel, as PyTorch's, saves
+// only the input, the mean and 1/σ).
+type LayerNorm struct {
+	Base
+	Dim          int
+	Eps          float64
+	Weight, Bias *tensor.Tensor
+}
+
+// NewLayerNorm returns a LayerNorm over a last dimension of size dim.
+func NewLayerNorm(dim int, opts ...tensor.Option) *LayerNorm {
+	checkSizes("NewLayerNorm", dim)
+	return &LayerNorm{Dim: dim, Eps: 1e-5,
+		Weight: newParam([]int{dim}, constant(1), opts),
+		Bias:   newParam([]int{dim}, constant(0), opts)}
+}
+
+// Members lists weight and bias.
+func (n *LayerNorm) Members() Members {
+	return Members{Params: []Named{{"weight", n.Weight}, {"bias", n.Bias}}}
+}
+
+// Forward returns (x - mean) / √(var + eps) · weight + bias over the last
+// dimension (biased variance, as PyTorch).
+func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x.Dim() == 0 || x.Size(-1) != n.Dim {
+		panic(errorf("LayerNorm: input of shape %v, expected last dimension %d", x.Shape(), n.Dim))
+	}
+	xhat := normalize(x, []int{-1}, n.Eps, nil, nil)
+	defer xhat.Release()
+	return affine(xhat, n.Weight, n.Bias)
+}
+
+// normalize returns (x - mean)/√(var + eps) over dims, using mean and
+// variance when given (BatchNorm in eval) and the batch's otherwise.
+func normalize(x *tensor.Tensor, dims []int, eps float64, mean, variance *tensor.Tensor) *tensor.Tensor {
+	if mean == nil {
+		mean = x.MeanDims(dims, true)
+		defer mean.Release()
+		c := x.Sub(mean)
+		defer c.Release()
+		sq := c.Mul(c)
+		defer sq.Release()
+		v := sq.MeanDims(dims, true)
+		defer v.Release()
+		return scaleBy(c, v, eps)
+	}
+	c := x.Sub(mean)
+	defer c.Release()
+	return scaleBy(c, variance, eps)
+}
+
+func scaleBy(c, variance *tensor.Tensor, eps float64) *tensor.Tensor {
+	ve := variance.Add(eps)
+	defer ve.Release()
+	rstd := ve.Pow(-0.5)
+	defer rstd.Release()
+	return c.Mul(rstd)
+}
+
+func affine(xhat, weight, bias *tensor.Tensor) *tensor.Tensor {
+	y := xhat.Mul(weight)
+	defer y.Release()
+	return y.Add(bias)
+}
+
+// BatchNorm1d normalises each feature of [N, C] inputs over the batch
+// (torch.nn.BatchNorm1d(C): eps 1e-5, momentum 0.1, affine, running
+// statistics). In training it uses the batch's mean and biased variance
+// and updates the buffers running_mean (zeros at start), running_var
+// (ones; updated with the unbiased variance) and num_batches_tracked
+// (Int64); in eval it uses the running statistics.
+type BatchNorm1d struct {
+	Base
+	Features                            int
+	Eps, Momentum                       float64
+	Weight, Bias                        *tensor.Tensor
+	RunningMean, RunningVar, NumTracked *tensor.Tensor
+}
+
+// NewBatchNorm1d returns a BatchNorm1d over features channels.
+func NewBatchNorm1d(features int, opts ...tensor.Option) *BatchNorm1d {
+	checkSizes("NewBatchNorm1d", features)
+	shape := []int{features}
+	idOpts := append(append([]tensor.Option{}, opts...), tensor.Int64)
+	return &BatchNorm1d{Features: features, Eps: 1e-5, Momentum: 0.1,
+		Weight:      newParam(shape, constant(1), opts),
+		Bias:        newParam(shape, constant(0), opts),
+		RunningMean: tensor.Zeros(shape, opts...),
+		RunningVar:  tensor.Ones(shape, opts...),
+		NumTracked:  tensor.Zeros(nil, idOpts...),
+	}
+}
+
+// Members lists weight and bias, and the buffers running_mean,
+// running_var and num_batches_tracked.
+func (b *BatchNorm1d) Members() Members {
+	return Members{
+		Params:  []Named{{"weight", b.Weight}, {"bias", b.Bias}},
+		Buffers: []Named{{"running_mean", b.RunningMean}, {"running_var", b.RunningVar}, {"num_batches_tracked", b.NumTracked}},
+	}
+}
+
+// Forward normalises x of shape [N, C].
+func (b *BatchNorm1d) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x.Dim() != 2 || x.Size(1) != b.Features {
+		panic(errorf("BatchNorm1d: input of shape %v, expected [N, %d]", x.Shape(), b.Features))
+	}
+	if !b.Training() {
+		xhat := normalize(x, nil, b.Eps, b.RunningMean, b.RunningVar)
+		defer xhat.Release()
+		return affine(xhat, b.Weight, b.Bias)
+	}
+	n := x.Size(0)
+	if n < 2 {
+		panic(errorf("BatchNorm1d: expected more than 1 value per channel when training, got input of shape %v", x.Shape()))
+	}
+	xhat := normalize(x, []int{0}, b.Eps, nil, nil)
+	defer xhat.Release()
+	tensor.NoGrad(func() {
+		mean := x.MeanDims([]int{0}, false)
+		v := x.Var([]int{0}, false, true)
+		b.RunningMean.MulInPlace(1 - b.Momentum).AddInPlace(mean.MulInPlace(b.Momentum))
+		b.RunningVar.MulInPlace(1 - b.Momentum).AddInPlace(v.MulInPlace(b.Momentum))
+		b.NumTracked.AddInPlace(1)
+		mean.Release()
+		v.Release()
+	})
+	return affine(xhat, b.Weight, b.Bias)
+}
+
+// Dropout zeroes elements with probability P in training
+// (torch.nn.Dropout, P 0.5 by default) and scales the rest by 1/(1-P); in
+// eval it returns its input (a new reference, no allocation). Gen is the
+// generator of the masks (the default one when nil).
+type Dropout struct {
+	Base
+	P   float64
+	Gen *tensor.Generator
+}
+
+// NewDropout returns a Dropout with probability p.
+func NewDropout(p float64) *Dropout {
+	if p < 0 || p > 1 || math.IsNaN(p) {
+		panic(errorf("NewDropout: dropout probability has to be between 0 and 1, but got %v", p))
+	}
+	return &Dropout{P: p}
+}
+
+// Members is empty: Dropout owns no tensors.
+func (d *Dropout) Members() Members { return Members{} }
+
+// Forward applies the mask in training mode.
+func (d *Dropout) Forward(x *tensor.Tensor) *tensor.Tensor {
+	return x.Dropout(d.P, d.Training(), d.Gen)
+}
+
+// ReLU is max(x, 0) (torch.nn.ReLU).
+type ReLU struct{ Base }
+
+// NewReLU returns a ReLU.
+func NewReLU() *ReLU { return &ReLU{} }
+
+// Members is empty.
+func (*ReLU) Members() Members { return Members{} }
+
+// Forward returns max(x, 0).
+func (*ReLU) Forward(x *tensor.Tensor) *tensor.Tensor { return x.Relu() }
+
+// GELU is x·Φ(x), the exact erf form (torch.nn.GELU()).
+type GELU struct{ Base }
+
+// NewGELU returns a GELU.
+func NewGELU() *GELU { return &GELU{} }
+
+// Members is empty.
+func (*GELU) Members() Members { return Members{} }
+
+// Forward returns x·Φ(x).
+func (*GELU) Forward(x *tensor.Tensor) *tensor.Tensor { return x.Gelu() }

@@ -1,0 +1,183 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// AdamConfig holds Adam's and AdamW's hyperparameters (torch.optim.Adam,
+// AdamW). Start from DefaultAdam or DefaultAdamW.
+type AdamConfig struct {
+	LR          float64
+	Betas       [2]float64
+	Eps         float64
+	WeightDecay float64
+}
+
+// DefaultAdam returns torch.optim.Adam's defaults: lr 1e-3, betas (0.9,
+// 0.999), eps 1e-8, weight_decay 0.
+func DefaultAdam() AdamConfig { return AdamConfig{LR: 1e-3, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8} }
+
+// DefaultAdamW returns torch.optim.AdamW's defaults: Adam's, with
+// weight_decay 0.01.
+func DefaultAdamW() AdamConfig {
+	c := DefaultAdam()
+	c.WeightDecay = 0.01
+	return c
+}
+
+func (c AdamConfig) validate() error {
+	if err := checkLR(c.LR); err != nil {
+		return err
+	}
+	if c.Eps < 0 || math.IsNaN(c.Eps) {
+		return fmt.Errorf("Invalid epsilon value: %v", c.Eps)
+	}
+	for i, b := range c.Betas {
+		if b < 0 || b >= 1 || math.IsNaN(b) {
+			return fmt.Errorf("Invalid beta parameter at index %d: %v", i, b)
+		}
+	}
+	return checkWeightDecay(c.WeightDecay)
+}
+
+// adamState is one parameter's state: PyTorch's step, exp_avg and
+// exp_avg_sq.
+type adamState struct {
+	step             int
+	expAvg, expAvgSq *tensor.Tensor
+}
+
+// Adam is torch.optim.Adam (and AdamW when decoupled): per parameter,
+// at step t,
+//
+//	p ← p·(1 − lr·weight_decay)        (AdamW only)
+//	g ← grad + weight_decay·p          (Adam only)
+//	m ← β1·m + (1 − β1)·g              exp_avg
+//	v ← β2·v + (1 − β2)·g²             exp_avg_sq
+//	p ← p − lr/(1 − β1ᵗ) · m / (√v/√(1 − β2ᵗ) + eps)
+//
+// exp_avg and exp_avg_sq, each the size of the parameter, are allocated
+// at the parameter's first step, which is when a real card's memory grows
+// by twice the model's size. The update itself uses two temporaries of
+// one parameter's size at a time (PyTorch's single-tensor
+// implementation; its default foreach one holds temporaries for a whole
+// group at once).
+type Adam struct {
+	groups    []Group[AdamConfig]
+	decoupled bool
+	state     map[*tensor.Tensor]*adamState
+}
+
+// NewAdam returns Adam over params with cfg.
+func NewAdam(params []*tensor.Tensor, cfg AdamConfig) (*Adam, error) {
+	return NewAdamGroups([]Group[AdamConfig]{{Params: params, Config: cfg}})
+}
+
+// NewAdamGroups returns Adam over parameter groups.
+func NewAdamGroups(groups []Group[AdamConfig]) (*Adam, error) { return newAdam(groups, false) }
+
+// NewAdamW returns AdamW (decoupled weight decay) over params with cfg.
+func NewAdamW(params []*tensor.Tensor, cfg AdamConfig) (*Adam, error) {
+	return NewAdamWGroups([]Group[AdamConfig]{{Params: params, Config: cfg}})
+}
+
+// NewAdamWGroups returns AdamW over parameter groups.
+func NewAdamWGroups(groups []Group[AdamConfig]) (*Adam, error) { return newAdam(groups, true) }
+
+func newAdam(groups []Group[AdamConfig], decoupled bool) (*Adam, error) {
+	if err := checkGroups(groups, AdamConfig.validate); err != nil {
+		return nil, err
+	}
+	return &Adam{groups: cloneGroups(groups), decoupled: decoupled, state: map[*tensor.Tensor]*adamState{}}, nil
+}
+
+// Step updates every parameter with a gradient.
+func (o *Adam) Step() {
+	tensor.NoGrad(func() {
+		for _, g := range o.groups {
+			for _, p := range g.Params {
+				if p.Grad() != nil {
+					o.update(p, g.Config)
+				}
+			}
+		}
+	})
+}
+
+func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
+	s, ok := o.state[p]
+	if !ok {
+		s = &adamState{expAvg: tensor.ZerosLike(p), expAvgSq: tensor.ZerosLike(p)}
+		o.state[p] = s
+	}
+	s.step++
+	b1, b2 := c.Betas[0], c.Betas[1]
+	var g *tensor.Tensor
+	if o.decoupled {
+		p.MulInPlace(1 - c.LR*c.WeightDecay)
+		g = p.Grad().Detach()
+	} else {
+		g = withDecay(p.Grad(), p, c.WeightDecay)
+	}
+	defer g.Release()
+
+	t := g.Mul(1 - b1)
+	s.expAvg.MulInPlace(b1).AddInPlace(t)
+	t.Release()
+	sq := g.Mul(g)
+	s.expAvgSq.MulInPlace(b2).AddInPlace(sq.MulInPlace(1 - b2))
+	sq.Release()
+
+	bc1 := 1 - math.Pow(b1, float64(s.step))
+	bc2 := 1 - math.Pow(b2, float64(s.step))
+	denom := s.expAvgSq.Sqrt()
+	denom.DivInPlace(math.Sqrt(bc2)).AddInPlace(c.Eps)
+	upd := s.expAvg.Div(denom)
+	denom.Release()
+	p.SubInPlace(upd.MulInPlace(c.LR / bc1))
+	upd.Release()
+}
+
+// ZeroGrad clears the gradients of every parameter.
+func (o *Adam) ZeroGrad(setToNone bool) { zeroGrad(o.Params(), setToNone) }
+
+// Groups is the number of parameter groups.
+func (o *Adam) Groups() int { return len(o.groups) }
+
+// LR is group g's learning rate.
+func (o *Adam) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
+
+// SetLR changes group g's learning rate.
+func (o *Adam) SetLR(g int, lr float64) { checkGroup(len(o.groups), g); o.groups[g].Config.LR = lr }
+
+// Params returns the parameters of every group in order.
+func (o *Adam) Params() []*tensor.Tensor { return groupParams(o.groups) }
+
+// Steps is the number of steps p has taken (0 before its first).
+func (o *Adam) Steps(p *tensor.Tensor) int {
+	if s, ok := o.state[p]; ok {
+		return s.step
+	}
+	return 0
+}
+
+// StateBytes is the memory of exp_avg and exp_avg_sq of every parameter.
+func (o *Adam) StateBytes() int64 {
+	var n int64
+	for _, s := range o.state {
+		n += s.expAvg.Nbytes() + s.expAvgSq.Nbytes()
+	}
+	return n
+}
+
+// Release frees the optimizer's state.
+func (o *Adam) Release() {
+	for p, s := range o.state {
+		s.expAvg.Release()
+		s.expAvgSq.Release()
+		delete(o.state, p)
+	}
+}

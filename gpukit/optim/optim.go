@@ -1,0 +1,125 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// Optimizer updates parameters from their gradients. Step, ZeroGrad and
+// the learning rates of the parameter groups (which schedules change) are
+// common to SGD, Adam and AdamW.
+type Optimizer interface {
+	// Step applies one update to every parameter that has a gradient
+	// (parameters without one are skipped, as in PyTorch). State tensors
+	// are allocated on a parameter's first step.
+	Step()
+	// ZeroGrad releases every gradient (setToNone, PyTorch 2's default) or
+	// fills them with zeros in place.
+	ZeroGrad(setToNone bool)
+	// Groups is the number of parameter groups; LR and SetLR read and
+	// change a group's learning rate.
+	Groups() int
+	LR(group int) float64
+	SetLR(group int, lr float64)
+	// Params returns the parameters of every group, in order (the index
+	// a parameter has in a state dict).
+	Params() []*tensor.Tensor
+	// StateBytes is the device memory the optimizer's state holds.
+	StateBytes() int64
+}
+
+// Group is a list of parameters with their own hyperparameters
+// (PyTorch's param_groups): C is SGDConfig or AdamConfig.
+type Group[C any] struct {
+	Params []*tensor.Tensor
+	Config C
+}
+
+// ErrEmptyParams is PyTorch's refusal of an optimizer without parameters.
+var ErrEmptyParams = errors.New("optim: optimizer got an empty parameter list")
+
+// checkGroups refuses an empty parameter list, a parameter that is not a
+// float leaf requiring grad, and a parameter listed twice (in one group
+// or in two), with PyTorch's wording.
+func checkGroups[C any](groups []Group[C], validate func(C) error) error {
+	n := 0
+	seen := map[*tensor.Tensor]bool{}
+	for gi, g := range groups {
+		if err := validate(g.Config); err != nil {
+			return fmt.Errorf("optim: parameter group %d: %w", gi, err)
+		}
+		for i, p := range g.Params {
+			switch {
+			case p == nil:
+				return fmt.Errorf("optim: parameter group %d: parameter %d is nil", gi, i)
+			case p.Released():
+				return fmt.Errorf("optim: parameter group %d: parameter %d was released", gi, i)
+			case !p.IsLeaf():
+				return fmt.Errorf("optim: parameter group %d: parameter %d: can't optimize a non-leaf Tensor", gi, i)
+			case !p.Dtype().IsFloat():
+				return fmt.Errorf("optim: parameter group %d: parameter %d has dtype %s; optimizers update floating-point tensors", gi, i, p.Dtype())
+			case seen[p]:
+				return fmt.Errorf("optim: some parameters appear in more than one parameter group (parameter %d of group %d)", i, gi)
+			}
+			seen[p] = true
+			n++
+		}
+	}
+	if n == 0 {
+		return ErrEmptyParams
+	}
+	return nil
+}
+
+func checkLR(lr float64) error {
+	if lr < 0 || math.IsNaN(lr) || math.IsInf(lr, 0) {
+		return fmt.Errorf("Invalid learning rate: %v", lr)
+	}
+	return nil
+}
+
+func checkWeightDecay(wd float64) error {
+	if wd < 0 || math.IsNaN(wd) {
+		return fmt.Errorf("Invalid weight_decay value: %v", wd)
+	}
+	return nil
+}
+
+// groupParams flattens the parameters of groups.
+func groupParams[C any](groups []Group[C]) []*tensor.Tensor {
+	var ps []*tensor.Tensor
+	for _, g := range groups {
+		ps = append(ps, g.Params...)
+	}
+	return ps
+}
+
+func zeroGrad(params []*tensor.Tensor, setToNone bool) {
+	for _, p := range params {
+		if setToNone {
+			p.SetGrad(nil)
+		} else {
+			p.ZeroGrad()
+		}
+	}
+}
+
+func checkGroup(n, g int) {
+	if g < 0 || g >= n {
+		panic(fmt.Sprintf("optim: parameter group %d out of range [0, %d)", g, n))
+	}
+}
+
+// withDecay returns grad + wd·p as a new tensor (L2 regularisation as
+// SGD and Adam apply it), or a new reference to grad when wd is 0.
+func withDecay(grad, p *tensor.Tensor, wd float64) *tensor.Tensor {
+	if wd == 0 {
+		return grad.Detach()
+	}
+	d := p.Mul(wd)
+	d.AddInPlace(grad)
+	return d
+}

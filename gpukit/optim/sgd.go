@@ -1,0 +1,149 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// SGDConfig holds SGD's hyperparameters (torch.optim.SGD): lr (1e-3 by
+// default in PyTorch 2), momentum, dampening, weight_decay (L2 added to
+// the gradient) and Nesterov momentum.
+type SGDConfig struct {
+	LR, Momentum, Dampening, WeightDecay float64
+	Nesterov                             bool
+}
+
+// DefaultSGD returns PyTorch's defaults: lr 1e-3, no momentum, no weight
+// decay.
+func DefaultSGD() SGDConfig { return SGDConfig{LR: 1e-3} }
+
+func (c SGDConfig) validate() error {
+	if err := checkLR(c.LR); err != nil {
+		return err
+	}
+	if c.Momentum < 0 {
+		return fmt.Errorf("Invalid momentum value: %v", c.Momentum)
+	}
+	if err := checkWeightDecay(c.WeightDecay); err != nil {
+		return err
+	}
+	if c.Nesterov && (c.Momentum <= 0 || c.Dampening != 0) {
+		return errors.New("Nesterov momentum requires a momentum and zero dampening")
+	}
+	return nil
+}
+
+// SGD is stochastic gradient descent with optional momentum:
+//
+//	g ← grad + weight_decay·p
+//	buf ← g                                   (first step)
+//	buf ← momentum·buf + (1 − dampening)·g    (later steps)
+//	g ← g + momentum·buf  (Nesterov)  or  g ← buf
+//	p ← p − lr·g
+//
+// With momentum, one buffer the size of each parameter is allocated at the
+// parameter's first step.
+type SGD struct {
+	groups []Group[SGDConfig]
+	buf    map[*tensor.Tensor]*tensor.Tensor
+}
+
+// NewSGD returns an SGD over params with cfg (start from DefaultSGD()).
+func NewSGD(params []*tensor.Tensor, cfg SGDConfig) (*SGD, error) {
+	return NewSGDGroups([]Group[SGDConfig]{{Params: params, Config: cfg}})
+}
+
+// NewSGDGroups returns an SGD over parameter groups with their own
+// hyperparameters.
+func NewSGDGroups(groups []Group[SGDConfig]) (*SGD, error) {
+	if err := checkGroups(groups, SGDConfig.validate); err != nil {
+		return nil, err
+	}
+	return &SGD{groups: cloneGroups(groups), buf: map[*tensor.Tensor]*tensor.Tensor{}}, nil
+}
+
+func cloneGroups[C any](groups []Group[C]) []Group[C] {
+	out := make([]Group[C], len(groups))
+	for i, g := range groups {
+		out[i] = Group[C]{Params: append([]*tensor.Tensor{}, g.Params...), Config: g.Config}
+	}
+	return out
+}
+
+// Step updates every parameter with a gradient.
+func (o *SGD) Step() {
+	tensor.NoGrad(func() {
+		for _, g := range o.groups {
+			c := g.Config
+			for _, p := range g.Params {
+				if p.Grad() == nil {
+					continue
+				}
+				o.update(p, c)
+			}
+		}
+	})
+}
+
+func (o *SGD) update(p *tensor.Tensor, c SGDConfig) {
+	d := withDecay(p.Grad(), p, c.WeightDecay)
+	defer d.Release()
+	if c.Momentum != 0 {
+		buf, ok := o.buf[p]
+		if !ok {
+			buf = d.Clone()
+			o.buf[p] = buf
+		} else {
+			buf.MulInPlace(c.Momentum)
+			t := d.Mul(1 - c.Dampening)
+			buf.AddInPlace(t)
+			t.Release()
+		}
+		if c.Nesterov {
+			t := buf.Mul(c.Momentum)
+			t.AddInPlace(d)
+			d.Release()
+			d = t
+		} else {
+			d.Release()
+			d = buf.Detach()
+		}
+	}
+	step := d.Mul(c.LR)
+	p.SubInPlace(step)
+	step.Release()
+}
+
+// ZeroGrad clears the gradients of every parameter.
+func (o *SGD) ZeroGrad(setToNone bool) { zeroGrad(o.Params(), setToNone) }
+
+// Groups is the number of parameter groups.
+func (o *SGD) Groups() int { return len(o.groups) }
+
+// LR is group g's learning rate.
+func (o *SGD) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
+
+// SetLR changes group g's learning rate.
+func (o *SGD) SetLR(g int, lr float64) { checkGroup(len(o.groups), g); o.groups[g].Config.LR = lr }
+
+// Params returns the parameters of every group in order.
+func (o *SGD) Params() []*tensor.Tensor { return groupParams(o.groups) }
+
+// StateBytes is the memory of the momentum buffers.
+func (o *SGD) StateBytes() int64 {
+	var n int64
+	for _, b := range o.buf {
+		n += b.Nbytes()
+	}
+	return n
+}
+
+// Release frees the momentum buffers.
+func (o *SGD) Release() {
+	for p, b := range o.buf {
+		b.Release()
+		delete(o.buf, p)
+	}
+}

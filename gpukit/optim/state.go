@@ -1,0 +1,255 @@
+package optim
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/safetensors"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// An optimizer's state dict in a .safetensors file follows PyTorch's
+// optimizer.state_dict(): tensors "state.<i>.<field>" for parameter i of
+// Params() (Adam: step, a float32 scalar as in PyTorch, exp_avg,
+// exp_avg_sq; SGD: momentum_buffer), and the metadata "optimizer" (the
+// kind) and "param_groups" (PyTorch's list as JSON, each group with its
+// hyperparameters and the indices of its parameters).
+
+type groupJSON struct {
+	LR          float64    `json:"lr"`
+	Betas       [2]float64 `json:"betas,omitzero"`
+	Eps         float64    `json:"eps,omitempty"`
+	WeightDecay float64    `json:"weight_decay"`
+	Momentum    float64    `json:"momentum,omitempty"`
+	Dampening   float64    `json:"dampening,omitempty"`
+	Nesterov    bool       `json:"nesterov,omitempty"`
+	Params      []int      `json:"params"`
+}
+
+func groupsMeta[C any](kind string, groups []Group[C], toJSON func(C) groupJSON) map[string]string {
+	var gs []groupJSON
+	i := 0
+	for _, g := range groups {
+		j := toJSON(g.Config)
+		j.Params = []int{}
+		for range g.Params {
+			j.Params = append(j.Params, i)
+			i++
+		}
+		gs = append(gs, j)
+	}
+	b, _ := json.Marshal(gs)
+	return map[string]string{"optimizer": kind, "param_groups": string(b)}
+}
+
+// stateFile is a validated optimizer state file: its groups and, per
+// parameter index, the host tensors of each field.
+type stateFile struct {
+	groups []groupJSON
+	fields map[int]map[string]*tensor.Tensor
+}
+
+func (s *stateFile) release() {
+	for _, fs := range s.fields {
+		for _, t := range fs {
+			t.Release()
+		}
+	}
+}
+
+// readState opens path and checks it against the optimizer: kind, group
+// sizes, field names and shapes. It reads every tensor to the host; on
+// any error nothing is returned.
+func readState[C any](path, kind string, groups []Group[C], fields []string) (*stateFile, error) {
+	f, err := safetensors.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("optim: %w", err)
+	}
+	defer f.Close()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("optim: loading %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if got := f.Metadata["optimizer"]; got != kind {
+		return nil, bad("the file holds the state of %q, this optimizer is %s", got, kind)
+	}
+	s := &stateFile{fields: map[int]map[string]*tensor.Tensor{}}
+	if err := json.Unmarshal([]byte(f.Metadata["param_groups"]), &s.groups); err != nil {
+		return nil, bad("param_groups metadata: %v", err)
+	}
+	if len(s.groups) != len(groups) {
+		return nil, bad("loaded state dict has a different number of parameter groups (%d, the optimizer has %d)", len(s.groups), len(groups))
+	}
+	var params []*tensor.Tensor
+	for i, g := range groups {
+		if len(s.groups[i].Params) != len(g.Params) {
+			return nil, bad("loaded state dict contains a parameter group that doesn't match the size of optimizer's group (group %d: %d parameters, the optimizer's has %d)", i, len(s.groups[i].Params), len(g.Params))
+		}
+		params = append(params, g.Params...)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.release()
+		}
+	}()
+	for _, info := range f.Tensors {
+		rest, found := strings.CutPrefix(info.Name, "state.")
+		idx, field, found2 := strings.Cut(rest, ".")
+		i, err := strconv.Atoi(idx)
+		if !found || !found2 || err != nil || i < 0 || i >= len(params) || !slices.Contains(fields, field) {
+			return nil, bad("unexpected key %q (expected state.<parameter index>.<%s>)", info.Name, strings.Join(fields, "|"))
+		}
+		want := params[i].Shape()
+		if field == "step" {
+			want = []int{}
+		}
+		if !slices.Equal(info.Shape, want) {
+			return nil, bad("size mismatch for %s: copying a tensor with shape %v from checkpoint, the shape in current optimizer is %v", info.Name, info.Shape, want)
+		}
+		t, err := f.Load(info)
+		if err != nil {
+			return nil, fmt.Errorf("optim: %w", err)
+		}
+		if s.fields[i] == nil {
+			s.fields[i] = map[string]*tensor.Tensor{}
+		}
+		s.fields[i][field] = t
+	}
+	for i, fs := range s.fields {
+		if len(fs) != len(fields) {
+			return nil, bad("parameter %d has %d of the state fields %v", i, len(fs), fields)
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+// deviceCopy returns a copy of host tensor h on p's device with p's dtype.
+func deviceCopy(h, p *tensor.Tensor) *tensor.Tensor {
+	var t *tensor.Tensor
+	tensor.NoGrad(func() {
+		t = tensor.ZerosLike(p)
+		t.CopyFrom(h)
+	})
+	return t
+}
+
+// SaveFile writes Adam's state dict to path (see the package doc).
+func (o *Adam) SaveFile(path string) error {
+	var named []nn.Named
+	for i, p := range o.Params() {
+		s, ok := o.state[p]
+		if !ok {
+			continue
+		}
+		step := tensor.Scalar(float64(s.step), tensor.OnHost(false))
+		defer step.Release()
+		pre := fmt.Sprintf("state.%d.", i)
+		named = append(named, nn.Named{Name: pre + "step", Tensor: step},
+			nn.Named{Name: pre + "exp_avg", Tensor: s.expAvg}, nn.Named{Name: pre + "exp_avg_sq", Tensor: s.expAvgSq})
+	}
+	return nn.SaveTensors(path, named, groupsMeta(o.kind(), o.groups, func(c AdamConfig) groupJSON {
+		return groupJSON{LR: c.LR, Betas: c.Betas, Eps: c.Eps, WeightDecay: c.WeightDecay}
+	}))
+}
+
+func (o *Adam) kind() string {
+	if o.decoupled {
+		return "AdamW"
+	}
+	return "Adam"
+}
+
+// LoadFile replaces Adam's state and hyperparameters with those saved in
+// path, after checking them all against this optimizer (kind, groups,
+// shapes); on error the optimizer is left as it was.
+func (o *Adam) LoadFile(path string) error {
+	s, err := readState(path, o.kind(), o.groups, []string{"step", "exp_avg", "exp_avg_sq"})
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	for gi := range o.groups {
+		g := s.groups[gi]
+		c := AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay}
+		if err := c.validate(); err != nil {
+			return fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
+		}
+	}
+	params := o.Params()
+	next := map[*tensor.Tensor]*adamState{}
+	err = tensor.Try(func() {
+		for i, fs := range s.fields {
+			p := params[i]
+			next[p] = &adamState{step: int(fs["step"].Item()), expAvg: deviceCopy(fs["exp_avg"], p), expAvgSq: deviceCopy(fs["exp_avg_sq"], p)}
+		}
+	})
+	if err != nil {
+		for _, st := range next {
+			st.expAvg.Release()
+			st.expAvgSq.Release()
+		}
+		return fmt.Errorf("optim: loading %s: %w", path, err)
+	}
+	o.Release()
+	o.state = next
+	for gi := range o.groups {
+		g := s.groups[gi]
+		o.groups[gi].Config = AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay}
+	}
+	return nil
+}
+
+// SaveFile writes SGD's state dict to path (see the package doc).
+func (o *SGD) SaveFile(path string) error {
+	var named []nn.Named
+	for i, p := range o.Params() {
+		if b, ok := o.buf[p]; ok {
+			named = append(named, nn.Named{Name: fmt.Sprintf("state.%d.momentum_buffer", i), Tensor: b})
+		}
+	}
+	return nn.SaveTensors(path, named, groupsMeta("SGD", o.groups, func(c SGDConfig) groupJSON {
+		return groupJSON{LR: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: c.Nesterov}
+	}))
+}
+
+// LoadFile replaces SGD's momentum buffers and hyperparameters with those
+// saved in path, all or nothing.
+func (o *SGD) LoadFile(path string) error {
+	s, err := readState(path, "SGD", o.groups, []string{"momentum_buffer"})
+	if err != nil {
+		return err
+	}
+	defer s.release()
+	cfgs := make([]SGDConfig, len(o.groups))
+	for gi := range o.groups {
+		g := s.groups[gi]
+		cfgs[gi] = SGDConfig{LR: g.LR, Momentum: g.Momentum, Dampening: g.Dampening, WeightDecay: g.WeightDecay, Nesterov: g.Nesterov}
+		if err := cfgs[gi].validate(); err != nil {
+			return fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
+		}
+	}
+	params := o.Params()
+	next := map[*tensor.Tensor]*tensor.Tensor{}
+	err = tensor.Try(func() {
+		for i, fs := range s.fields {
+			next[params[i]] = deviceCopy(fs["momentum_buffer"], params[i])
+		}
+	})
+	if err != nil {
+		for _, b := range next {
+			b.Release()
+		}
+		return fmt.Errorf("optim: loading %s: %w", path, err)
+	}
+	o.Release()
+	o.buf = next
+	for gi := range o.groups {
+		o.groups[gi].Config = cfgs[gi]
+	}
+	return nil
+}

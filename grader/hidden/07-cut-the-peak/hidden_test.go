@@ -1,0 +1,112 @@
+package cutpeak
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/optim"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+func TestPeakCut(t *testing.T) {
+	base, err := Peak(512, 8, 8192, BaselineStep)
+	require.NoError(t, err)
+	got, err := Peak(512, 8, 8192, TrainStep)
+	require.NoError(t, err)
+	t.Logf("baseline peak %d bytes, TrainStep peak %d bytes (%.0f%%)", base, got, 100*float64(got)/float64(base))
+	assert.LessOrEqual(t, got, base*40/100, "the peak of a steady-state step is at most 40%% of the baseline's")
+}
+
+func TestPeakCutOtherShape(t *testing.T) {
+	base, err := Peak(256, 12, 16384, BaselineStep)
+	require.NoError(t, err)
+	got, err := Peak(256, 12, 16384, TrainStep)
+	require.NoError(t, err)
+	t.Logf("baseline peak %d bytes, TrainStep peak %d bytes (%.0f%%)", base, got, 100*float64(got)/float64(base))
+	assert.LessOrEqual(t, got, base*40/100)
+}
+
+func simDev(t *testing.T) *device.Device {
+	p, err := device.LookupProfile("classroom")
+	require.NoError(t, err)
+	d, err := device.New(sim.New(0, p))
+	require.NoError(t, err)
+	return d
+}
+
+// losses trains a small model for three steps with step and returns the
+// losses and the final parameters.
+func losses(t *testing.T, step func(*Model, *optim.Adam, *tensor.Tensor, *tensor.Tensor) (*tensor.Tensor, error)) ([]float64, [][]float64) {
+	dev := simDev(t)
+	m := NewModel(dev, 32, 3, 5)
+	opt := NewOptimizer(m)
+	gen := tensor.NewGenerator(8)
+	var ls []float64
+	for range 3 {
+		x := tensor.Randn([]int{64, 32}, tensor.On(dev), tensor.WithGenerator(gen))
+		y := tensor.Randn([]int{64, 32}, tensor.On(dev), tensor.WithGenerator(gen))
+		loss, err := step(m, opt, x, y)
+		require.NoError(t, err)
+		require.NotNil(t, loss)
+		require.Empty(t, loss.Shape(), "the loss is a 0-d tensor")
+		assert.False(t, loss.RequiresGrad(), "the loss is returned without history")
+		ls = append(ls, loss.Item())
+		loss.Release()
+		x.Release()
+		y.Release()
+	}
+	var ps [][]float64
+	for _, p := range nn.Parameters(m) {
+		ps = append(ps, p.Float64s())
+	}
+	return ls, ps
+}
+
+func TestLossClose(t *testing.T) {
+	want, wantParams := losses(t, BaselineStep)
+	got, gotParams := losses(t, TrainStep)
+	for i := range want {
+		assert.InEpsilon(t, want[i], got[i], 0.01, "loss of step %d", i+1)
+	}
+	// Adam moves each parameter by about lr per step whatever the
+	// gradient's size: the parameters must have moved, and moved alike.
+	var moved, far int
+	for i := range wantParams {
+		for j := range wantParams[i] {
+			if math.Abs(gotParams[i][j]-wantParams[i][j]) > 3e-3 {
+				far++
+			}
+			moved++
+		}
+	}
+	assert.Less(t, float64(far)/float64(moved), 0.01, "parameters after three steps match the baseline's within 3e-3")
+}
+
+// After a step only the parameters and Adam's state are allocated: no
+// gradient, no activation, no saved tensor.
+func TestReleasesEverything(t *testing.T) {
+	dev := ClassroomCard()
+	m := NewModel(dev, 256, 4, 1)
+	opt := NewOptimizer(m)
+	x := tensor.Zeros([]int{1024, 256}, tensor.On(dev))
+	y := tensor.Zeros([]int{1024, 256}, tensor.On(dev))
+	for range 2 {
+		loss, err := TrainStep(m, opt, x, y)
+		require.NoError(t, err)
+		require.NotNil(t, loss)
+		loss.Release()
+	}
+	tensor.CollectGarbage()
+	want := nn.Nbytes(m) + opt.StateBytes() + x.Nbytes() + y.Nbytes()
+	assert.Equal(t, want, dev.MemoryAllocated(), "allocated after a step: parameters, Adam's state and the batch")
+	for _, p := range nn.Parameters(m) {
+		assert.Nil(t, p.Grad(), "gradients are released")
+	}
+	assert.Positive(t, opt.StateBytes(), "the optimizer stepped")
+}
