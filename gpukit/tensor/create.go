@@ -299,7 +299,7 @@ func Randint(low, high int64, shape []int, opts ...Option) *Tensor {
 	}
 	g := c.generator()
 	t := empty(c.mem, shape, c.dtype)
-	span := uint64(high - low)
+	span := uint64(high) - uint64(low) // exact: high - low may overflow an int64
 	writeValues(t, func(data []byte) {
 		g.mu.Lock()
 		defer g.mu.Unlock()

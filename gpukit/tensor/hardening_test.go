@@ -118,6 +118,40 @@ func FuzzShapes(f *testing.F) {
 	})
 }
 
+// FuzzArange: Arange on a meta device either refuses its bounds with a
+// tensor error (NaN, infinite, inconsistent with the step, too many
+// elements) or the allocator's out-of-memory error, or has exactly
+// ceil((end-start)/step) elements.
+func FuzzArange(f *testing.F) {
+	f.Add(0.0, math.NaN(), 1.0)
+	f.Add(0.0, math.Inf(1), 1.0)
+	f.Add(math.Inf(-1), 0.0, 1.0)
+	f.Add(0.0, 1.0, math.NaN())
+	f.Add(0.0, 10.0, 0.0)
+	f.Add(0.0, 1.0, 1e-300)
+	f.Add(-1e308, 1e308, 1.0)
+	f.Add(0.0, 10.0, 3.0)
+	f.Add(5.0, -5.0, -0.5)
+	f.Fuzz(func(t *testing.T, start, end, step float64) {
+		dev := newMeta(t)
+		var x *tensor.Tensor
+		err := tensor.Try(func() { x = tensor.Arange(start, end, step, tensor.On(dev)) })
+		if err != nil {
+			var te *tensor.Error
+			var oom *alloc.OutOfMemoryError
+			if !errors.As(err, &te) && !errors.As(err, &oom) {
+				t.Fatalf("Arange(%v, %v, %v): unexpected error %T: %v", start, end, step, err, err)
+			}
+			return
+		}
+		require.False(t, math.IsNaN(start) || math.IsNaN(end) || math.IsNaN(step), "NaN accepted")
+		require.False(t, math.IsInf(start, 0) || math.IsInf(end, 0) || math.IsInf(step, 0), "Inf accepted")
+		want := math.Ceil((end - start) / step)
+		assert.Equal(t, want, float64(x.Numel()), "Arange(%v, %v, %v)", start, end, step)
+		x.Release()
+	})
+}
+
 // Issue 8, item 3: backward passes on many goroutines that share a leaf
 // lose no gradient (run with -race).
 func TestConcurrentBackwardSharedLeaf(t *testing.T) {
