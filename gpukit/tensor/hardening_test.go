@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,12 @@ func TestOverflowingShapesAreRefused(t *testing.T) {
 	s := tensor.Arange(0, 8, 1, on).Slice(0, 1, 8, math.MaxInt)
 	assert.Equal(t, []int{1}, s.Shape())
 	assert.Equal(t, []float64{1}, s.Float64s())
+	// A host tensor larger than the machine is refused, not a fatal error
+	// of the Go runtime.
+	if runtime.GOOS == "linux" {
+		err = tensor.Try(func() { tensor.Empty([]int{1 << 60}, tensor.OnHost(false), tensor.Bool) })
+		assert.ErrorContains(t, err, "larger than this machine's memory")
+	}
 	// A huge request that fits in an int64 is the allocator's out-of-memory error.
 	err = tensor.Try(func() { tensor.Empty([]int{1 << 40}, on) })
 	var oom *alloc.OutOfMemoryError
