@@ -44,7 +44,9 @@
 // Expand, broadcasting, Cat, Narrow, Slice, Arange's bounds) is checked
 // first: a shape whose element count or byte size overflows, a negative
 // size, or a NaN or infinite Arange bound is refused with an *Error, never
-// wrapped around into a small allocation. In-place and out= arithmetic
+// wrapped around into a small allocation; so is a host tensor larger than
+// the machine's memory (on Linux), which Go could only answer with a fatal
+// error. Try(nil) is an error too. In-place and out= arithmetic
 // follows PyTorch's casting rule: a result type the destination cannot
 // hold (a Bool tensor plus an integer, an integer tensor times a float,
 // true division of integers) is refused ("result type Long can't be cast
