@@ -46,11 +46,11 @@
 // size, or a NaN or infinite Arange bound is refused with an *Error, never
 // wrapped around into a small allocation; so is a host tensor larger than
 // the machine's memory (on Linux), which Go could only answer with a fatal
-// error. Try(nil) is an error too. In-place and out= arithmetic
-// follows PyTorch's casting rule: a result type the destination cannot
-// hold (a Bool tensor plus an integer, an integer tensor times a float,
-// true division of integers) is refused ("result type Long can't be cast
-// to the desired output type Bool").
+// error. Try(nil) is an error too. In-place and out= arithmetic follows
+// PyTorch's casting rule: a result type the destination cannot hold (a
+// Bool tensor plus an integer, an integer tensor times a float, true
+// division of integers) is refused ("result type Long can't be cast to
+// the desired output type Bool").
 // Allocation failure inside an op or a creation function panics with the
 // allocator's error unchanged (*alloc.OutOfMemoryError). Try(fn) converts
 // both kinds of panic into an error at an API boundary:
@@ -152,12 +152,12 @@
 //     backward function receives the output gradient g, the saved tensors
 //     in order and which inputs need a gradient (skip others with when),
 //     and returns one gradient per input with the input's shape (use
-//     sumTo/reduced to undo broadcasting). Save an operand that only
-//     other inputs' gradients use as savedIf(operand, thoseInputs...):
-//     nil when none of them requires grad, as PyTorch does. It must capture only shapes and
+//     sumTo/reduced to undo broadcasting). It must capture only shapes and
 //     scalars, never forward tensors: what it needs, it saves, so memory is
-//     accounted for and the version check applies. It may return g itself.
-//     Release temporaries it creates.
+//     accounted for and the version check applies. Save an operand that
+//     only other inputs' gradients use as savedIf(operand, those inputs):
+//     nil, nothing saved, when none of them requires grad, as in PyTorch.
+//     It may return g itself. Release temporaries it creates.
 //  5. In-place variants call checkInPlace first and t.bump() after the
 //     kernel, then record(t, ...) with t among the inputs.
 //  6. Test: a forward-value case in TestForwardValues and a case in the
