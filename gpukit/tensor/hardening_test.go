@@ -201,6 +201,7 @@ func TestInPlaceResultTypeIsChecked(t *testing.T) {
 		{"int64 /= int", func() { ints().DivInPlace(2) }, "result type Float can't be cast to the desired output type Long"},
 		{"DivOut into int64", func() { a := ints(); tensor.DivOut(a, a, ints()) }, "DivOut: result type Float can't be cast to the desired output type Long"},
 		{"SubOut into bool", func() { a := bools(); tensor.SubOut(a, a, bools()) }, "SubOut: subtraction"},
+		{"bool - bool", func() { bools().Sub(bools()) }, "Sub: subtraction, the `-` operator, with a bool tensor"},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {

@@ -95,8 +95,10 @@ func (t *Tensor) Add(other any) *Tensor {
 		})
 }
 
-// Sub returns t - other.
+// Sub returns t - other. Bool tensors refuse it, as in PyTorch.
 func (t *Tensor) Sub(other any) *Tensor {
+	t.live("Sub")
+	checkBoolSub("Sub", t)
 	b, s := operand("Sub", other)
 	if b == nil {
 		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward0", []*Tensor{t}, nil,
