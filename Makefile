@@ -1,14 +1,16 @@
 # The two commands a newcomer needs:
 #   make lab    install what is missing, then open the course in Jupyter
-#   make test   every check: format, vet, tests, fuzzing, notebooks, cuda build
+#   make test   every check: format, vet, tests, fuzzing, notebooks, cuda build, site
+#   make site   every lesson, executed, as static HTML in site/ (checked in headless Chromium)
 # Both call scripts/setup.sh, which is idempotent.
 
 HOST ?= 127.0.0.1
 PORT ?= 8888
 FUZZTIME ?= 300x
 GO ?= go
+SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -18,7 +20,7 @@ lab: setup
 setup:
 	@bash scripts/setup.sh
 
-test: setup fmt vet nbcheck unit fuzz cuda notebooks
+test: setup fmt vet nbcheck unit fuzz cuda notebooks site
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -65,8 +67,17 @@ cuda:
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
 
+# Executes every notebook once; the executed copies stay in $(SITE_DIR)/executed
+# for the site.
 notebooks:
-	@bash scripts/run-notebooks.sh
+	@SITE_DIR="$(SITE_DIR)" bash scripts/run-notebooks.sh
+
+# The lessons as static HTML (one page each and an index) in $(SITE_DIR)/,
+# from the notebooks that `notebooks` executed, then checked in headless
+# Chromium: each page loads, its images decode, no output is an error.
+site: setup notebooks
+	@bash scripts/build-site.sh "$(SITE_DIR)"
+	@/usr/bin/python3 scripts/site-check.py "$(SITE_DIR)"
 
 # Regenerate notebooks/ after editing lessons/.
 notebooks-gen:

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Executes every notebook (or the ones named) top to bottom through the GoNB
 # kernel with jupyter nbconvert, prints the time of each, and on failure the
-# failing cell and its error. Executed copies go to a temporary folder: the
-# notebooks in the repository stay without outputs.
+# failing cell and its error, and checks that the figures each lesson's
+# prose quotes are printed by its cells (scripts/notebook-outputs.py
+# --check). Executed copies go to a temporary folder: the notebooks in the
+# repository stay without outputs. With SITE_DIR set, the executed copies
+# are kept in $SITE_DIR/executed for scripts/build-site.sh (make site), so
+# the notebooks run once for both the checks and the site.
 #
 #   scripts/run-notebooks.sh [notebooks/NN-name.ipynb ...]
 set -uo pipefail
@@ -23,6 +27,12 @@ fi
 	exit 1
 }
 
+keep=${NOTEBOOK_KEEP:-}
+if [ -n "${SITE_DIR:-}" ]; then
+	keep="$SITE_DIR/executed"
+	rm -rf "$keep" && mkdir -p "$keep"
+fi
+
 # Module downloads happen once here, not inside the first notebook's timer.
 go mod download >/dev/null 2>&1 || true
 export PATH="$here/bin:$PATH"
@@ -37,7 +47,8 @@ for nb in "${books[@]}"; do
 	# compiler errors.
 	if jupyter nbconvert --to notebook --execute --allow-errors --ExecutePreprocessor.kernel_name=gonb \
 		--ExecutePreprocessor.timeout="$timeout" --output-dir "$out" --output "$name" "$nb" >"$out/$name.log" 2>&1 &&
-		/usr/bin/python3 scripts/notebook-errors.py "$out/$name.ipynb" >"$out/$name.errors"; then
+		/usr/bin/python3 scripts/notebook-errors.py "$out/$name.ipynb" >"$out/$name.errors" &&
+		/usr/bin/python3 scripts/notebook-outputs.py --check "$out/$name.ipynb" >"$out/$name.errors"; then
 		status=ok
 		passed=$((passed + 1))
 	else
@@ -53,7 +64,7 @@ for nb in "${books[@]}"; do
 			tail -n 30 "$out/$name.log" | sed 's/^/    /'
 		fi
 	fi
-	[ -n "${NOTEBOOK_KEEP:-}" ] && mkdir -p "$NOTEBOOK_KEEP" && cp "$out/$name.ipynb" "$NOTEBOOK_KEEP/" 2>/dev/null
+	[ -n "$keep" ] && mkdir -p "$keep" && cp "$out/$name.ipynb" "$keep/" 2>/dev/null
 done
 echo "notebooks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

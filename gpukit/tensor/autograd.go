@@ -77,7 +77,9 @@ func (n *node) drop() {
 		n.mu.Unlock()
 		if !freed {
 			for _, s := range saved {
-				s.release()
+				if s != nil {
+					s.release()
+				}
 			}
 		}
 		for _, e := range next {
@@ -208,6 +210,12 @@ func needsGrad(inputs ...*Tensor) bool {
 // "MulBackward0") to out when needsGrad(inputs...): it saves the tensors in
 // save (which show in memory stats until backward) and remembers bw. It is
 // a no-op otherwise, so ops call it unconditionally. It returns out.
+//
+// A nil entry of save saves nothing and reaches bw as nil, keeping the
+// positions of the others. Ops pass nil for a tensor that no needed
+// gradient uses, as PyTorch's generated code guards each save with
+// should_compute_output: a x.Mul(c) with a constant c saves c and not x
+// (see savedIf).
 func record(out *Tensor, name string, inputs []*Tensor, save []*Tensor, bw backwardFn) *Tensor {
 	if !needsGrad(inputs...) {
 		return out
@@ -231,12 +239,29 @@ func record(out *Tensor, name string, inputs []*Tensor, save []*Tensor, bw backw
 		}
 	}
 	for _, s := range save {
-		n.saved = append(n.saved, saveTensor(name, s))
+		var st *savedTensor
+		if s != nil {
+			st = saveTensor(name, s)
+		}
+		n.saved = append(n.saved, st)
 	}
 	out.requiresGrad = true
 	out.setGradFn(n)
 	runtime.KeepAlive(inputs) // their nodes must not be released before n holds them
 	return out
+}
+
+// savedIf returns t when the gradient of some input that uses it will be
+// computed (one of inputs requires grad), and nil otherwise: the argument
+// of record's save for an operand that only other inputs' gradients need.
+// Call it in the forward, before record.
+func savedIf(t *Tensor, inputs ...*Tensor) *Tensor {
+	for _, in := range inputs {
+		if in != nil && in.requiresGrad {
+			return t
+		}
+	}
+	return nil
 }
 
 // RequiresGrad reports whether gradients flow to t.
@@ -278,7 +303,11 @@ func (t *Tensor) GradFn() string {
 
 // Grad is the accumulated gradient of a leaf (nil before any backward or
 // after SetGrad(nil)).
-func (t *Tensor) Grad() *Tensor { return t.grad }
+func (t *Tensor) Grad() *Tensor {
+	t.gradMu.Lock()
+	defer t.gradMu.Unlock()
+	return t.grad
+}
 
 // SetGrad replaces t's gradient, releasing the previous one. SetGrad(nil)
 // is PyTorch's zero_grad(set_to_none=True): the memory goes back.
@@ -289,6 +318,8 @@ func (t *Tensor) SetGrad(g *Tensor) {
 			panicf("SetGrad: gradient of shape %s for a tensor of shape %s", fmtShape(g.shape), fmtShape(t.shape))
 		}
 	}
+	t.gradMu.Lock()
+	defer t.gradMu.Unlock()
 	if t.grad != nil && t.grad != g {
 		t.grad.Release()
 	}
@@ -298,6 +329,8 @@ func (t *Tensor) SetGrad(g *Tensor) {
 // ZeroGrad fills t's gradient with zeros in place, keeping its memory
 // (zero_grad(set_to_none=False)). Use SetGrad(nil) to free it instead.
 func (t *Tensor) ZeroGrad() {
+	t.gradMu.Lock()
+	defer t.gradMu.Unlock()
 	if t.grad != nil {
 		NoGrad(func() { t.grad.Fill(0) })
 	}
@@ -380,7 +413,7 @@ func (n *node) forBackward() ([]edge, []*savedTensor, backwardFn) {
 	if n.released {
 		panicf("Backward: %s was released (every tensor and node that referred to it was released or collected, and its saved tensors were freed); it cannot be used by a backward pass", n.name)
 	}
-	if n.freed && len(n.saved) > 0 {
+	if n.freed && slices.ContainsFunc(n.saved, func(s *savedTensor) bool { return s != nil }) {
 		panicf("Backward: trying to backward through the graph a second time (or directly access saved tensors after they have already been freed); %s released its saved tensors after the first Backward. Pass RetainGraph() to the first Backward if you need to backward twice", n.name)
 	}
 	return n.next, n.saved, n.backward
@@ -396,7 +429,9 @@ func (n *node) freeSaved() {
 	n.mu.Unlock()
 	if !freed {
 		for _, s := range saved {
-			s.release()
+			if s != nil {
+				s.release()
+			}
 		}
 	}
 }
@@ -455,6 +490,9 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 		saved := make([]*Tensor, len(savedTensors))
 		var owned []*Tensor
 		for i, s := range savedTensors {
+			if s == nil {
+				continue // not saved: no needed gradient uses it
+			}
 			st, own := s.unpack(n, i)
 			saved[i] = st
 			if own {
@@ -517,7 +555,10 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 // accumulateLeaf adds g (owned by the caller, handed over) to leaf.grad.
 // A fresh, contiguous gradient that nobody else references is stolen, as
 // PyTorch's AccumulateGrad does; otherwise it is copied or added in place.
-// If it panics (out of memory), g is released all the same.
+// If it panics (out of memory), g is released all the same. Backward
+// passes on several goroutines may share a leaf: the leaf's lock makes
+// the read-and-update of .grad one step, as PyTorch's AccumulateGrad does
+// under its mutex, so no gradient is lost.
 func accumulateLeaf(leaf *Tensor, g *Tensor) {
 	defer func() {
 		if g != nil {
@@ -529,6 +570,8 @@ func accumulateLeaf(leaf *Tensor, g *Tensor) {
 		g.Release()
 		g = c
 	}
+	leaf.gradMu.Lock()
+	defer leaf.gradMu.Unlock()
 	switch {
 	case leaf.grad != nil:
 		leaf.grad.AddInPlace(g)

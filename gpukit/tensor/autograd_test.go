@@ -18,7 +18,7 @@ func TestInPlaceOnNonLeafIsLegal(t *testing.T) {
 	y := x.Pow(2)
 	require.Empty(t, panicMsg(func() { y.AddInPlace(1) }))
 	assert.Equal(t, []float64{2, 5, 10}, y.Float64s())
-	assert.Equal(t, "AddBackward1", y.GradFn())
+	assert.Equal(t, "AddBackward0", y.GradFn())
 	y.Sum().Backward()
 	assert.Equal(t, []float64{2, 4, 6}, x.Grad().Float64s())
 }
@@ -103,7 +103,7 @@ func TestDetach(t *testing.T) {
 	assert.True(t, d.SameStorage(y))
 	assert.False(t, d.RequiresGrad())
 	assert.True(t, d.IsLeaf())
-	assert.Equal(t, "MulBackward1", y.GradFn(), "the graph is still there")
+	assert.Equal(t, "MulBackward0", y.GradFn(), "the graph is still there")
 }
 
 func TestInferenceMode(t *testing.T) {
@@ -246,10 +246,10 @@ func TestSavedTensorHooksOffload(t *testing.T) {
 			h.Release()
 			y.Release()
 		})
-	assert.Equal(t, 3, packs, "x, w, and Exp's output")
+	assert.Equal(t, 2, packs, "x (for w's gradient) and Exp's output; w is not saved, since x needs no gradient")
 	assert.Equal(t, base+512, dev.MemoryAllocated(), "saved activations live on the host; only loss on the device")
 	loss.Backward()
-	assert.Equal(t, 3, unpacks)
+	assert.Equal(t, 2, unpacks)
 	assert.InDeltaSlice(t, want, w.Grad().Float64s(), 1e-9)
 	w.SetGrad(nil)
 	loss.Release()

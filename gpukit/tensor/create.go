@@ -80,13 +80,16 @@ func empty(mem memory, shape []int, dt Dtype) *Tensor {
 }
 
 func tryEmpty(mem memory, shape []int, dt Dtype) (*Tensor, error) {
-	for _, d := range shape {
-		if d < 0 {
-			return nil, errorf("negative dimension %d in shape %s", d, fmtShape(shape))
-		}
+	n, err := shapeNumel(shape)
+	if err != nil {
+		return nil, errorf("%v", err)
+	}
+	nbytes, err := storageBytes(shape, n, dt)
+	if err != nil {
+		return nil, errorf("%v", err)
 	}
 	shape = append([]int(nil), shape...)
-	st, err := newStorage(mem, int64(numel(shape)*dt.Size()))
+	st, err := newStorage(mem, nbytes)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +145,25 @@ func onesLike(t *Tensor) *Tensor { return Ones(t.shape, like(t)) }
 // end. Its dtype defaults to Int64 when start, end and step are integers,
 // Float32 otherwise (as torch.arange).
 func Arange(start, end, step float64, opts ...Option) *Tensor {
-	if step == 0 || (end-start)/step < 0 {
-		panicf("Arange: invalid range [%v, %v) with step %v", start, end, step)
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"start", start}, {"end", end}, {"step", step}} {
+		if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
+			panicf("Arange: %s is %v; start, end and step must be finite numbers", v.name, v.v)
+		}
 	}
-	n := int(math.Ceil((end - start) / step))
+	if step == 0 {
+		panicf("Arange: step must be nonzero")
+	}
+	if (end-start)/step < 0 {
+		panicf("Arange: upper bound and larger bound inconsistent with step sign: range [%v, %v) with step %v", start, end, step)
+	}
+	count := math.Ceil((end - start) / step)
+	if count >= math.MaxInt64 || math.IsInf(end-start, 0) {
+		panicf("Arange: range [%v, %v) with step %v has %v elements, more than a tensor can hold", start, end, step, count)
+	}
+	n := int(count)
 	dtype := Float32
 	if start == math.Trunc(start) && end == math.Trunc(end) && step == math.Trunc(step) {
 		dtype = Int64
@@ -283,7 +301,7 @@ func Randint(low, high int64, shape []int, opts ...Option) *Tensor {
 	}
 	g := c.generator()
 	t := empty(c.mem, shape, c.dtype)
-	span := uint64(high - low)
+	span := uint64(high) - uint64(low) // exact: high - low may overflow an int64
 	writeValues(t, func(data []byte) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -315,6 +333,22 @@ func (g *Generator) Perm(n int) []int {
 // (torch.randperm), Int64 by default, from the default generator or from
 // WithGenerator's.
 func Randperm(n int, opts ...Option) *Tensor {
-	p := newConfigOf(Int64, opts).generator().Perm(n)
-	return FromSlice(p, []int{n}, opts...)
+	if n < 0 {
+		panicf("Randperm: negative n %d", n)
+	}
+	// Allocate first: a size too large for the device fails here with the
+	// allocator's error, before n integers are drawn on the host.
+	c := newConfigOf(Int64, opts)
+	t := empty(c.mem, []int{n}, c.dtype)
+	writeValues(t, func(data []byte) { // not called on a meta device
+		for i, v := range c.generator().Perm(n) {
+			if t.dtype == Int64 {
+				binary.LittleEndian.PutUint64(data[8*i:], uint64(v))
+			} else {
+				store(t.dtype, data, i, float64(v))
+			}
+		}
+	})
+	t.charge("randperm", 0)
+	return finish(t, c)
 }

@@ -60,6 +60,9 @@ func (m hostMem) alloc(n int64) (any, uint64, []byte, error) {
 	if n == 0 {
 		return nil, 0, nil, nil
 	}
+	if total := hostMemoryTotal(); total > 0 && n > total {
+		return nil, 0, nil, errorf("host allocation of %d bytes is larger than this machine's memory (%d bytes); PyTorch's CPU allocator would fail too (\"can't allocate memory\")", n, total)
+	}
 	if m.pinned {
 		hb, err := device.Default().HostAlloc(n, true)
 		if err != nil {

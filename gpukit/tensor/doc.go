@@ -40,6 +40,17 @@
 //
 // Misuse (shape, dtype or device mismatch, use after Release, autograd
 // rules) panics with an *Error whose message starts with "tensor: ".
+// Every size computed from user input (creation shapes, View, Reshape,
+// Expand, broadcasting, Cat, Narrow, Slice, Arange's bounds) is checked
+// first: a shape whose element count or byte size overflows, a negative
+// size, or a NaN or infinite Arange bound is refused with an *Error, never
+// wrapped around into a small allocation; so is a host tensor larger than
+// the machine's memory (on Linux), which Go could only answer with a fatal
+// error. Try(nil) is an error too. In-place and out= arithmetic follows
+// PyTorch's casting rule: a result type the destination cannot hold (a
+// Bool tensor plus an integer, an integer tensor times a float, true
+// division of integers) is refused ("result type Long can't be cast to
+// the desired output type Bool").
 // Allocation failure inside an op or a creation function panics with the
 // allocator's error unchanged (*alloc.OutOfMemoryError). Try(fn) converts
 // both kinds of panic into an error at an API boundary:
@@ -86,7 +97,15 @@
 // tensors a node saves hold references to their storage and show in the
 // allocator's statistics until Backward releases them (unless
 // RetainGraph()); a second Backward through released nodes fails with a
-// clear error. Nodes are reference counted as in PyTorch: a node is
+// clear error. A node saves only what the gradients it will compute use,
+// as PyTorch's generated code does (should_compute_output): x.Matmul(w)
+// saves w when x requires grad and x when w does, so a frozen layer (w
+// without grad) applied to an input that needs none keeps nothing, and
+// one whose input needs a gradient keeps w but not the input. Node names
+// are the grad_fn names PyTorch prints (AddBackward0 also for x + 1,
+// SumBackward0 and MeanBackward0 for full reductions, SumBackward1 and
+// MeanBackward1 over dims, MmBackward0 for a 2-d Matmul; see Matmul for
+// batched ones). Nodes are reference counted as in PyTorch: a node is
 // referenced by the tensors whose GradFn it is and by the later nodes that
 // use it; when the last reference goes (the outputs and the loss released
 // or collected), it releases its saved tensors and its references to the
@@ -100,7 +119,9 @@
 // it was saved. In-place ops are refused on a leaf that requires grad (and
 // on its views) while grad mode is on, and are legal on non-leaves (y :=
 // x.Pow(2); y.AddInPlace(1)). Backward runs with grad mode off (no
-// higher-order gradients).
+// higher-order gradients). Backward passes may run on several goroutines
+// at once: gradients reaching a shared leaf are accumulated under the
+// leaf's lock, so none is lost (PyTorch's AccumulateGrad).
 //
 // Grad modes are per goroutine, like PyTorch's per-thread modes.
 // NoGrad(fn): nothing is recorded or saved; results are normal tensors.
@@ -133,8 +154,10 @@
 //     and returns one gradient per input with the input's shape (use
 //     sumTo/reduced to undo broadcasting). It must capture only shapes and
 //     scalars, never forward tensors: what it needs, it saves, so memory is
-//     accounted for and the version check applies. It may return g itself.
-//     Release temporaries it creates.
+//     accounted for and the version check applies. Save an operand that
+//     only other inputs' gradients use as savedIf(operand, those inputs):
+//     nil, nothing saved, when none of them requires grad, as in PyTorch.
+//     It may return g itself. Release temporaries it creates.
 //  5. In-place variants call checkInPlace first and t.bump() after the
 //     kernel, then record(t, ...) with t among the inputs.
 //  6. Test: a forward-value case in TestForwardValues and a case in the

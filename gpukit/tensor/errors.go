@@ -47,6 +47,9 @@ func Try(fn func()) (err error) {
 		}
 		panic(r)
 	}()
+	if fn == nil {
+		return errorf("Try: fn is nil; pass the function to run")
+	}
 	fn()
 	return nil
 }

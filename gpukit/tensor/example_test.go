@@ -142,3 +142,27 @@ func ExampleIndexSelectOut() {
 	// [3 4 5 3 4 5]
 	// allocations by IndexSelectOut: 0
 }
+
+// A node saves only what the gradients it will compute use (PyTorch's
+// rule): with a frozen weight, Matmul keeps the weight and not the input,
+// so releasing the input frees it; with a trained weight, the input is
+// saved for the weight's gradient and stays.
+func ExampleTensor_Matmul() {
+	dev := device.MustOpen("sim:1")
+	tensor.CollectGarbage() // what earlier examples dropped must not move the count below
+	p := tensor.Randn([]int{1024, 1024}, tensor.On(dev), tensor.RequiresGrad())
+	for _, trained := range []bool{false, true} {
+		w := tensor.Randn([]int{1024, 1024}, tensor.On(dev)).SetRequiresGrad(trained)
+		h := p.Mul(2) // an activation that requires grad: 4 MiB
+		before := dev.MemoryAllocated()
+		y := h.Matmul(w) // 4 MiB
+		h.Release()
+		fmt.Printf("%s, weight requires grad %v: %+d MiB after h.Release()\n", y.GradFn(), trained, (dev.MemoryAllocated()-before)>>20)
+		y.Release()
+		w.Release()
+	}
+	p.Release()
+	// Output:
+	// MmBackward0, weight requires grad false: +0 MiB after h.Release()
+	// MmBackward0, weight requires grad true: +4 MiB after h.Release()
+}

@@ -123,7 +123,8 @@ func (t *Tensor) Gather(dim int, index *Tensor) *Tensor {
 // for every position of index: torch.scatter_add (out of place). index has
 // t's rank and no dimension larger than src's, nor than t's except dim;
 // repeated positions accumulate. Gradients flow to t (unchanged) and to
-// src (gathered at index). It saves index for backward.
+// src (gathered at index). It saves index for backward only when src
+// requires grad (t's gradient does not use it).
 func (t *Tensor) ScatterAdd(dim int, index, src *Tensor) *Tensor {
 	t.live("ScatterAdd")
 	src.live("ScatterAdd")
@@ -137,7 +138,8 @@ func (t *Tensor) ScatterAdd(dim int, index, src *Tensor) *Tensor {
 	scatterAddKernel(out, d, index, src)
 	out.charge("ScatterAdd", int64(index.Numel()), t, index, src)
 	ss, is := src.shape, index.shape
-	return record(out, "ScatterAddBackward0", []*Tensor{t, src}, []*Tensor{index}, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+	// t's gradient is g itself; only src's gathers at index.
+	return record(out, "ScatterAddBackward0", []*Tensor{t, src}, []*Tensor{savedIf(index, src)}, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 		return []*Tensor{
 			when(needs[0], g.alias),
 			when(needs[1], func() *Tensor {
@@ -196,8 +198,12 @@ func catShape(op string, tensors []*Tensor, dim int, stack bool) ([]int, int) {
 		shape[dim] = 0
 		for _, t := range tensors {
 			shape[dim] += t.shape[dim]
+			if shape[dim] < 0 {
+				panicf("%s: the sizes along dimension %d add up to more than an int can count", op, dim)
+			}
 		}
 	}
+	checkShape(op, shape)
 	return shape, dim
 }
 

@@ -30,7 +30,16 @@ func matmulInto(out, a, b *Tensor, batch []int) {
 
 // Matmul returns the matrix product t @ b for 2-d tensors, or the batched
 // product over leading dimensions, which broadcast (torch.matmul for
-// inputs of rank ≥ 2). It saves both inputs for backward.
+// inputs of rank ≥ 2). For backward it saves b when t needs a gradient
+// and t when b needs one (PyTorch's rule), so a constant weight with an
+// input that requires grad keeps the weight, not the input, and a frozen
+// layer keeps no activation.
+//
+// The node is MmBackward0 for two 2-d tensors, as torch.matmul's is. For
+// batched inputs it is BmmBackward0: PyTorch reshapes them, runs bmm and
+// reshapes its result again, so its grad_fn prints UnsafeViewBackward0
+// with BmmBackward0 (which saves the operands) as its next function;
+// gpukit records the one node that saves.
 func (t *Tensor) Matmul(b *Tensor) *Tensor {
 	if y, ok := autocast2(castLower, t, b, (*Tensor).Matmul); ok {
 		return y
@@ -42,7 +51,12 @@ func (t *Tensor) Matmul(b *Tensor) *Tensor {
 	out := empty(t.outMem(), shape, t.dtype)
 	matmulInto(out, t, b, batch)
 	as, bs := t.shape, b.shape
-	return record(out, "MmBackward0", []*Tensor{t, b}, []*Tensor{t, b}, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+	name := "MmBackward0"
+	if len(as) > 2 || len(bs) > 2 {
+		name = "BmmBackward0"
+	}
+	save := []*Tensor{savedIf(t, b), savedIf(b, t)}
+	return record(out, name, []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 		a, b := saved[0], saved[1]
 		return []*Tensor{
 			when(needs[0], func() *Tensor { // g @ bᵀ

@@ -88,7 +88,7 @@ func (t *Tensor) Add(other any) *Tensor {
 	}
 	b, s := operand("Add", other)
 	if b == nil {
-		return record(scalarOp("Add", kernels.Add, t, s, false), "AddBackward1", []*Tensor{t}, nil,
+		return record(scalarOp("Add", kernels.Add, t, s, false), "AddBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	as, bs := t.shape, b.shape
@@ -98,14 +98,16 @@ func (t *Tensor) Add(other any) *Tensor {
 		})
 }
 
-// Sub returns t - other.
+// Sub returns t - other. Bool tensors refuse it, as in PyTorch.
 func (t *Tensor) Sub(other any) *Tensor {
+	t.live("Sub")
+	checkBoolSub("Sub", t)
 	if y, ok := autocastOperand(castPromote, t, other, (*Tensor).Sub); ok {
 		return y
 	}
 	b, s := operand("Sub", other)
 	if b == nil {
-		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward1", []*Tensor{t}, nil,
+		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	as, bs := t.shape, b.shape
@@ -125,11 +127,12 @@ func (t *Tensor) Mul(other any) *Tensor {
 	}
 	b, s := operand("Mul", other)
 	if b == nil {
-		return record(scalarOp("Mul", kernels.Mul, t, s, false), "MulBackward1", []*Tensor{t}, nil,
+		return record(scalarOp("Mul", kernels.Mul, t, s, false), "MulBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
 	}
 	as, bs := t.shape, b.shape
-	return record(binaryOp("Mul", kernels.Mul, t, b), "MulBackward0", []*Tensor{t, b}, []*Tensor{t, b},
+	// b is needed for t's gradient and t for b's: save each only then.
+	return record(binaryOp("Mul", kernels.Mul, t, b), "MulBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), savedIf(b, t)},
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 			a, b := saved[0], saved[1]
 			return []*Tensor{
@@ -146,11 +149,12 @@ func (t *Tensor) Div(other any) *Tensor {
 	}
 	b, s := operand("Div", other)
 	if b == nil {
-		return record(scalarOp("Div", kernels.Div, t, s, false), "DivBackward1", []*Tensor{t}, nil,
+		return record(scalarOp("Div", kernels.Div, t, s, false), "DivBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
 	}
 	as, bs := t.shape, b.shape
-	return record(binaryOp("Div", kernels.Div, t, b), "DivBackward0", []*Tensor{t, b}, []*Tensor{t, b},
+	// t's gradient g/b needs b; b's gradient -g·t/b² needs both.
+	return record(binaryOp("Div", kernels.Div, t, b), "DivBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), b},
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 			a, b := saved[0], saved[1]
 			return []*Tensor{
@@ -435,6 +439,64 @@ func inplaceOperand(op string, t *Tensor, other any) (*Tensor, *Tensor, float64)
 	return b, b.layoutAs(t.shape), 0
 }
 
+// scalarTypeName is PyTorch's name of a dtype in type-promotion messages
+// (c10::ScalarType: Float, Double, Half, BFloat16, Long, Int, Bool).
+func scalarTypeName(d Dtype) string {
+	switch d {
+	case Float32:
+		return "Float"
+	case Float64:
+		return "Double"
+	case Float16:
+		return "Half"
+	case BFloat16:
+		return "BFloat16"
+	case Int64:
+		return "Long"
+	case Int32:
+		return "Int"
+	case Bool:
+		return "Bool"
+	}
+	return d.String()
+}
+
+// checkResultType enforces PyTorch's rule for ops that write into an
+// existing tensor (in place, or out=): the result type of the arithmetic
+// must be castable to the destination's dtype, so a Bool tensor cannot
+// take an integer or float result and an integer tensor cannot take a
+// float one. A Go integer scalar promotes a Bool tensor to Long (int64),
+// a float scalar promotes Bool and integer tensors to Float, as Python
+// numbers do in PyTorch; true division of integers or Bools is Float.
+// Tensor operands already have dst's dtype (checkPair).
+func checkResultType(op string, dst *Tensor, other any, trueDiv bool) {
+	if dst.dtype.IsFloat() {
+		return
+	}
+	result := dst.dtype
+	switch other.(type) {
+	case float64, float32:
+		result = Float32
+	case int, int64, int32:
+		if dst.dtype == Bool {
+			result = Int64
+		}
+	}
+	if trueDiv {
+		result = Float32
+	}
+	if result != dst.dtype {
+		panicf("%s: result type %s can't be cast to the desired output type %s (convert the tensor with ToDtype first)", op, scalarTypeName(result), scalarTypeName(dst.dtype))
+	}
+}
+
+// checkBoolSub refuses subtraction on Bool tensors, as PyTorch does.
+func checkBoolSub(op string, t *Tensor) {
+	if t.dtype == Bool {
+		panicf("%s: subtraction, the `-` operator, with a bool tensor is not supported; use logical_xor (Ne) instead, or convert with ToDtype", op)
+	}
+}
+
 // AddInPlace adds other (a *Tensor broadcastable to t, or a number) to t
 // in place and returns t (torch's add_). Allowed on non-leaf tensors
 // (y := x.Pow(2); y.AddInPlace(1) is legal); refused on a leaf that
@@ -442,11 +504,12 @@ func inplaceOperand(op string, t *Tensor, other any) (*Tensor, *Tensor, float64)
 func (t *Tensor) AddInPlace(other any) *Tensor {
 	checkInPlace("AddInPlace", t)
 	b, bl, s := inplaceOperand("AddInPlace", t, other)
+	checkResultType("AddInPlace", t, other, false)
 	if b == nil {
 		binaryKernel(kernels.Add, t, t, nil, s, false)
 		t.charge("AddInPlace", int64(t.Numel()), t)
 		t.bump()
-		return record(t, "AddBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+		return record(t, "AddBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	binaryKernel(kernels.Add, t, t, bl, 0, false)
 	t.charge("AddInPlace", int64(t.Numel()), t, b)
@@ -462,11 +525,12 @@ func (t *Tensor) AddInPlace(other any) *Tensor {
 func (t *Tensor) MulInPlace(other any) *Tensor {
 	checkInPlace("MulInPlace", t)
 	b, bl, s := inplaceOperand("MulInPlace", t, other)
+	checkResultType("MulInPlace", t, other, false)
 	if b == nil {
 		binaryKernel(kernels.Mul, t, t, nil, s, false)
 		t.charge("MulInPlace", int64(t.Numel()), t)
 		t.bump()
-		return record(t, "MulBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
+		return record(t, "MulBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
 	}
 	var orig *Tensor
 	if needsGrad(b) {
@@ -477,10 +541,7 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 	t.charge("MulInPlace", int64(t.Numel()), t, b)
 	t.bump()
 	bs := b.shape
-	save := []*Tensor{b}
-	if orig != nil {
-		save = append(save, orig)
-	}
+	save := []*Tensor{savedIf(b, t), orig} // b for t's gradient, t's old value for b's
 	return record(t, "MulBackward0", []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 		return []*Tensor{
 			when(needs[0], func() *Tensor { return g.Mul(saved[0]) }),
@@ -493,12 +554,14 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 // from t in place and returns t (torch's sub_).
 func (t *Tensor) SubInPlace(other any) *Tensor {
 	checkInPlace("SubInPlace", t)
+	checkBoolSub("SubInPlace", t)
 	b, bl, s := inplaceOperand("SubInPlace", t, other)
+	checkResultType("SubInPlace", t, other, false)
 	if b == nil {
 		binaryKernel(kernels.Sub, t, t, nil, s, false)
 		t.charge("SubInPlace", int64(t.Numel()), t)
 		t.bump()
-		return record(t, "SubBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
+		return record(t, "SubBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	binaryKernel(kernels.Sub, t, t, bl, 0, false)
 	t.charge("SubInPlace", int64(t.Numel()), t, b)
@@ -518,11 +581,12 @@ func (t *Tensor) SubInPlace(other any) *Tensor {
 func (t *Tensor) DivInPlace(other any) *Tensor {
 	checkInPlace("DivInPlace", t)
 	b, bl, s := inplaceOperand("DivInPlace", t, other)
+	checkResultType("DivInPlace", t, other, true)
 	if b == nil {
 		binaryKernel(kernels.Div, t, t, nil, s, false)
 		t.charge("DivInPlace", int64(t.Numel()), t)
 		t.bump()
-		return record(t, "DivBackward1", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
+		return record(t, "DivBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
 	}
 	binaryKernel(kernels.Div, t, t, bl, 0, false)
 	t.charge("DivInPlace", int64(t.Numel()), t, b)
@@ -715,6 +779,10 @@ func binaryOut(name string, kop kernels.BinaryOp, out, a, b *Tensor) *Tensor {
 	b.live(name)
 	shape := broadcastShapes(name, a.shape, b.shape)
 	checkOut(name, out, shape, a, b)
+	if kop == kernels.Sub {
+		checkBoolSub(name, out)
+	}
+	checkResultType(name, out, b, kop == kernels.Div)
 	binaryKernel(kop, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
 	out.charge(name, int64(out.Numel()), a, b)
 	out.bump()

@@ -80,10 +80,14 @@ func (t *Tensor) reduce(op, name string, dims []int, keepdim, mean bool) *Tensor
 
 // Sum returns the sum over the given dimensions, removing them, or over
 // all elements (a 0-d tensor) when none are given. Integer tensors sum to
-// Int64.
+// Int64. Its node is SumBackward0 for a full sum and SumBackward1 over
+// dims, as PyTorch names its two overloads (sum and sum.dim_IntList).
 func (t *Tensor) Sum(dims ...int) *Tensor {
 	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.Sum(dims...) }); ok {
 		return y
+	}
+	if len(dims) == 0 {
+		return t.reduce("Sum", "SumBackward0", nil, false, false)
 	}
 	return t.reduce("Sum", "SumBackward1", dims, false, false)
 }
@@ -97,8 +101,13 @@ func (t *Tensor) SumDims(dims []int, keepdim bool) *Tensor {
 	return t.reduce("Sum", "SumBackward1", dims, keepdim, false)
 }
 
-// Mean returns the mean over the given dimensions (all when none).
+// Mean returns the mean over the given dimensions (all when none). Its
+// node is MeanBackward0 for a full mean and MeanBackward1 over dims
+// (PyTorch's mean and mean.dim).
 func (t *Tensor) Mean(dims ...int) *Tensor {
+	if len(dims) == 0 {
+		return t.reduce("Mean", "MeanBackward0", nil, false, true)
+	}
 	return t.reduce("Mean", "MeanBackward1", dims, false, true)
 }
 

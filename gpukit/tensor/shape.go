@@ -2,17 +2,70 @@ package tensor
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 )
 
-// numel is the number of elements of shape (1 for a 0-d shape).
+// numel is the number of elements of shape (1 for a 0-d shape). Shapes
+// from user input pass checkShape first, so the product cannot overflow.
 func numel(shape []int) int {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
 	return n
+}
+
+// checkShape panics unless every size of shape is non-negative and its
+// element count fits in an int; it returns the element count. Every shape
+// computed from user input goes through it before anything is allocated,
+// viewed or iterated.
+func checkShape(op string, shape []int) int {
+	n, err := shapeNumel(shape)
+	if err != nil {
+		panicf("%s: %v", op, err)
+	}
+	return n
+}
+
+// shapeNumel is checkShape returning an error (without the op prefix).
+func shapeNumel(shape []int) (int, error) {
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension %d in shape %s", d, fmtShape(shape))
+		}
+	}
+	// The product of the non-zero sizes must fit too: it is the largest
+	// contiguous stride, even when a zero size leaves no elements.
+	n := uint64(1)
+	empty := false
+	for _, d := range shape {
+		if d == 0 {
+			empty = true
+			continue
+		}
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, fmt.Errorf("shape %s has more elements than an int can count (the product of its sizes overflows); no tensor can have it", fmtShape(shape))
+		}
+		n = lo
+	}
+	if empty {
+		return 0, nil
+	}
+	return int(n), nil
+}
+
+// storageBytes is the byte size of n elements of dt, or an error when it
+// does not fit in an int64 (PyTorch: "Storage size calculation overflowed").
+func storageBytes(shape []int, n int, dt Dtype) (int64, error) {
+	size := dt.Size()
+	if n > math.MaxInt64/size {
+		return 0, fmt.Errorf("storage size calculation overflowed: shape %s of %s needs more than 2^63 bytes", fmtShape(shape), dt)
+	}
+	return int64(n * size), nil
 }
 
 // contiguousStrides returns row-major (C order) strides for shape, in
@@ -98,6 +151,7 @@ func broadcastShapes(op string, a, b []int) []int {
 			panicf("%s: shapes %s and %s are not broadcastable (size %d vs %d at dimension %d)", op, fmtShape(a), fmtShape(b), da, db, i)
 		}
 	}
+	checkShape(op, out) // [n, 1] and [1, m] of expanded tensors may meet in n·m elements
 	return out
 }
 
@@ -121,7 +175,6 @@ func broadcastStrides(shape, strides, to []int) []int {
 func inferShape(op string, shape []int, n int) []int {
 	out := slices.Clone(shape)
 	neg := -1
-	prod := 1
 	for i, d := range out {
 		switch {
 		case d == -1:
@@ -131,10 +184,13 @@ func inferShape(op string, shape []int, n int) []int {
 			neg = i
 		case d < 0:
 			panicf("%s: invalid size %d in shape %s", op, d, fmtShape(shape))
-		default:
-			prod *= d
 		}
 	}
+	known := slices.Clone(out)
+	if neg >= 0 {
+		known = slices.Delete(known, neg, neg+1)
+	}
+	prod := checkShape(op, known) // a wrapped product could match n by accident
 	if neg >= 0 {
 		if prod == 0 || n%prod != 0 {
 			panicf("%s: shape %s is invalid for input of size %d", op, fmtShape(shape), n)

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -29,6 +30,7 @@ type Tensor struct {
 
 	// autograd
 	requiresGrad bool
+	gradMu       sync.Mutex // guards grad: backward passes on several goroutines may share a leaf
 	grad         *Tensor
 	gradFn       *node // also in ref.fn, for the collector fallback
 	retainsGrad  bool

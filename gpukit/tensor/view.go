@@ -132,8 +132,8 @@ func (t *Tensor) Narrow(dim, start, length int) *Tensor {
 	if start < 0 {
 		start += t.shape[d]
 	}
-	if start < 0 || length < 0 || start+length > t.shape[d] {
-		panicf("Narrow: range [%d, %d) out of bounds for dimension %d of size %d", start, start+length, d, t.shape[d])
+	if start < 0 || start > t.shape[d] || length < 0 || length > t.shape[d]-start {
+		panicf("Narrow: start %d and length %d out of bounds for dimension %d of size %d", start, length, d, t.shape[d])
 	}
 	shape := slices.Clone(t.shape)
 	shape[d] = length
@@ -159,12 +159,14 @@ func (t *Tensor) Slice(dim, start, end, step int) *Tensor {
 	start, end = clamp(start), clamp(end)
 	length := 0
 	if end > start {
-		length = (end - start + step - 1) / step
+		length = (end-start-1)/step + 1 // ceil((end-start)/step) without overflow for a huge step
 	}
 	shape := slices.Clone(t.shape)
 	shape[d] = length
 	strides := slices.Clone(t.strides)
-	strides[d] *= step
+	if length > 1 { // with one element the stride is never used; step·stride might overflow
+		strides[d] *= step
+	}
 	return t.sliceView("Slice", "SliceBackward0", d, start, step, shape, strides)
 }
 
@@ -220,10 +222,14 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 			}
 			shape[i] = t.shape[j]
 		}
+		if shape[i] < 0 {
+			panicf("Expand: invalid size %d at dimension %d in target sizes %s (sizes are non-negative, or -1 to keep one)", shape[i], i, fmtShape(shape))
+		}
 		if j >= 0 && t.shape[j] != 1 && t.shape[j] != shape[i] {
 			panicf("Expand: the expanded size of the tensor (%d) must match the existing size (%d) at non-singleton dimension %d; target sizes %s, tensor sizes %s", shape[i], t.shape[j], i, fmtShape(shape), fmtShape(t.shape))
 		}
 	}
+	checkShape("Expand", shape) // stride 0 costs no memory, but every op on the view counts its elements
 	return t.expandTo(shape)
 }
 
