@@ -8,17 +8,18 @@ PORT ?= 8888
 FUZZTIME ?= 300x
 GO ?= go
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench grader-verify
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
 	@PATH="$(CURDIR)/bin:$$PATH" jupyter notebook --no-browser --ip=$(HOST) --port=$(PORT) \
-		--notebook-dir="$(CURDIR)/notebooks" $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+		--notebook-dir="$(CURDIR)" --NotebookApp.default_url=/tree/notebooks \
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 setup:
 	@bash scripts/setup.sh
 
-test: setup fmt vet nbcheck unit fuzz cuda notebooks
+test: setup fmt vet nbcheck unit fuzz grader-verify cuda notebooks
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -32,9 +33,11 @@ vet:
 nbcheck:
 	$(GO) run ./scripts/nbgen -check
 
+# exercises/ and solutions/ are checked by grader-verify: the stubs fail
+# their public tests by design.
 unit:
-	$(GO) test -race ./gpukit/...
-	$(GO) test $$($(GO) list ./... | grep -v '/gpukit/')
+	$(GO) test -race ./gpukit/... ./grader/...
+	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/' -e '/solutions/')
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
 # The budget is a count of inputs, not a duration: Go 1.26's fuzzer can fail
@@ -61,6 +64,11 @@ cuda:
 	else \
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
+
+# Every reference solution scores full marks and every stub zero on the
+# hidden tests (grader/README.md).
+grader-verify:
+	$(GO) run ./grader/cmd/grader verify
 
 notebooks:
 	@bash scripts/run-notebooks.sh

@@ -165,6 +165,11 @@ func TestMain(m *testing%[1]s.M) {
 	return source{name: "zz_grader_main_" + id[:8] + "_test.go", data: []byte(b.String())}, nil
 }
 
+var (
+	compilerError = regexp.MustCompile(`(?m)^(\S+\.go):\d+(?::\d+)?: (.*)$`)
+	moduleTrouble = regexp.MustCompile(`module lookup disabled|no required module provides|missing go\.sum entry|cannot find module|malformed module path|verifying module`)
+)
+
 // builder compiles packages into test binaries in a temporary module.
 type builder struct {
 	course *Course
@@ -252,14 +257,17 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		}
 		res.errors = cleanCompilerOutput(out.String(), mod)
 		res.badFiles = map[string]bool{}
-		for _, f := range studentFiles {
-			if regexp.MustCompile(`(^|\s|/)` + regexp.QuoteMeta(f) + `:\d+`).MatchString(res.errors) {
-				res.badFiles[f] = true
+		for _, m := range compilerError.FindAllStringSubmatch(res.errors, -1) {
+			file, msg := filepath.Base(m[1]), m[2]
+			if contains(studentFiles, file) {
+				res.badFiles[file] = true
+			} else if moduleTrouble.MatchString(msg) {
+				// A trusted file's import cannot be resolved: the module
+				// cache lacks a module. The grader's failure, not the code's.
+				return fail(fmt.Errorf("grader: the test build cannot resolve a module (download the course's modules with go mod download, or set GOPROXY to a file:// cache):\n%s", res.errors))
 			}
 		}
-		if strings.Contains(res.errors, "go: ") && len(res.badFiles) == 0 && !strings.Contains(res.errors, ".go:") {
-			// Not the code: the module setup failed (missing module, no
-			// network). That is the grader's failure, not the student's.
+		if !compilerError.MatchString(res.errors) {
 			return fail(fmt.Errorf("grader: building the test binary failed before compiling:\n%s", res.errors))
 		}
 		return res, nil
@@ -289,8 +297,8 @@ func (b *builder) tempGoMod() ([]byte, error) {
 }
 
 // buildEnv is the go command's environment for a grading build: offline
-// (modules come from the module cache), modules resolved from go.sum
-// without touching the course's go.mod, no workspace.
+// (modules come from the module cache or a file:// proxy), modules
+// resolved from go.sum without touching the course's go.mod, no workspace.
 func buildEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -301,7 +309,13 @@ func buildEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY=off", "GOWORK=off", "GOSUMDB=off")
+	// A file:// proxy (the Gradescope bundle's module cache) is offline
+	// too; anything else is replaced by off.
+	proxy := "off"
+	if p := os.Getenv("GOPROXY"); strings.HasPrefix(p, "file://") && !strings.ContainsAny(p, ",|") {
+		proxy = p
+	}
+	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY="+proxy, "GOWORK=off", "GOSUMDB=off")
 }
 
 // cleanCompilerOutput shortens the temporary paths in the compiler's output
@@ -310,7 +324,7 @@ func cleanCompilerOutput(s, mod string) string {
 	s = strings.ReplaceAll(s, mod+string(filepath.Separator), "")
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		if strings.HasPrefix(l, "FAIL\t") || strings.HasPrefix(l, "# ") {
+		if l == "FAIL" || strings.HasPrefix(l, "FAIL\t") || strings.HasPrefix(l, "# ") || strings.HasPrefix(l, "go: downloading ") {
 			continue
 		}
 		lines = append(lines, strings.TrimPrefix(l, "./"))

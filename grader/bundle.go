@@ -269,7 +269,7 @@ course=$src/course
 go_version=@GOVERSION@
 say() { printf 'setup: %s\n' "$*"; }
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ -z "${SKIP_APT:-}" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	say "installing bubblewrap, prlimit (util-linux), curl"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap util-linux ca-certificates curl python3 >/dev/null ||
 		say "could not install bubblewrap; grading will use rlimits and a separate uid only"
@@ -307,6 +307,9 @@ export GOMODCACHE=$root/gomodcache GOCACHE=$root/gocache
 # Grading the stub checks the install and warms the build cache, so that a
 # submission is graded with a warm cache.
 "$root/grader" grade --course "$course" --exercise @EXERCISE@ --submission "$course/exercises/@EXERCISE@" --format text
+# Tests run as other uids: where bubblewrap cannot hide the hidden tests and
+# the build cache, their permissions do.
+chmod 700 "$src" "$root/gocache"
 say "ready"
 `)
 }
@@ -317,6 +320,7 @@ func runScript(exercise string) string {
 # Written by grader bundle.
 root=${AUTOGRADER_ROOT:-/autograder}
 export PATH=/usr/local/go/bin:$PATH GOMODCACHE=$root/gomodcache GOCACHE=$root/gocache GOTOOLCHAIN=local
+export GOPROXY=file://$root/source/modcache GOSUMDB=off
 mkdir -p "$root/results"
 results=$root/results/results.json
 if ! "$root/grader" grade --course "$root/source/course" --exercise @EXERCISE@ --submission "$root/submission" \
