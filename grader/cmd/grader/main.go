@@ -156,7 +156,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	c.register(fs)
 	strict := fs.Bool("strict", false, "exit with status 1 when a public test fails")
-	fs.Usage = func() { fmt.Fprintln(os.Stderr, "usage: grader check NN-name [--course DIR] [--strict]"); fs.PrintDefaults() }
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: grader check NN-name [--course DIR] [--strict]")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
