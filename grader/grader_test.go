@@ -68,6 +68,7 @@ func TestFindCourse(t *testing.T) {
 }
 
 func TestVerifyFixture(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxAuto)
 	var out strings.Builder
@@ -80,6 +81,7 @@ func TestVerifyFixture(t *testing.T) {
 }
 
 func TestVerifyFindsBrokenExercise(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	// A stub that already passes a test, and a solution that fails one.
 	sol := filepath.Join(c.Root, "solutions", "01-toy", "reverse.go")
@@ -98,6 +100,7 @@ func TestVerifyFindsBrokenExercise(t *testing.T) {
 }
 
 func TestVerifyStudentEdition(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	require.NoError(t, os.RemoveAll(filepath.Join(c.Root, "grader", "hidden")))
 	g, _ := newGrader(t, c, SandboxLimits)
@@ -119,6 +122,7 @@ func TestVerifyStudentEdition(t *testing.T) {
 }
 
 func TestCheckStub(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxLimits)
 	ex, err := c.Exercise("01-toy")
@@ -146,19 +150,19 @@ var onlyReverse = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse":
 var nothing = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": 0}
 
 var hostileCases = []hostileCase{
-	{"fake-pass", onlyReverse, "actual  : -1", true},
+	{"fake-pass", onlyReverse, "actual  : -1", false},
 	{"exit0-init", nothing, "exited with status 0 before the test ran", true},
 	{"exit0-midtest", onlyReverse, "os.Exit(0)", false},
 	{"flag-redirect", onlyReverse, "", false},
-	{"flag-skip", nothing, "test flags were changed", true},
+	{"flag-skip", nothing, "test flags were changed", false},
 	{"testmain", onlyReverse, `imports "testing"`, false},
 	{"syscall-exit", onlyReverse, `imports "syscall"`, false},
-	{"infinite-loop", onlyReverse, "did not finish within 5s", false},
-	{"fork-bomb", onlyReverse, "limit of 256 processes", false},
+	{"infinite-loop", onlyReverse, "did not finish within 3s", false},
+	{"fork-bomb", onlyReverse, "", false},
 	{"alloc-20g", onlyReverse, "out of memory", true},
 	{"fill-disk", onlyReverse, "", false},
 	{"read-hidden", onlyReverse, "", true},
-	{"panic-init", nothing, "boom at init", true},
+	{"panic-init", nothing, "boom at init", false},
 	{"compile-error", onlyReverse, "undefined: totalOf", false},
 	{"missing-file", onlyReverse, "sum.go is missing from the submission", false},
 	{"wrong-package", onlyReverse, "declares package main; the exercise's package is toy", false},
@@ -186,6 +190,7 @@ func hostileSubmissions(t *testing.T, c *Course, cases []hostileCase) string {
 }
 
 func TestHostileSubmissions(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	g, notices := newGrader(t, c, SandboxAuto)
 	runHostile(t, g, c, hostileCases)
@@ -193,6 +198,7 @@ func TestHostileSubmissions(t *testing.T) {
 }
 
 func TestHostileSubmissionsWithoutBubblewrap(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("short")
 	}
@@ -279,6 +285,7 @@ func atoi(s string) int {
 }
 
 func TestBatchResumes(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxAuto)
 	ex, err := c.Exercise("01-toy")
@@ -351,7 +358,7 @@ func TestCheckStudentFile(t *testing.T) {
 		{"package toy\nimport _ \"embed\"\n//go:embed x\nvar s string\n", `imports "embed"`},
 		{"package toy\n//go:linkname f runtime.f\nfunc f()\n", "//go:linkname"},
 		{"//go:build ignore\n\npackage toy\n", "//go:build"},
-		{"package toy\nfunc {", "does not parse"},
+		{"package toy\nimport \"fmt\nfunc F() {}\n", "does not parse"},
 	} {
 		got := checkStudentFile("f.go", []byte(tc.src), "toy")
 		if tc.want == "" {

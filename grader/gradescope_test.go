@@ -20,6 +20,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden files")
 // compares its results.json (times zeroed) with the golden file, which
 // must follow Gradescope's documented format.
 func TestGradescopeGolden(t *testing.T) {
+	t.Parallel()
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxAuto)
 	ex, err := c.Exercise("01-toy")

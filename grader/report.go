@@ -93,7 +93,7 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 		}
 		fmt.Fprintf(&b, "  %s %-*s %s %s\n", mark, width, t.Name, points, statusWord(t))
 		if !t.Passed() && strings.TrimSpace(t.Output) != "" {
-			b.WriteString(indentBy(limitLines(strings.TrimRight(t.Output, "\n"), 30), "      ") + "\n")
+			b.WriteString(indentBy(limitLines(dedent(strings.TrimRight(t.Output, "\n")), 30), "      ") + "\n")
 		}
 	}
 	switch verb {
@@ -122,6 +122,31 @@ func statusWord(t TestResult) string {
 
 func indentBy(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// dedent removes the indentation that every non-blank line of s shares
+// (the test framework's four spaces).
+func dedent(s string) string {
+	lines := strings.Split(s, "\n")
+	common := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, " "))
+		if common < 0 || n < common {
+			common = n
+		}
+	}
+	if common <= 0 {
+		return s
+	}
+	for i, l := range lines {
+		if len(l) >= common {
+			lines[i] = l[common:]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func limitLines(s string, n int) string {

@@ -346,7 +346,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(rep.Failed) > 0 {
-		return fmt.Errorf("grader: verify: %d problems", len(rep.Failed))
+		return fmt.Errorf("grader: verify: %d problems (listed above)", len(rep.Failed))
 	}
 	return nil
 }
