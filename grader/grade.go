@@ -2,14 +2,12 @@ package grader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -468,17 +466,4 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	res.ExecutionTime = time.Since(start)
 	res.Seconds = roundSeconds(res.ExecutionTime)
 	return res, nil
-}
-
-// errNoExercises is returned by commands given no exercise to work on.
-var errNoExercises = errors.New("grader: no exercises with hidden tests")
-
-// sortedTestNames lists the names of res's tests.
-func sortedTestNames(spec *Spec) []string {
-	names := make([]string, len(spec.Tests))
-	for i, t := range spec.Tests {
-		names[i] = t.Name
-	}
-	sort.Strings(names)
-	return names
 }

@@ -272,8 +272,10 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 			assert.Zero(t, countTasks(uidBase+i), "processes of uid %d outlived grading", uidBase+i)
 		}
 	}
-	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "grader-run-*", "fill-*"))
-	assert.Empty(t, left, "files of fill-disk outlived grading")
+	for _, pattern := range []string{"grader-run-*/fill-*", "grader-*/bin/fill-*"} {
+		left, _ := filepath.Glob(filepath.Join(tempBase(), pattern))
+		assert.Empty(t, left, "files of fill-disk outlived grading")
+	}
 }
 
 func atoi(s string) int {
