@@ -137,9 +137,13 @@ func (s *Sandbox) probe() {
 		if err == nil {
 			cmd := exec.Command(path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true")
 			if s.uids != nil {
-				uid := <-s.uids
+				uid, release, uerr := s.acquireUID(context.Background())
+				if uerr != nil {
+					s.probeErr = uerr
+					return
+				}
+				defer release()
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
-				defer func() { s.uids <- uid }()
 			}
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
@@ -194,12 +198,12 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	}
 	uid := -1
 	if s.uids != nil {
-		select {
-		case uid = <-s.uids:
-			defer func() { s.uids <- uid }()
-		case <-ctx.Done():
-			return outcome{}, ctx.Err()
+		var release func()
+		var err error
+		if uid, release, err = s.acquireUID(ctx); err != nil {
+			return outcome{}, err
 		}
+		defer release()
 	}
 	// Without bubblewrap the test works in a private folder of its own
 	// (with it, in a private tmpfs).
@@ -334,6 +338,40 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		out.signal = syscall.Signal(out.exitCode - 128)
 	}
 	return out, nil
+}
+
+// acquireUID takes a uid from the pool that no other grader on this machine
+// holds either: each uid is held through an exclusive lock on a file, so
+// two graders never share a uid, its process limit or its clean-up.
+func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
+	for {
+		var uid int
+		select {
+		case uid = <-s.uids:
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			s.uids <- uid
+			return 0, nil, fmt.Errorf("grader: %w", err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			// Another grader holds it: try the next one a little later.
+			lock.Close()
+			s.uids <- uid
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
+				return 0, nil, ctx.Err()
+			}
+			continue
+		}
+		return uid, func() {
+			lock.Close() // releases the lock
+			s.uids <- uid
+		}, nil
+	}
 }
 
 // readCapped reads r until EOF or limit bytes, and says whether there was more.
