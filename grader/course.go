@@ -65,6 +65,10 @@ func isCourseRoot(dir string) bool {
 	return m != nil && string(m[1]) == ModulePath
 }
 
+// ErrNoExercise is wrapped by the error of Exercise for a name that is not
+// an exercise of the course.
+var ErrNoExercise = errors.New("no such exercise")
+
 // exerciseName is NN-name: two digits, a dash, lower-case words.
 var exerciseName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9]+(-[a-z0-9]+)*$`)
 
@@ -103,7 +107,7 @@ type Exercise struct {
 // Exercise loads the exercise called name ("01-storage-views").
 func (c *Course) Exercise(name string) (*Exercise, error) {
 	if !exerciseName.MatchString(name) {
-		return nil, fmt.Errorf("grader: %q is not an exercise name (NN-name, like 01-storage-views)", name)
+		return nil, fmt.Errorf("grader: %q is not an exercise name (NN-name, like 01-storage-views): %w", name, ErrNoExercise)
 	}
 	ex := &Exercise{
 		Name:        name,
@@ -112,7 +116,7 @@ func (c *Course) Exercise(name string) (*Exercise, error) {
 		HiddenDir:   filepath.Join(c.Root, "grader", "hidden", name),
 	}
 	if info, err := os.Stat(ex.Dir); err != nil || !info.IsDir() {
-		return nil, fmt.Errorf("grader: no exercise %s: %s is missing (the exercises are: %s)", name, ex.Dir, c.exerciseDirs())
+		return nil, fmt.Errorf("grader: %w %s: %s is missing (the exercises are: %s)", ErrNoExercise, name, ex.Dir, c.exerciseDirs())
 	}
 	data, err := os.ReadFile(filepath.Join(ex.HiddenDir, "grade.json"))
 	switch {

@@ -99,6 +99,13 @@ func TestVerifyFindsBrokenExercise(t *testing.T) {
 	assert.Contains(t, text, "the solution fails TestReverse")
 	assert.Contains(t, text, "the stub passes TestSumEmpty")
 	assert.Contains(t, text, "the solution fails the public test TestReverseSample")
+
+	// An exercise without hidden tests cannot be graded.
+	require.NoError(t, os.CopyFS(filepath.Join(c.Root, "exercises", "02-more"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	out.Reset()
+	rep, err = g.Verify(context.Background(), nil, 1, &out)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(rep.Failed, "\n"), "02-more: no hidden tests")
 }
 
 func TestVerifyStudentEdition(t *testing.T) {

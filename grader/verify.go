@@ -31,9 +31,20 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 			return rep, err
 		}
 		names = all
+		// In an instructor's course every exercise needs hidden tests; a
+		// student edition has none at all.
+		if _, err := os.Stat(filepath.Join(g.Course.Root, "grader", "hidden")); err == nil {
+			entries, _ := os.ReadDir(filepath.Join(g.Course.Root, "exercises"))
+			for _, e := range entries {
+				if e.IsDir() && exerciseName.MatchString(e.Name()) && !contains(all, e.Name()) {
+					fmt.Fprintf(w, "verify %-28s FAIL  no hidden tests: grader/hidden/%s/grade.json is missing\n", e.Name(), e.Name())
+					rep.Failed = append(rep.Failed, e.Name()+": no hidden tests")
+				}
+			}
+		}
 	}
 	if len(names) == 0 {
-		fmt.Fprintln(w, "verify: no exercise has hidden tests in grader/hidden (a student edition?): 0 exercises verified")
+		fmt.Fprintln(w, "verify: no exercise has hidden tests in grader/hidden: 0 exercises verified")
 		return rep, nil
 	}
 	jobs = max(1, jobs)

@@ -82,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &u):
 		fmt.Fprintln(stderr, "grader:", u.msg)
 		return 2
+	case errors.Is(err, grader.ErrNoExercise):
+		fmt.Fprintln(stderr, err)
+		return 2
 	default:
 		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), "grader: ")+"")
 		return 1
