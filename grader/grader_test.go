@@ -202,6 +202,13 @@ func TestHostileSubmissions(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
 	g, notices := newGrader(t, c, SandboxAuto)
+	if !g.Sandbox.Namespaced() {
+		// Without bubblewrap an endless writer fills the real disk until
+		// the timeout: run only what is safe there.
+		t.Logf("bubblewrap unusable here: %s", notices)
+		runHostile(t, g, c, limitsCases())
+		return
+	}
 	runHostile(t, g, c, hostileCases)
 	t.Logf("sandbox: %s; notices: %q", g.Sandbox.Describe(), notices.String())
 }
@@ -213,16 +220,20 @@ func TestHostileSubmissionsWithoutBubblewrap(t *testing.T) {
 	}
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxLimits)
+	runHostile(t, g, c, limitsCases())
+}
+
+// limitsCases are the hostile cases run without namespaces too: the rest
+// (endless loops, a fork bomb, disk filling) are bounded there only by the
+// timeout and rlimits, which the bubblewrap run checks as well.
+func limitsCases() []hostileCase {
 	var cases []hostileCase
 	for _, hc := range hostileCases {
-		// The cases that make sense without namespaces: the rest (endless
-		// loops, fork bomb, disk filling) are bounded there only by the
-		// timeout and rlimits, which the bubblewrap run covers too.
 		if hc.limits {
 			cases = append(cases, hc)
 		}
 	}
-	runHostile(t, g, c, cases)
+	return cases
 }
 
 func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {

@@ -163,6 +163,12 @@ func (s *Sandbox) probe() {
 	})
 }
 
+// Namespaced reports whether tests run inside bubblewrap.
+func (s *Sandbox) Namespaced() bool {
+	s.probe()
+	return s.bwrap != ""
+}
+
 // Usable reports an error when the sandbox mode asked for cannot run here.
 func (s *Sandbox) Usable() error {
 	s.probe()
