@@ -52,4 +52,4 @@ RUN bash scripts/setup.sh \
 
 USER ${NB_UID}
 EXPOSE 8888
-CMD ["bash", "-c", "jupyter notebook --no-browser --ip=0.0.0.0 --port=8888 --notebook-dir=/home/jovyan/course/notebooks"]
+CMD ["bash", "-c", "jupyter notebook --no-browser --ip=0.0.0.0 --port=8888 --notebook-dir=/home/jovyan/course --NotebookApp.default_url=/tree/notebooks"]

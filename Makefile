@@ -10,17 +10,18 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
 	@PATH="$(CURDIR)/bin:$$PATH" jupyter notebook --no-browser --ip=$(HOST) --port=$(PORT) \
-		--notebook-dir="$(CURDIR)/notebooks" $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+		--notebook-dir="$(CURDIR)" --NotebookApp.default_url=/tree/notebooks \
+		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 setup:
 	@bash scripts/setup.sh
 
-test: setup fmt vet nbcheck unit fuzz cuda notebooks site
+test: setup fmt vet nbcheck unit fuzz grader-verify cuda notebooks site
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -36,9 +37,11 @@ vet:
 nbcheck:
 	$(GO) run ./scripts/nbgen -check
 
+# exercises/ and solutions/ are checked by grader-verify: the stubs fail
+# their public tests by design.
 unit:
-	$(GO) test -race ./gpukit/...
-	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/exercises/' -e '/grader/hidden/')
+	$(GO) test -race ./gpukit/... ./grader/...
+	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
@@ -66,6 +69,11 @@ cuda:
 	else \
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
+
+# Every reference solution scores full marks and every stub zero on the
+# hidden tests (grader/README.md).
+grader-verify:
+	$(GO) run ./grader/cmd/grader verify
 
 # Executes every notebook once; the executed copies stay in $(SITE_DIR)/executed
 # for the site.

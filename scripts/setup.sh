@@ -49,6 +49,17 @@ else
 	fi
 fi
 
+# --- bubblewrap, the grader's sandbox (grader/README.md); optional ----------
+if command -v bwrap >/dev/null 2>&1; then
+	say "bubblewrap: present"
+elif [ "$use_apt" = 1 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+	say "bubblewrap: installing"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null ||
+		say "bubblewrap: install failed; the grader will sandbox tests with rlimits only"
+else
+	say "bubblewrap: missing (sudo apt-get install bubblewrap); the grader will sandbox tests with rlimits only"
+fi
+
 # --- GoNB and goimports, built from the versions pinned in go.mod -----------
 mkdir -p bin
 build_tool() { # build_tool NAME PACKAGE

@@ -3,7 +3,7 @@
 //
 //   make lab PORT=8899 &                 # note the token it prints
 //   cd scripts/browser-check && npm install
-//   node check.js http://127.0.0.1:8899/notebooks/00-welcome.ipynb?token=... /tmp/welcome.png
+//   node check.js http://127.0.0.1:8899/notebooks/notebooks/00-welcome.ipynb?token=... /tmp/welcome.png
 //
 // It prints how many cells failed, how many images and embedded viewers
 // the outputs hold, and exits 1 when a cell failed. Uses Debian's

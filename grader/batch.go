@@ -1,0 +1,231 @@
+package grader
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpumem/course/internal/atomicfile"
+)
+
+// BatchOptions configure Batch.
+type BatchOptions struct {
+	Jobs        int       // submissions graded at once
+	CSV         string    // grades file: one row per student, rewritten atomically after each
+	FeedbackDir string    // when set, one Gradescope results file per student
+	Progress    io.Writer // progress bar or lines; nil for none
+	Terminal    bool      // Progress is a terminal: redraw one bar
+}
+
+// BatchSummary counts what Batch did.
+type BatchSummary struct {
+	Graded, Skipped, Failed int
+}
+
+// Batch grades every sub-folder of dir (one per student) with opts.Jobs
+// workers. Students already in opts.CSV are skipped, so an interrupted
+// batch resumes where it stopped. A student whose grading failed (the
+// grader's failure, not the code's) gets no row and is retried next time.
+func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts BatchOptions) (BatchSummary, error) {
+	var sum BatchSummary
+	if ex.Spec == nil {
+		return sum, fmt.Errorf("grader: exercise %s has no hidden tests", ex.Name)
+	}
+	if opts.CSV == "" {
+		return sum, errors.New("grader: batch needs --out FILE.csv")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return sum, fmt.Errorf("grader: %w", err)
+	}
+	var students []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			students = append(students, e.Name())
+		}
+	}
+	if len(students) == 0 {
+		return sum, fmt.Errorf("grader: %s holds no student folders", dir)
+	}
+	header := csvHeader(ex.Spec)
+	rows, err := readGrades(opts.CSV, header)
+	if err != nil {
+		return sum, err
+	}
+	if err := atomicfile.CheckWritable(opts.CSV); err != nil {
+		return sum, fmt.Errorf("grader: %w", err)
+	}
+	if opts.FeedbackDir != "" {
+		if err := os.MkdirAll(opts.FeedbackDir, 0o755); err != nil {
+			return sum, fmt.Errorf("grader: %w", err)
+		}
+	}
+	var todo []string
+	for _, s := range students {
+		if _, done := rows[s]; done {
+			sum.Skipped++
+		} else {
+			todo = append(todo, s)
+		}
+	}
+	prog := &progress{w: opts.Progress, terminal: opts.Terminal, total: len(todo), start: time.Now()}
+	if sum.Skipped > 0 && opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "batch: %d students already in %s, %d to grade\n", sum.Skipped, opts.CSV, len(todo))
+	}
+	var mu sync.Mutex
+	var firstErr error
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range max(1, opts.Jobs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for student := range work {
+				res, err := g.Grade(ctx, ex, filepath.Join(dir, student))
+				mu.Lock()
+				if err != nil {
+					sum.Failed++
+					if firstErr == nil && ctx.Err() == nil {
+						firstErr = fmt.Errorf("grader: %s: %w", student, err)
+					}
+					prog.step(student, "grader failed: "+err.Error())
+					mu.Unlock()
+					continue
+				}
+				rows[student] = csvRow(student, ex.Spec, res)
+				werr := writeGrades(opts.CSV, header, rows)
+				if werr == nil && opts.FeedbackDir != "" {
+					werr = atomicfile.Write(filepath.Join(opts.FeedbackDir, student+".json"), 0o644, func(w io.Writer) error {
+						return WriteJSON(w, res.Gradescope())
+					})
+				}
+				if werr != nil && firstErr == nil {
+					firstErr = werr
+				}
+				sum.Graded++
+				prog.step(student, fmt.Sprintf("%d/%d", res.Score, res.MaxScore))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, s := range todo {
+		select {
+		case work <- s:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(work)
+	wg.Wait()
+	prog.finish()
+	if ctx.Err() != nil {
+		return sum, fmt.Errorf("grader: batch interrupted after %d students; run it again to resume: %w", sum.Graded, ctx.Err())
+	}
+	return sum, firstErr
+}
+
+func csvHeader(spec *Spec) []string {
+	h := []string{"student", "score", "max_score"}
+	for _, t := range spec.Tests {
+		h = append(h, t.Name)
+	}
+	return append(h, "status", "seconds")
+}
+
+func csvRow(student string, spec *Spec, res *Result) []string {
+	row := []string{student, strconv.Itoa(res.Score), strconv.Itoa(res.MaxScore)}
+	for _, t := range res.Tests {
+		row = append(row, strconv.Itoa(t.Score))
+	}
+	return append(row, res.Status, strconv.FormatFloat(res.Seconds, 'f', 1, 64))
+}
+
+// readGrades reads an existing grades file, which must have header.
+func readGrades(path string, header []string) (map[string][]string, error) {
+	rows := map[string][]string{}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return rows, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("grader: %w", err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("grader: %s is not a grades file: %w", path, err)
+	}
+	if len(records) == 0 {
+		return rows, nil
+	}
+	if strings.Join(records[0], ",") != strings.Join(header, ",") {
+		return nil, fmt.Errorf("grader: %s was written for other tests (its header is %v); choose another --out or remove it", path, records[0])
+	}
+	for _, r := range records[1:] {
+		rows[r[0]] = r
+	}
+	return rows, nil
+}
+
+func writeGrades(path string, header []string, rows map[string][]string) error {
+	names := make([]string, 0, len(rows))
+	for n := range rows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write(header)
+		for _, n := range names {
+			cw.Write(rows[n])
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// progress draws a bar on a terminal, or writes one line per student.
+type progress struct {
+	w        io.Writer
+	terminal bool
+	total    int
+	done     int
+	start    time.Time
+}
+
+func (p *progress) step(student, what string) {
+	p.done++
+	if p.w == nil {
+		return
+	}
+	elapsed := time.Since(p.start)
+	eta := time.Duration(0)
+	if p.done > 0 {
+		eta = elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)
+	}
+	if !p.terminal {
+		fmt.Fprintf(p.w, "batch: %d/%d %s %s\n", p.done, p.total, student, what)
+		return
+	}
+	const width = 30
+	filled := width * p.done / max(1, p.total)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d  %s left  %-30.30s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		p.done, p.total, eta.Round(time.Second), student+" "+what)
+}
+
+func (p *progress) finish() {
+	if p.w != nil && p.terminal && p.total > 0 {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,351 @@
+package grader
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// source is one file of the package to build.
+type source struct {
+	name string
+	data []byte
+}
+
+// binary is a built test binary, alone in its folder, and the exit code
+// that means "passed" for each of its tests.
+type binary struct {
+	path  string
+	codes map[string]int // test name → exit code of a pass
+}
+
+// maxSourceBytes bounds one submitted file.
+const maxSourceBytes = 1 << 20
+
+// forbiddenImports may not appear in a student's file: they could reach the
+// grader's machinery (test framework, raw system calls, the binary's own
+// memory or files embedded at build time) instead of solving the exercise.
+var forbiddenImports = map[string]string{
+	"C":             "cgo",
+	"unsafe":        "raw memory access",
+	"syscall":       "raw system calls",
+	"embed":         "embedding files at build time",
+	"plugin":        "loading code",
+	"os/exec":       "running programs",
+	"os/signal":     "signal handling",
+	"testing":       "the test framework is the grader's",
+	"runtime/debug": "runtime internals",
+	"net":           "networking",
+	"net/http":      "networking",
+}
+
+var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/"}
+
+// forbiddenDirective matches compiler directives a student file may not use.
+var forbiddenDirective = regexp.MustCompile(`(?m)^\s*//(go:(linkname|embed|cgo_[a-z_]+|build)|\s*\+build|line )`)
+
+// checkStudentFile returns why a submitted file cannot be compiled as part
+// of the exercise's package, or "".
+func checkStudentFile(name string, data []byte, pkg string) string {
+	if len(data) > maxSourceBytes {
+		return fmt.Sprintf("%s is larger than %d bytes", name, maxSourceBytes)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), name, data, parser.ImportsOnly|parser.ParseComments)
+	if err != nil {
+		return fmt.Sprintf("%s does not parse: %v", name, err)
+	}
+	if f.Name.Name != pkg {
+		return fmt.Sprintf("%s declares package %s; the exercise's package is %s", name, f.Name.Name, pkg)
+	}
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		why, bad := forbiddenImports[path]
+		for _, p := range forbiddenPrefixes {
+			if strings.HasPrefix(path, p) {
+				why, bad = "not allowed in an exercise", true
+			}
+		}
+		if bad {
+			return fmt.Sprintf("%s imports %q (%s), which graded code may not use", name, path, why)
+		}
+	}
+	if m := forbiddenDirective.Find(data); m != nil {
+		return fmt.Sprintf("%s uses the directive %q, which graded code may not use", name, strings.TrimSpace(string(m)))
+	}
+	return ""
+}
+
+// randomCodes gives each test a distinct exit code in 3..125 (1 and 2 are
+// the test framework's failure and panic codes; 126 and above are the
+// shell's and signals').
+func randomCodes(tests []string) (map[string]int, error) {
+	pool := make([]int, 0, 123)
+	for c := 3; c <= 125; c++ {
+		pool = append(pool, c)
+	}
+	if len(tests) > len(pool) {
+		return nil, fmt.Errorf("grader: %d tests; at most %d can be graded in one exercise", len(tests), len(pool))
+	}
+	codes := make(map[string]int, len(tests))
+	for _, t := range tests {
+		i, err := rand.Int(rand.Reader, big.NewInt(int64(len(pool))))
+		if err != nil {
+			return nil, fmt.Errorf("grader: %w", err)
+		}
+		k := int(i.Int64())
+		codes[t] = pool[k]
+		pool = append(pool[:k], pool[k+1:]...)
+	}
+	return codes, nil
+}
+
+func randomIdent() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// tempBase is the folder for the grader's temporary folders: the system's,
+// unless the grader runs as root and some folder on that path is closed to
+// other users (the tests' uids must reach their binary), then /tmp.
+func tempBase() string {
+	dir := os.TempDir()
+	if os.Geteuid() != 0 {
+		return dir
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+// mainFile is the generated TestMain. Its identifiers carry a random
+// suffix, so package code cannot name them; it refuses changed test flags
+// (a package init can rewrite os.Args) and exits with the code of the one
+// test that -test.run names, only when that test passed.
+func mainFile(pkg string, codes map[string]int) (source, error) {
+	id, err := randomIdent()
+	if err != nil {
+		return source{}, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "package %s\n\nimport (\n\tflag%[2]s \"flag\"\n\tos%[2]s \"os\"\n\ttesting%[2]s \"testing\"\n)\n\n", pkg, id)
+	fmt.Fprintf(&b, "var codes%s = map[string]int{\n", id)
+	names := make([]string, 0, len(codes))
+	for n := range codes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "\t%q: %d,\n", "^"+n+"$", codes[n])
+	}
+	fmt.Fprintf(&b, `}
+
+func TestMain(m *testing%[1]s.M) {
+	flag%[1]s.Parse()
+	value := func(name string) string {
+		if f := flag%[1]s.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	code, ok := codes%[1]s[value("test.run")]
+	if !ok || value("test.skip") != "" || value("test.list") != "" || value("test.count") != "1" ||
+		value("test.short") != "false" || value("test.paniconexit0") != "true" ||
+		value("test.bench") != "" || value("test.fuzz") != "" || flag%[1]s.NArg() != 0 {
+		os%[1]s.Stderr.WriteString("grader: the test flags were changed before the tests ran; nothing was graded\n")
+		os%[1]s.Exit(1)
+	}
+	if m.Run() != 0 {
+		os%[1]s.Exit(1)
+	}
+	os%[1]s.Exit(code)
+}
+`, id)
+	return source{name: "zz_grader_main_" + id[:8] + "_test.go", data: []byte(b.String())}, nil
+}
+
+var (
+	compilerError = regexp.MustCompile(`(?m)^(\S+\.go):\d+(?::\d+)?: (.*)$`)
+	moduleTrouble = regexp.MustCompile(`module lookup disabled|no required module provides|missing go\.sum entry|cannot find module|malformed module path|verifying module`)
+)
+
+// builder compiles packages into test binaries in a temporary module.
+type builder struct {
+	course *Course
+	goCmd  string
+}
+
+// buildResult is a built binary, or the compiler's complaint.
+type buildResult struct {
+	bin      *binary
+	errors   string          // the compiler's output when the build failed
+	badFiles map[string]bool // student files the compiler complained about
+	workDir  string          // remove when done
+}
+
+// build compiles files (the package's non-test files and its tests) plus a
+// generated TestMain for tests into a binary under a new temporary folder,
+// and deletes every source before returning.
+func (b *builder) build(ctx context.Context, pkg string, files []source, tests []string, studentFiles []string) (*buildResult, error) {
+	work, err := os.MkdirTemp(tempBase(), "grader-")
+	if err != nil {
+		return nil, fmt.Errorf("grader: %w", err)
+	}
+	res := &buildResult{workDir: work}
+	fail := func(err error) (*buildResult, error) {
+		os.RemoveAll(work)
+		return nil, err
+	}
+	// The binary's folder must be reachable by the unprivileged uid that
+	// runs the tests; the module with the sources stays private.
+	if err := os.Chmod(work, 0o711); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
+	mod := filepath.Join(work, "mod")
+	binDir := filepath.Join(work, "bin")
+	if err := os.Mkdir(mod, 0o700); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
+	if err := os.Mkdir(binDir, 0o711); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
+	goMod, err := b.tempGoMod()
+	if err != nil {
+		return fail(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(b.course.Root, "go.sum"))
+	if err != nil {
+		return fail(fmt.Errorf("grader: the course's go.sum: %w", err))
+	}
+	codes, err := randomCodes(tests)
+	if err != nil {
+		return fail(err)
+	}
+	main, err := mainFile(pkg, codes)
+	if err != nil {
+		return fail(err)
+	}
+	pkgDir := filepath.Join(mod, pkg)
+	if err := os.Mkdir(pkgDir, 0o700); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
+	writes := append([]source{{"../go.mod", goMod}, {"../go.sum", sum}, main}, files...)
+	for _, f := range writes {
+		if err := os.WriteFile(filepath.Join(pkgDir, f.name), f.data, 0o600); err != nil {
+			return fail(fmt.Errorf("grader: %w", err))
+		}
+	}
+	binPath := filepath.Join(binDir, pkg+".test")
+	cmd := exec.CommandContext(ctx, b.goCmd, "test", "-c", "-vet=off", "-o", binPath, "./"+pkg)
+	cmd.Dir = mod
+	cmd.Env = buildEnv()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	runErr := cmd.Run()
+	// Every source goes before any student code runs.
+	if err := os.RemoveAll(mod); err != nil {
+		return fail(fmt.Errorf("grader: removing the sources: %w", err))
+	}
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	if runErr != nil {
+		if _, ok := runErr.(*exec.ExitError); !ok {
+			return fail(fmt.Errorf("grader: running go test -c: %w", runErr))
+		}
+		res.errors = cleanCompilerOutput(out.String(), mod)
+		res.badFiles = map[string]bool{}
+		for _, m := range compilerError.FindAllStringSubmatch(res.errors, -1) {
+			file, msg := filepath.Base(m[1]), m[2]
+			if contains(studentFiles, file) {
+				res.badFiles[file] = true
+			} else if moduleTrouble.MatchString(msg) {
+				// A trusted file's import cannot be resolved: the module
+				// cache lacks a module. The grader's failure, not the code's.
+				return fail(fmt.Errorf("grader: the test build cannot resolve a module (download the course's modules with go mod download, or set GOPROXY to a file:// cache):\n%s", res.errors))
+			}
+		}
+		if !compilerError.MatchString(res.errors) {
+			return fail(fmt.Errorf("grader: building the test binary failed before compiling:\n%s", res.errors))
+		}
+		return res, nil
+	}
+	// Execute-only: the test process cannot read its own binary to look
+	// for the exit codes.
+	if err := os.Chmod(binPath, 0o111); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
+	res.bin = &binary{path: binPath, codes: codes}
+	return res, nil
+}
+
+// tempGoMod is the go.mod of the temporary module: the course's go
+// version, and the course itself, required and replaced by its folder.
+func (b *builder) tempGoMod() ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(b.course.Root, "go.mod"))
+	if err != nil {
+		return nil, fmt.Errorf("grader: %w", err)
+	}
+	goLine := "go 1.26"
+	if m := regexp.MustCompile(`(?m)^go\s+(\S+)\s*$`).FindSubmatch(data); m != nil {
+		goLine = "go " + string(m[1])
+	}
+	return fmt.Appendf(nil, "module grader.local/submission\n\n%s\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n",
+		goLine, ModulePath, ModulePath, strconv.Quote(b.course.Root)), nil
+}
+
+// buildEnv is the go command's environment for a grading build: offline
+// (modules come from the module cache or a file:// proxy), modules
+// resolved from go.sum without touching the course's go.mod, no workspace.
+func buildEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOFLAGS", "GOPROXY", "GOWORK", "GONOSUMDB", "GOSUMDB", "GONOSUMCHECK", "GOINSECURE", "GOPRIVATE", "GONOPROXY":
+			continue
+		}
+		env = append(env, kv)
+	}
+	// A file:// proxy (the Gradescope bundle's module cache) is offline
+	// too; anything else is replaced by off.
+	proxy := "off"
+	if p := os.Getenv("GOPROXY"); strings.HasPrefix(p, "file://") && !strings.ContainsAny(p, ",|") {
+		proxy = p
+	}
+	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY="+proxy, "GOWORK=off", "GOSUMDB=off")
+}
+
+// cleanCompilerOutput shortens the temporary paths in the compiler's output
+// to file names.
+func cleanCompilerOutput(s, mod string) string {
+	s = strings.ReplaceAll(s, mod+string(filepath.Separator), "")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l == "FAIL" || strings.HasPrefix(l, "FAIL\t") || strings.HasPrefix(l, "# ") || strings.HasPrefix(l, "go: downloading ") {
+			continue
+		}
+		lines = append(lines, strings.TrimPrefix(l, "./"))
+	}
+	return strings.Join(lines, "\n")
+}

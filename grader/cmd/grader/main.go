@@ -1,0 +1,388 @@
+// Command grader checks and grades the course's exercises.
+//
+//	grader check NN-name                  the public tests on your working copy
+//	grader grade --exercise NN-name --submission DIR [--format text|json|gradescope] [--out FILE]
+//	grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR]
+//	grader bundle --exercise NN-name --out autograder.zip [--go-tarball FILE]
+//	grader verify [NN-name ...]           solutions score full marks, stubs zero
+//	grader release --out DIR              the student edition (no solutions, no hidden tests)
+//
+// Every command finds the course from the current folder, or takes
+// --course DIR. Exit status: 0 when the command did its work (for grade
+// and check, whatever the score), 1 when it failed (or verify found a
+// problem, or check --strict a failing test), 2 for a usage error.
+// grader/README.md documents formats, commands and the security model.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/gpumem/course/grader"
+	"github.com/gpumem/course/internal/atomicfile"
+	"golang.org/x/sys/unix"
+)
+
+const usage = `usage: grader COMMAND [flags]
+
+  check NN-name        run the public tests on your working copy in exercises/NN-name
+  grade                grade one submission against the hidden tests
+  batch                grade a folder of submissions (one sub-folder per student) into a CSV
+  bundle               write a Gradescope autograder zip for one exercise
+  verify [NN-name...]  check that every solution scores full marks and every stub zero
+  release              write the student edition of the course (no solutions, no hidden tests)
+
+Run grader COMMAND -h for a command's flags.
+`
+
+// errUsage marks errors that are the caller's (exit status 2).
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"check": cmdCheck, "grade": cmdGrade, "batch": cmdBatch, "bundle": cmdBundle,
+		"verify": cmdVerify, "release": cmdRelease,
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "grader: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	err := cmd(ctx, args[1:], stdout, stderr)
+	var u errUsage
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &u):
+		fmt.Fprintln(stderr, "grader:", u.msg)
+		return 2
+	case errors.Is(err, grader.ErrNoExercise):
+		fmt.Fprintln(stderr, err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, strings.TrimPrefix(err.Error(), "grader: ")+"")
+		return 1
+	}
+}
+
+// parse parses flags placed before or after the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(os.Stderr)
+				fs.Usage()
+				return nil, err
+			}
+			return nil, errUsage{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+type common struct {
+	course  string
+	sandbox string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.course, "course", "", "the course's root folder (default: found from the current folder)")
+	fs.StringVar(&c.sandbox, "sandbox", "auto", "auto (bubblewrap when it works), bwrap (required) or limits (rlimits only)")
+}
+
+func (c *common) open(stderr io.Writer, defaultMode grader.SandboxMode) (*grader.Grader, error) {
+	var course *grader.Course
+	var err error
+	if c.course != "" {
+		course, err = grader.OpenCourse(c.course)
+	} else {
+		wd, werr := os.Getwd()
+		if werr != nil {
+			return nil, werr
+		}
+		course, err = grader.FindCourse(wd)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mode := defaultMode
+	if c.sandbox != "auto" {
+		if mode, err = grader.ParseSandboxMode(c.sandbox); err != nil {
+			return nil, errUsage{err.Error()}
+		}
+	}
+	g, err := grader.New(course, mode, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Sandbox.Usable(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	strict := fs.Bool("strict", false, "exit with status 1 when a public test fails")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: grader check NN-name [--course DIR] [--strict]")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errUsage{"check takes one exercise name, like: grader check 01-storage-views"}
+	}
+	// The code is the student's own: rlimits and a timeout, no namespaces.
+	g, err := c.open(stderr, grader.SandboxLimits)
+	if err != nil {
+		return err
+	}
+	ex, err := g.Course.Exercise(pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Checking exercises/%s with its public tests...\n", ex.Name)
+	res, err := g.Check(ctx, ex, "")
+	if err != nil {
+		return err
+	}
+	if err := res.WriteText(stdout, "check"); err != nil {
+		return err
+	}
+	passed := 0
+	for _, t := range res.Tests {
+		if t.Passed() {
+			passed++
+		}
+	}
+	files := "the exercise's files"
+	if ex.Spec != nil {
+		files = strings.Join(ex.Spec.StudentFiles, ", ")
+		fmt.Fprintf(stdout, "Grading runs hidden tests worth %d points, which check more than these (edge cases, memory); see exercises/%s/README.md.\n", ex.Spec.MaxScore(), ex.Name)
+	}
+	if passed < len(res.Tests) {
+		fmt.Fprintf(stdout, "Edit %s in exercises/%s and run the check again.\n", files, ex.Name)
+		if *strict {
+			return fmt.Errorf("grader: %d of %d public tests fail", len(res.Tests)-passed, len(res.Tests))
+		}
+	}
+	return nil
+}
+
+func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("grade", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	exercise := fs.String("exercise", "", "the exercise, NN-name")
+	submission := fs.String("submission", "", "the folder holding the student's files")
+	format := fs.String("format", "text", "text, json or gradescope (results.json)")
+	out := fs.String("out", "", "write the result to this file (atomically) instead of standard output")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: grader grade --exercise NN-name --submission DIR [--format text|json|gradescope] [--out FILE]")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *exercise == "" || *submission == "" {
+		return errUsage{"grade needs --exercise NN-name and --submission DIR"}
+	}
+	if *format != "text" && *format != "json" && *format != "gradescope" {
+		return errUsage{fmt.Sprintf("--format %q is not text, json or gradescope", *format)}
+	}
+	if *out != "" {
+		if err := atomicfile.CheckWritable(*out); err != nil {
+			return err
+		}
+	}
+	g, err := c.open(stderr, grader.SandboxAuto)
+	if err != nil {
+		return err
+	}
+	ex, err := g.Course.Exercise(*exercise)
+	if err != nil {
+		return err
+	}
+	res, err := g.Grade(ctx, ex, *submission)
+	if err != nil {
+		return err
+	}
+	write := func(w io.Writer) error {
+		switch *format {
+		case "json":
+			return grader.WriteJSON(w, res)
+		case "gradescope":
+			return grader.WriteJSON(w, res.Gradescope())
+		}
+		fmt.Fprintf(w, "grade %s: %s\n", ex.Name, *submission)
+		return res.WriteText(w, "grade")
+	}
+	if *out != "" {
+		return atomicfile.Write(*out, 0o644, write)
+	}
+	return write(stdout)
+}
+
+func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	exercise := fs.String("exercise", "", "the exercise, NN-name")
+	submissions := fs.String("submissions", "", "a folder with one sub-folder per student")
+	out := fs.String("out", "grades.csv", "the grades file; students already in it are skipped")
+	feedback := fs.String("feedback", "", "also write each student's results.json into this folder")
+	jobs := fs.Int("jobs", max(1, runtime.NumCPU()), "students graded at once")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR]")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *exercise == "" || *submissions == "" {
+		return errUsage{"batch needs --exercise NN-name and --submissions DIR"}
+	}
+	if *jobs < 1 || *jobs > 64 {
+		return errUsage{"--jobs must be between 1 and 64"}
+	}
+	g, err := c.open(stderr, grader.SandboxAuto)
+	if err != nil {
+		return err
+	}
+	ex, err := g.Course.Exercise(*exercise)
+	if err != nil {
+		return err
+	}
+	sum, err := g.Batch(ctx, ex, *submissions, grader.BatchOptions{
+		Jobs: *jobs, CSV: *out, FeedbackDir: *feedback, Progress: stderr, Terminal: isTerminal(stderr),
+	})
+	fmt.Fprintf(stdout, "batch %s: %d graded, %d already in %s, %d failed\n", ex.Name, sum.Graded, sum.Skipped, *out, sum.Failed)
+	return err
+}
+
+func cmdBundle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bundle", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	exercise := fs.String("exercise", "", "the exercise, NN-name")
+	out := fs.String("out", "autograder.zip", "the zip to write")
+	tarball := fs.String("go-tarball", "", "a go1.x.linux-amd64.tar.gz to carry, so that setup downloads nothing")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *exercise == "" {
+		return errUsage{"bundle needs --exercise NN-name"}
+	}
+	g, err := c.open(io.Discard, grader.SandboxLimits)
+	if err != nil {
+		return err
+	}
+	ex, err := g.Course.Exercise(*exercise)
+	if err != nil {
+		return err
+	}
+	info, err := g.Bundle(ctx, ex, grader.BundleOptions{Out: *out, GoTarball: *tarball})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bundle %s: %s, %d files (%.1f MiB before compression), %d modules, for %s\n",
+		ex.Name, *out, info.Files, float64(info.Bytes)/(1<<20), info.Modules, info.GoVersion)
+	return nil
+}
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	jobs := fs.Int("jobs", max(1, runtime.NumCPU()/2), "exercises verified at once")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	g, err := c.open(stderr, grader.SandboxAuto)
+	if err != nil {
+		return err
+	}
+	rep, err := g.Verify(ctx, pos, *jobs, stdout)
+	if err != nil {
+		return err
+	}
+	if len(rep.Failed) > 0 {
+		return fmt.Errorf("grader: verify: %d problems (listed above)", len(rep.Failed))
+	}
+	return nil
+}
+
+func cmdRelease(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	out := fs.String("out", "", "a new or empty folder for the student edition")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *out == "" {
+		return errUsage{"release needs --out DIR"}
+	}
+	g, err := c.open(io.Discard, grader.SandboxLimits)
+	if err != nil {
+		return err
+	}
+	n, err := g.Course.Release(*out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "release: %d files written to %s (no solutions/, no grader/hidden/)\n", n, *out)
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

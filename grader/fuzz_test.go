@@ -1,0 +1,70 @@
+package grader
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParseSpec checks that ParseSpec never panics and that a spec it
+// accepts is sound: valid names, distinct tests, positive points, and a
+// round trip through JSON that parses to the same spec.
+func FuzzParseSpec(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "course", "grader", "hidden", "01-toy", "grade.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"exercise":"01-a","package":"a","student_files":["a.go"],"tests":[{"name":"TestA","points":1}]}`))
+	f.Add([]byte(`{"exercise":"01-a","package":"a","student_files":["../a.go"],"tests":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := ParseSpec(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "grade.json: ") {
+				t.Fatalf("error without the grade.json prefix: %v", err)
+			}
+			return
+		}
+		if spec.MaxScore() <= 0 || spec.Timeout() <= 0 || spec.Memory() <= 0 {
+			t.Fatalf("accepted a spec without points or limits: %+v", spec)
+		}
+		seen := map[string]bool{}
+		for _, test := range spec.Tests {
+			if seen[test.Name] || !isTestName(test.Name) || test.Points <= 0 {
+				t.Fatalf("accepted test %+v", test)
+			}
+			seen[test.Name] = true
+		}
+		for _, f := range spec.StudentFiles {
+			if filepath.Base(f) != f || strings.HasSuffix(f, "_test.go") {
+				t.Fatalf("accepted student file %q", f)
+			}
+		}
+		again, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseSpec(again); err != nil {
+			t.Fatalf("an accepted spec does not parse again: %v", err)
+		}
+	})
+}
+
+// FuzzParseEvents checks that any output of a test binary parses, and that
+// a test reported passing always has a pass event carrying the frame mark.
+func FuzzParseEvents(f *testing.F) {
+	f.Add([]byte("\x16=== RUN   TestA\nx\n\x16--- PASS: TestA (0.00s)\n\x16PASS\n"))
+	f.Add([]byte("--- PASS: TestA (0.00s)\n\x16--- FAIL: TestA\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		events := parseEvents(out)
+		for _, name := range []string{"TestA", ""} {
+			_, passed, _ := testOutput(events, name)
+			if passed && !strings.Contains(string(out), frameMark+"--- PASS: ") {
+				t.Fatalf("%q passed without a marked pass line in %q", name, out)
+			}
+		}
+		_ = outsideOutput(events)
+	})
+}

@@ -1,0 +1,469 @@
+package grader
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Grader grades submissions of one course.
+type Grader struct {
+	Course  *Course
+	Sandbox *Sandbox
+	Go      string // the go command; "go" when empty
+}
+
+// New returns a grader for course with a sandbox of the given mode; the
+// sandbox's notices go to notices.
+func New(course *Course, mode SandboxMode, notices io.Writer) (*Grader, error) {
+	hide := []string{course.Root}
+	for _, dir := range []string{os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")} {
+		if dir != "" {
+			hide = append(hide, dir)
+		}
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		hide = append(hide, cache)
+	}
+	sb, err := NewSandbox(mode, notices, hide...)
+	if err != nil {
+		return nil, err
+	}
+	return &Grader{Course: course, Sandbox: sb}, nil
+}
+
+func (g *Grader) builder() *builder {
+	goCmd := g.Go
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	return &builder{course: g.Course, goCmd: goCmd}
+}
+
+// Result is the grade of one submission.
+type Result struct {
+	Exercise      string        `json:"exercise"`
+	Score         int           `json:"score"`
+	MaxScore      int           `json:"max_score"`
+	Status        string        `json:"status"` // graded, compile_error
+	Output        string        `json:"output,omitempty"`
+	Tests         []TestResult  `json:"tests"`
+	ExecutionTime time.Duration `json:"-"`
+	Seconds       float64       `json:"execution_time"`
+}
+
+// TestResult is the result of one test.
+type TestResult struct {
+	Name        string  `json:"name"`
+	Score       int     `json:"score"`
+	MaxScore    int     `json:"max_score"`
+	Status      string  `json:"status"` // passed, failed, timeout, crashed, not_run
+	Output      string  `json:"output,omitempty"`
+	Visibility  string  `json:"visibility,omitempty"`
+	Description string  `json:"description,omitempty"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Passed reports whether the test passed.
+func (t TestResult) Passed() bool { return t.Status == "passed" }
+
+// maxFeedback bounds the feedback of one test.
+const maxFeedback = 8 << 10
+
+// Grade grades the submission in dir (the student's files, at its top or
+// anywhere below it) against the exercise's hidden tests. An error means
+// the grader itself failed; a submission that does not compile or crashes
+// is graded (zero for what it affects) with a nil error.
+func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, error) {
+	if ex.Spec == nil {
+		return nil, fmt.Errorf("grader: exercise %s has no hidden tests (%s/grade.json); this is a student edition of the course", ex.Name, ex.HiddenDir)
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("grader: the submission %s is not a folder", dir)
+	}
+	start := time.Now()
+	spec := ex.Spec
+	var notes []string
+
+	// The student's files, or the stub for each that is missing or cannot
+	// be part of the package: zero for what that file implements.
+	studentData := map[string][]byte{}
+	for _, f := range spec.StudentFiles {
+		data, problem := findSubmitted(dir, f)
+		if problem == "" {
+			problem = checkStudentFile(f, data, spec.Package)
+		}
+		if problem != "" {
+			notes = append(notes, problem+"; graded as the untouched stub (no points for what it implements)")
+			data = nil
+		}
+		studentData[f] = data
+	}
+	hidden, err := goFiles(ex.HiddenDir, true)
+	if err != nil {
+		return nil, err
+	}
+	hiddenFuncs, err := testFuncs(ex.HiddenDir, spec.Package)
+	if err != nil {
+		return nil, err
+	}
+	tests := make([]string, len(spec.Tests))
+	for i, t := range spec.Tests {
+		tests[i] = t.Name
+		if !contains(hiddenFuncs, t.Name) {
+			return nil, fmt.Errorf("grader: %s/grade.json grades %s, which no hidden test file declares", ex.HiddenDir, t.Name)
+		}
+	}
+	var hiddenSources []source
+	for _, f := range hidden {
+		data, err := os.ReadFile(filepath.Join(ex.HiddenDir, f))
+		if err != nil {
+			return nil, fmt.Errorf("grader: %w", err)
+		}
+		hiddenSources = append(hiddenSources, source{f, data})
+	}
+	red := newRedactor(hiddenSources)
+
+	res := &Result{Exercise: ex.Name, MaxScore: spec.MaxScore(), Status: "graded"}
+	var built *buildResult
+	for attempt := 0; ; attempt++ {
+		files, err := g.packageFiles(ex, studentData, hiddenSources)
+		if err != nil {
+			return nil, err
+		}
+		if allNil(studentData) {
+			// Every student file is the stub, which scores zero by
+			// construction (verify checks it): nothing to build.
+			built = nil
+			break
+		}
+		built, err = g.builder().build(ctx, spec.Package, files, tests, spec.StudentFiles)
+		if err != nil {
+			return nil, err
+		}
+		if built.bin != nil {
+			break
+		}
+		os.RemoveAll(built.workDir)
+		msg := red.clean(built.errors)
+		retry := false
+		for f := range built.badFiles {
+			if studentData[f] != nil {
+				studentData[f] = nil
+				retry = true
+			}
+		}
+		if retry && attempt == 0 && len(spec.StudentFiles) > 1 && !allNil(studentData) {
+			notes = append(notes, "Your code does not compile:\n"+indent(msg)+"\nThe files with errors are graded as the untouched stub.")
+			continue
+		}
+		notes = append(notes, "Your code does not compile, so no test could run:\n"+indent(msg))
+		res.Status = "compile_error"
+		built = nil
+		break
+	}
+	if built != nil {
+		defer os.RemoveAll(built.workDir)
+	}
+	limits := limitsFor(spec)
+	for _, t := range spec.Tests {
+		tr := TestResult{Name: t.Name, MaxScore: t.Points, Visibility: t.Visibility, Description: t.Description}
+		if built == nil || built.bin == nil {
+			tr.Status = "not_run"
+			if res.Status == "compile_error" {
+				tr.Output = "not run: the code does not compile (see the submission's output)"
+			} else {
+				tr.Output = "not implemented: the submission's files are missing or unusable (see the submission's output)"
+			}
+		} else {
+			if err := g.runTest(ctx, built.bin, t.Name, limits, red, &tr); err != nil {
+				return nil, err
+			}
+		}
+		if tr.Passed() {
+			tr.Score = t.Points
+		}
+		res.Score += tr.Score
+		res.Tests = append(res.Tests, tr)
+	}
+	res.Output = strings.Join(notes, "\n\n")
+	res.ExecutionTime = time.Since(start)
+	res.Seconds = roundSeconds(res.ExecutionTime)
+	return res, nil
+}
+
+// packageFiles is the package to compile: the exercise's given files, the
+// student's files (the stub where nil) and the tests.
+func (g *Grader) packageFiles(ex *Exercise, student map[string][]byte, tests []source) ([]source, error) {
+	given, err := goFiles(ex.Dir, false)
+	if err != nil {
+		return nil, err
+	}
+	var files []source
+	for _, f := range given {
+		data := student[f]
+		if data == nil {
+			if data, err = os.ReadFile(filepath.Join(ex.Dir, f)); err != nil {
+				return nil, fmt.Errorf("grader: %w", err)
+			}
+		}
+		files = append(files, source{f, data})
+	}
+	for f, data := range student {
+		if data != nil && !contains(given, f) {
+			files = append(files, source{f, data})
+		}
+	}
+	return append(files, tests...), nil
+}
+
+// findSubmitted reads the file called name from the submission: at its top,
+// or the only file of that name below it.
+func findSubmitted(dir, name string) ([]byte, string) {
+	path := filepath.Join(dir, name)
+	if info, err := os.Lstat(path); err != nil || !info.Mode().IsRegular() {
+		var found []string
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__MACOSX") {
+				return filepath.SkipDir
+			}
+			if d.Type().IsRegular() && d.Name() == name {
+				found = append(found, p)
+			}
+			return nil
+		})
+		switch len(found) {
+		case 0:
+			return nil, name + " is missing from the submission"
+		case 1:
+			path = found[0]
+		default:
+			return nil, fmt.Sprintf("the submission holds %d files called %s; keep one", len(found), name)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Sprintf("%s cannot be read: %v", name, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSourceBytes+1))
+	if err != nil {
+		return nil, fmt.Sprintf("%s cannot be read: %v", name, err)
+	}
+	return data, ""
+}
+
+// runTest runs one test of bin in its own process and fills tr.
+func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits Limits, red *redactor, tr *TestResult) error {
+	out, err := g.Sandbox.Run(ctx, run{
+		binary: bin.path,
+		args: []string{"-test.run", "^" + name + "$", "-test.v=test2json", "-test.count=1",
+			"-test.paniconexit0", "-test.timeout", limits.Test.String()},
+		limits: limits,
+	})
+	if err != nil {
+		return err
+	}
+	tr.Seconds = roundSeconds(out.elapsed)
+	events := parseEvents(out.output)
+	text, eventPassed, ran := testOutput(events, name)
+	outside := outsideOutput(events)
+	var why string
+	switch {
+	case out.exitCode == bin.codes[name] && eventPassed && !out.timedOut && !out.flooded:
+		tr.Status = "passed"
+	case out.timedOut || strings.Contains(string(out.output), "panic: test timed out after"):
+		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
+	case out.flooded:
+		tr.Status, why = "failed", fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
+	case out.signal == syscall.SIGXCPU || out.signal == syscall.SIGKILL && out.elapsed < limits.Wall:
+		tr.Status, why = "crashed", fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.signal, limits.CPU)
+	case strings.Contains(string(out.output), "pthread_create failed") || strings.Contains(string(out.output), "newosproc"):
+		tr.Status, why = "crashed", fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)
+	case strings.Contains(string(out.output), "out of memory") || strings.Contains(string(out.output), "cannot allocate memory"):
+		tr.Status, why = "crashed", fmt.Sprintf("the test process ran out of memory (limit %d MiB)", limits.AddressSpace>>20)
+	case strings.Contains(string(out.output), "unexpected call to os.Exit(0) during test"):
+		tr.Status, why = "failed", "the code called os.Exit(0) during the test; no points"
+	case !ran && out.exitCode == 0:
+		tr.Status, why = "failed", "the process exited with status 0 before the test ran (os.Exit in an init function?); no points"
+	case !ran:
+		tr.Status, why = "crashed", "the test did not start: the package failed while loading (a panic in an init function?)"
+	case out.signal != 0:
+		tr.Status, why = "crashed", "the test process was killed by "+out.signal.String()
+	case eventPassed:
+		tr.Status, why = "failed", fmt.Sprintf("the test process ended with status %d instead of reporting its result; no points", out.exitCode)
+	default:
+		tr.Status = "failed"
+	}
+	var b strings.Builder
+	if why != "" {
+		b.WriteString(why + "\n")
+	}
+	if t := strings.TrimRight(text, "\n"); t != "" {
+		b.WriteString(t + "\n")
+	}
+	if tr.Status != "passed" {
+		if t := strings.TrimSpace(outside); t != "" {
+			b.WriteString(t + "\n")
+		}
+	}
+	tr.Output = truncate(red.clean(b.String()), maxFeedback)
+	return nil
+}
+
+// redactor removes from feedback every line that quotes a test source the
+// student must not see, and shortens the grader's temporary paths.
+type redactor struct {
+	lines []string
+}
+
+func newRedactor(hidden []source) *redactor {
+	r := &redactor{}
+	seen := map[string]bool{}
+	for _, s := range hidden {
+		for _, l := range strings.Split(string(s.data), "\n") {
+			l = strings.TrimSpace(l)
+			// Short lines ("}", "t.Helper()") say nothing and would hide
+			// ordinary output.
+			if len(l) >= 24 && !seen[l] {
+				seen[l] = true
+				r.lines = append(r.lines, l)
+			}
+		}
+	}
+	return r
+}
+
+var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/`)
+
+func (r *redactor) clean(s string) string {
+	s = tempPath.ReplaceAllString(s, "")
+	if r == nil || len(r.lines) == 0 {
+		return s
+	}
+	out := strings.Split(s, "\n")
+	for i, l := range out {
+		for _, h := range r.lines {
+			if strings.Contains(l, h) {
+				out[i] = "[a line quoting the hidden tests was removed]"
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	half := n / 2
+	return s[:half] + "\n[... " + fmt.Sprint(len(s)-n) + " bytes cut ...]\n" + s[len(s)-half:]
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func allNil(m map[string][]byte) bool {
+	for _, v := range m {
+		if v != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func roundSeconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
+// Check runs the exercise's public tests on the working copy in
+// exercises/NN-name (or on the package in dir when dir is not empty), each
+// test in its own process with the same limits as grading but without the
+// namespace sandbox: the code is the student's own.
+func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, error) {
+	if dir == "" {
+		dir = ex.Dir
+	}
+	start := time.Now()
+	names, err := testFuncs(dir, ex.Package)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("grader: %s has no public tests (*_test.go with TestXxx functions)", dir)
+	}
+	var files []source
+	for _, tests := range []bool{false, true} {
+		list, err := goFiles(dir, tests)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range list {
+			data, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				return nil, fmt.Errorf("grader: %w", err)
+			}
+			files = append(files, source{f, data})
+		}
+	}
+	var studentFiles []string
+	if ex.Spec != nil {
+		studentFiles = ex.Spec.StudentFiles
+	}
+	res := &Result{Exercise: ex.Name, Status: "graded"}
+	built, err := g.builder().build(ctx, ex.Package, files, names, studentFiles)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(built.workDir)
+	if built.bin == nil {
+		res.Status = "compile_error"
+		res.Output = "Your code does not compile:\n" + indent(built.errors)
+	}
+	limits := limitsFor(ex.Spec)
+	for _, name := range names {
+		tr := TestResult{Name: name}
+		if ex.Spec != nil {
+			for _, t := range ex.Spec.Tests {
+				if t.Name == name {
+					tr.MaxScore, tr.Description = t.Points, t.Description
+				}
+			}
+		}
+		if built.bin == nil {
+			tr.Status = "not_run"
+		} else if err := g.runTest(ctx, built.bin, name, limits, nil, &tr); err != nil {
+			return nil, err
+		}
+		if tr.Passed() {
+			tr.Score = tr.MaxScore
+		}
+		res.Score += tr.Score
+		res.MaxScore += tr.MaxScore
+		res.Tests = append(res.Tests, tr)
+	}
+	res.ExecutionTime = time.Since(start)
+	res.Seconds = roundSeconds(res.ExecutionTime)
+	return res, nil
+}

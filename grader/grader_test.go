@@ -1,0 +1,400 @@
+package grader
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fixtureCourse copies testdata/course with the real course's go.mod and
+// go.sum into a temporary folder (private to this user, as t.TempDir is)
+// and returns it.
+func fixtureCourse(t testing.TB) *Course {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(root, os.DirFS("testdata/course")))
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join("..", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, f), data, 0o644))
+	}
+	c, err := OpenCourse(root)
+	require.NoError(t, err)
+	return c
+}
+
+func newGrader(t testing.TB, c *Course, mode SandboxMode) (*Grader, *strings.Builder) {
+	t.Helper()
+	var notices strings.Builder
+	g, err := New(c, mode, &syncWriter{w: &notices})
+	require.NoError(t, err)
+	return g, &notices
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func TestFindCourse(t *testing.T) {
+	c := fixtureCourse(t)
+	found, err := FindCourse(filepath.Join(c.Root, "exercises", "01-toy"))
+	require.NoError(t, err)
+	assert.Equal(t, c.Root, found.Root)
+	_, err = FindCourse(t.TempDir())
+	assert.ErrorContains(t, err, "not inside the course")
+	names, err := c.Exercises()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"01-toy"}, names)
+	_, err = c.Exercise("02-nothing")
+	assert.ErrorContains(t, err, "the exercises are: 01-toy")
+	_, err = c.Exercise("../etc")
+	assert.ErrorContains(t, err, "not an exercise name")
+}
+
+func TestVerifyFixture(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	var out strings.Builder
+	rep, err := g.Verify(context.Background(), nil, 1, &out)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Verified, out.String())
+	assert.Empty(t, rep.Failed)
+	assert.Contains(t, out.String(), "solution 7/7, stub 0/7, 2 public tests")
+	assert.Contains(t, out.String(), "1 of 1 exercises verified")
+}
+
+func TestVerifyFindsBrokenExercise(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	// A stub that already passes a test, and a solution that fails one.
+	sol := filepath.Join(c.Root, "solutions", "01-toy", "reverse.go")
+	require.NoError(t, os.WriteFile(sol, []byte("package toy\n\nfunc Reverse(xs []int) error { return nil }\n"), 0o644))
+	stub := filepath.Join(c.Root, "exercises", "01-toy", "sum.go")
+	require.NoError(t, os.WriteFile(stub, []byte("package toy\n\nfunc Sum(xs []int) (int, error) { return 0, nil }\n"), 0o644))
+	g, _ := newGrader(t, c, SandboxAuto)
+	var out strings.Builder
+	rep, err := g.Verify(context.Background(), []string{"01-toy"}, 1, &out)
+	require.NoError(t, err)
+	assert.Equal(t, 0, rep.Verified)
+	text := strings.Join(rep.Failed, "\n")
+	assert.Contains(t, text, "the solution fails TestReverse")
+	assert.Contains(t, text, "the stub passes TestSumEmpty")
+	assert.Contains(t, text, "the solution fails the public test TestReverseSample")
+
+	// An exercise without hidden tests cannot be graded.
+	require.NoError(t, os.CopyFS(filepath.Join(c.Root, "exercises", "02-more"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	out.Reset()
+	rep, err = g.Verify(context.Background(), nil, 1, &out)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(rep.Failed, "\n"), "02-more: no hidden tests")
+}
+
+func TestVerifyStudentEdition(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(c.Root, "grader", "hidden")))
+	g, _ := newGrader(t, c, SandboxLimits)
+	var out strings.Builder
+	rep, err := g.Verify(context.Background(), nil, 1, &out)
+	require.NoError(t, err)
+	assert.Equal(t, 0, rep.Verified)
+	assert.Contains(t, out.String(), "0 exercises verified")
+	// check still works without grade.json.
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	assert.Nil(t, ex.Spec)
+	res, err := g.Check(context.Background(), ex, ex.SolutionDir)
+	require.NoError(t, err)
+	assert.Len(t, res.Tests, 2)
+	for _, tr := range res.Tests {
+		assert.True(t, tr.Passed(), tr.Output)
+	}
+}
+
+func TestCheckStub(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxLimits)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	res, err := g.Check(context.Background(), ex, "")
+	require.NoError(t, err)
+	require.Len(t, res.Tests, 2)
+	var text strings.Builder
+	require.NoError(t, res.WriteText(&text, "check"))
+	assert.Contains(t, text.String(), "✗ TestSumSample")
+	assert.Contains(t, text.String(), "Sum(sample()) = 0, not implemented yet; want 14, nil")
+	assert.Contains(t, text.String(), "0 of 2 public tests pass.")
+}
+
+// hostileCase is a submission in testdata/hostile: its sum.go (if any)
+// with the solution's reverse.go, and the points each test must earn.
+type hostileCase struct {
+	name     string
+	points   map[string]int // TestSum, TestSumEmpty, TestReverse
+	feedback string         // in the submission's output or a failing test's
+	limits   bool           // also graded without bubblewrap
+}
+
+var onlyReverse = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": 3}
+var nothing = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": 0}
+
+var hostileCases = []hostileCase{
+	{"fake-pass", onlyReverse, "actual  : -1", false},
+	{"exit0-init", nothing, "exited with status 0 before the test ran", true},
+	{"exit0-midtest", onlyReverse, "os.Exit(0)", false},
+	{"flag-redirect", onlyReverse, "", false},
+	{"flag-skip", nothing, "test flags were changed", false},
+	{"testmain", onlyReverse, `imports "testing"`, false},
+	{"syscall-exit", onlyReverse, `imports "syscall"`, false},
+	{"infinite-loop", onlyReverse, "did not finish within 3s", false},
+	{"fork-bomb", onlyReverse, "", false},
+	{"alloc-20g", onlyReverse, "out of memory", true},
+	{"fill-disk", onlyReverse, "", false},
+	{"read-hidden", onlyReverse, "", true},
+	{"panic-init", nothing, "boom at init", false},
+	{"compile-error", onlyReverse, "undefined: totalOf", false},
+	{"missing-file", onlyReverse, "sum.go is missing from the submission", false},
+	{"wrong-package", onlyReverse, "declares package main; the exercise's package is toy", false},
+	{"output-flood", onlyReverse, "printed more than", false},
+	{"goexit", onlyReverse, "", false},
+}
+
+// hostileSubmissions lays the cases out as a batch: one folder per case.
+func hostileSubmissions(t *testing.T, c *Course, cases []hostileCase) string {
+	t.Helper()
+	dir := t.TempDir()
+	reverse, err := os.ReadFile(filepath.Join(c.Root, "solutions", "01-toy", "reverse.go"))
+	require.NoError(t, err)
+	hidden := filepath.Join(c.Root, "grader", "hidden", "01-toy")
+	for _, hc := range cases {
+		sub := filepath.Join(dir, hc.name)
+		require.NoError(t, os.CopyFS(sub, os.DirFS(filepath.Join("testdata", "hostile", hc.name))))
+		if data, err := os.ReadFile(filepath.Join(sub, "sum.go")); err == nil {
+			data = []byte(strings.ReplaceAll(string(data), "HIDDEN_DIR", hidden))
+			require.NoError(t, os.WriteFile(filepath.Join(sub, "sum.go"), data, 0o644))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(sub, "reverse.go"), reverse, 0o644))
+	}
+	return dir
+}
+
+func TestHostileSubmissions(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, notices := newGrader(t, c, SandboxAuto)
+	if !g.Sandbox.Namespaced() {
+		// Without bubblewrap an endless writer fills the real disk until
+		// the timeout: run only what is safe there.
+		t.Logf("bubblewrap unusable here: %s", notices)
+		runHostile(t, g, c, limitsCases())
+		return
+	}
+	runHostile(t, g, c, hostileCases)
+	t.Logf("sandbox: %s; notices: %q", g.Sandbox.Describe(), notices.String())
+}
+
+func TestHostileSubmissionsWithoutBubblewrap(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("short")
+	}
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxLimits)
+	runHostile(t, g, c, limitsCases())
+}
+
+// limitsCases are the hostile cases run without namespaces too: the rest
+// (endless loops, a fork bomb, disk filling) are bounded there only by the
+// timeout and rlimits, which the bubblewrap run checks as well.
+func limitsCases() []hostileCase {
+	var cases []hostileCase
+	for _, hc := range hostileCases {
+		if hc.limits {
+			cases = append(cases, hc)
+		}
+	}
+	return cases
+}
+
+func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
+	t.Helper()
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, cases)
+	feedback := t.TempDir()
+	csvPath := filepath.Join(t.TempDir(), "grades.csv")
+	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath, FeedbackDir: feedback})
+	require.NoError(t, err)
+	assert.Equal(t, len(cases), sum.Graded)
+
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	header := records[0]
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	rows := map[string][]string{}
+	for _, r := range records[1:] {
+		rows[r[0]] = r
+	}
+	for _, hc := range cases {
+		row, ok := rows[hc.name]
+		if !assert.True(t, ok, "%s: no row", hc.name) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(feedback, hc.name+".json"))
+		require.NoError(t, err)
+		var results GradescopeResults
+		require.NoError(t, json.Unmarshal(data, &results))
+		text := results.Output
+		for _, tr := range results.Tests {
+			text += "\n" + tr.Output
+		}
+		if dump := os.Getenv("GRADER_DUMP_FEEDBACK"); dump != "" {
+			os.WriteFile(filepath.Join(dump, hc.name+".txt"), []byte(text), 0o644)
+		}
+		for test, want := range hc.points {
+			assert.Equal(t, want, atoi(row[col[test]]), "%s: %s\n%s", hc.name, test, text)
+		}
+		if hc.feedback != "" {
+			assert.Contains(t, text, hc.feedback, hc.name)
+		}
+		// The hidden tests' source never reaches the feedback.
+		assert.NotContains(t, text, "secretMarkerOfTheHiddenTests", hc.name)
+		assert.NotContains(t, text, "func TestSumEmpty", hc.name)
+	}
+	if os.Geteuid() == 0 {
+		// Every uid that no grader holds now has no process left; a uid
+		// another grader on this machine holds is its business.
+		for i := range uidCount {
+			uid := uidBase + i
+			lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+			require.NoError(t, err)
+			if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+				assert.Zero(t, countTasks(uid), "processes of uid %d outlived grading", uid)
+			}
+			lock.Close()
+		}
+	}
+	for _, pattern := range []string{"grader-run-*/fill-*", "grader-*/bin/fill-*"} {
+		left, _ := filepath.Glob(filepath.Join(tempBase(), pattern))
+		assert.Empty(t, left, "files of fill-disk outlived grading")
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, r := range s {
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+func TestBatchResumes(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "missing-file"}, {name: "compile-error"}})
+	csvPath := filepath.Join(t.TempDir(), "grades.csv")
+	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{Graded: 2}, sum)
+	data, err := os.ReadFile(csvPath)
+	require.NoError(t, err)
+	assert.Equal(t, "student,score,max_score,TestSum,TestSumEmpty,TestReverse,status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
+
+	// A new student arrives; the two graded ones are skipped.
+	require.NoError(t, os.CopyFS(filepath.Join(subs, "late"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	var progress strings.Builder
+	sum, err = g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 1, CSV: csvPath, Progress: &progress})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{Graded: 1, Skipped: 2}, sum)
+	assert.Contains(t, progress.String(), "batch: 1/1 late 7/7")
+	data, err = os.ReadFile(csvPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "\nlate,7,7,3,1,3,graded,")
+
+	// A grades file of another exercise is refused, not overwritten.
+	require.NoError(t, os.WriteFile(csvPath, []byte("student,score\n"), 0o644))
+	_, err = g.Batch(context.Background(), ex, subs, BatchOptions{CSV: csvPath})
+	assert.ErrorContains(t, err, "written for other tests")
+}
+
+func TestRelease(t *testing.T) {
+	c := fixtureCourse(t)
+	out := filepath.Join(t.TempDir(), "student")
+	n, err := c.Release(out)
+	require.NoError(t, err)
+	assert.Greater(t, n, 5)
+	assert.FileExists(t, filepath.Join(out, "exercises", "01-toy", "sum.go"))
+	assert.FileExists(t, filepath.Join(out, "go.mod"))
+	assert.NoDirExists(t, filepath.Join(out, "solutions"))
+	assert.NoDirExists(t, filepath.Join(out, "grader", "hidden"))
+	_, err = c.Release(out)
+	assert.ErrorContains(t, err, "not empty")
+	_, err = c.Release(filepath.Join(c.Root, "inside"))
+	assert.ErrorContains(t, err, "inside the course")
+}
+
+func TestRedactor(t *testing.T) {
+	r := newRedactor([]source{{"h_test.go", []byte("package toy\n\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n")}})
+	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom")
+	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\ntoy/h_test.go:3: boom", got)
+}
+
+func TestParseEvents(t *testing.T) {
+	out := "\x16=== RUN   TestA\nhello\n    a_test.go:3: bad\n\x16--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n\x16FAIL\n"
+	events := parseEvents([]byte(out))
+	text, passed, ran := testOutput(events, "TestA")
+	assert.True(t, ran)
+	assert.False(t, passed, "an unmarked PASS line is output, not an event")
+	assert.Equal(t, "hello\n    a_test.go:3: bad\n", text)
+	assert.Equal(t, "--- PASS: TestA (0.00s)\n", outsideOutput(events))
+}
+
+func TestCheckStudentFile(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"package toy\nfunc F() {}\n", ""},
+		{"package toy\nimport \"fmt\"\nvar _ = fmt.Sprint\n", ""},
+		{"package other\n", "declares package other"},
+		{"package toy\nimport \"unsafe\"\n", `imports "unsafe"`},
+		{"package toy\nimport \"golang.org/x/sys/unix\"\n", `imports "golang.org/x/sys/unix"`},
+		{"package toy\nimport _ \"embed\"\n//go:embed x\nvar s string\n", `imports "embed"`},
+		{"package toy\n//go:linkname f runtime.f\nfunc f()\n", "//go:linkname"},
+		{"//go:build ignore\n\npackage toy\n", "//go:build"},
+		{"package toy\nimport \"fmt\nfunc F() {}\n", "does not parse"},
+	} {
+		got := checkStudentFile("f.go", []byte(tc.src), "toy")
+		if tc.want == "" {
+			assert.Empty(t, got, tc.src)
+		} else {
+			assert.Contains(t, got, tc.want, tc.src)
+		}
+	}
+}

@@ -1,0 +1,465 @@
+package grader
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// SandboxMode says how test processes are isolated.
+type SandboxMode int
+
+const (
+	// SandboxAuto uses bubblewrap when it works here and Limits otherwise,
+	// saying so once.
+	SandboxAuto SandboxMode = iota
+	// SandboxBwrap requires bubblewrap.
+	SandboxBwrap
+	// SandboxLimits uses rlimits, the timeout and, as root, a separate
+	// uid, without namespaces.
+	SandboxLimits
+)
+
+// ParseSandboxMode reads "auto", "bwrap" or "limits".
+func ParseSandboxMode(s string) (SandboxMode, error) {
+	switch s {
+	case "auto", "":
+		return SandboxAuto, nil
+	case "bwrap":
+		return SandboxBwrap, nil
+	case "limits", "none":
+		return SandboxLimits, nil
+	}
+	return 0, fmt.Errorf("grader: sandbox %q is not auto, bwrap or limits", s)
+}
+
+// Limits bound one test process.
+type Limits struct {
+	Test         time.Duration // the test's own timeout (-test.timeout), which reports where it was stuck
+	Wall         time.Duration // killed after this long
+	CPU          time.Duration // RLIMIT_CPU
+	AddressSpace int64         // RLIMIT_AS, bytes
+	Procs        int           // RLIMIT_NPROC, beyond what the uid runs already
+	FileSize     int64         // RLIMIT_FSIZE, bytes; also the size of the private tmpfs
+	Output       int64         // bytes of output kept; a process printing more is killed
+}
+
+func limitsFor(spec *Spec) Limits {
+	wall := time.Duration(spec.Timeout()) * time.Second
+	return Limits{
+		Test:         wall,
+		Wall:         wall + 3*time.Second,
+		CPU:          2*wall + 5*time.Second,
+		AddressSpace: int64(spec.Memory()) << 20,
+		Procs:        256,
+		FileSize:     64 << 20,
+		Output:       4 << 20,
+	}
+}
+
+// Sandbox runs test binaries. Its zero value is not usable; make one with
+// NewSandbox. It is safe for concurrent use.
+type Sandbox struct {
+	mode    SandboxMode
+	notices io.Writer
+	prlimit string
+	hide    []string // host folders never mounted into the sandbox
+
+	once     sync.Once
+	bwrap    string // path of a working bwrap, "" when not used
+	probeErr error
+
+	uids chan int // dedicated uids for tests when the grader is root
+}
+
+// uidBase is the first of the uids that tests run as when the grader runs
+// as root: a range that no distribution allocates, one uid per concurrent
+// test, so a leftover process can be found and killed by its uid.
+const (
+	uidBase  = 0x70000000
+	uidCount = 64
+)
+
+// NewSandbox prepares a sandbox. Notices (bubblewrap not usable) go to
+// notices, once. hide lists host folders (the course, the build cache) that
+// must never be visible to a test.
+func NewSandbox(mode SandboxMode, notices io.Writer, hide ...string) (*Sandbox, error) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, errors.New("grader: prlimit not found; install util-linux (apt-get install util-linux)")
+	}
+	if notices == nil {
+		notices = io.Discard
+	}
+	s := &Sandbox{mode: mode, notices: notices, prlimit: prlimit, hide: hide}
+	if os.Geteuid() == 0 {
+		s.uids = make(chan int, uidCount)
+		for i := range uidCount {
+			s.uids <- uidBase + i
+		}
+	}
+	return s, nil
+}
+
+// Describe says in a few words how tests are isolated.
+func (s *Sandbox) Describe() string {
+	s.probe()
+	var parts []string
+	if s.bwrap != "" {
+		parts = append(parts, "bubblewrap (no network, read-only system, private /tmp, own PID namespace)")
+	} else {
+		parts = append(parts, "no namespace sandbox")
+	}
+	parts = append(parts, "rlimits", "timeout")
+	if s.uids != nil {
+		parts = append(parts, "unprivileged uid")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// probe finds out once whether bubblewrap works here.
+func (s *Sandbox) probe() {
+	s.once.Do(func() {
+		if s.mode == SandboxLimits {
+			return
+		}
+		path, err := exec.LookPath("bwrap")
+		if err == nil {
+			cmd := exec.Command(path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true")
+			if s.uids != nil {
+				uid, release, uerr := s.acquireUID(context.Background())
+				if uerr != nil {
+					s.probeErr = uerr
+					return
+				}
+				defer release()
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+			}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err = cmd.Run(); err != nil {
+				err = fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
+			}
+		}
+		if err == nil {
+			s.bwrap = path
+			return
+		}
+		s.probeErr = err
+		if s.mode == SandboxAuto {
+			fmt.Fprintf(s.notices, "grader: notice: bubblewrap cannot run here (%v); tests run without a namespace sandbox, with rlimits, a timeout%s. Install Debian's bubblewrap and allow user namespaces for the full sandbox.\n",
+				err, map[bool]string{true: " and an unprivileged uid", false: ""}[s.uids != nil])
+		}
+	})
+}
+
+// Namespaced reports whether tests run inside bubblewrap.
+func (s *Sandbox) Namespaced() bool {
+	s.probe()
+	return s.bwrap != ""
+}
+
+// Usable reports an error when the sandbox mode asked for cannot run here.
+func (s *Sandbox) Usable() error {
+	s.probe()
+	if s.mode == SandboxBwrap && s.bwrap == "" {
+		return fmt.Errorf("grader: bubblewrap required (--sandbox bwrap) but it cannot run: %v", s.probeErr)
+	}
+	return nil
+}
+
+// run is one process to run: the binary (alone in its folder) and its
+// arguments.
+type run struct {
+	binary string
+	args   []string
+	limits Limits
+}
+
+// outcome is what a process did.
+type outcome struct {
+	exitCode int // -1 when killed by a signal
+	signal   syscall.Signal
+	timedOut bool
+	flooded  bool // printed more than Limits.Output
+	output   []byte
+	elapsed  time.Duration
+}
+
+// Run runs r and waits for it, its children and the grader's clean-up.
+func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
+	s.probe()
+	if s.mode == SandboxBwrap && s.bwrap == "" {
+		return outcome{}, s.Usable()
+	}
+	uid := -1
+	if s.uids != nil {
+		var release func()
+		var err error
+		if uid, release, err = s.acquireUID(ctx); err != nil {
+			return outcome{}, err
+		}
+		defer release()
+	}
+	// Without bubblewrap the test works in a private folder of its own
+	// (with it, in a private tmpfs).
+	private := ""
+	if s.bwrap == "" {
+		var err error
+		if private, err = os.MkdirTemp(tempBase(), "grader-run-"); err != nil {
+			return outcome{}, fmt.Errorf("grader: %w", err)
+		}
+		defer os.RemoveAll(private)
+		if uid >= 0 {
+			if err := os.Chown(private, uid, uid); err != nil {
+				return outcome{}, fmt.Errorf("grader: %w", err)
+			}
+		}
+	}
+
+	procs := r.limits.Procs
+	if uid < 0 && s.bwrap == "" {
+		// RLIMIT_NPROC counts every task of the uid; leave room for the
+		// ones this user runs already.
+		procs += countTasks(os.Getuid())
+	}
+	argv := []string{s.prlimit,
+		"--cpu=" + strconv.Itoa(int(r.limits.CPU/time.Second)),
+		"--as=" + strconv.FormatInt(r.limits.AddressSpace, 10),
+		"--nproc=" + strconv.Itoa(procs),
+		"--fsize=" + strconv.FormatInt(r.limits.FileSize, 10),
+		"--core=0",
+		"--"}
+	dir := private
+	env := []string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	if s.bwrap != "" {
+		binDir := filepath.Dir(r.binary)
+		argv = append(argv, s.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+			"--uid", "65534", "--gid", "65534", "--hostname", "grader")
+		for _, d := range []string{"/usr", "/bin", "/lib", "/lib64", "/etc"} {
+			argv = append(argv, "--ro-bind-try", d, d)
+		}
+		for _, h := range s.hide {
+			if isUnder(h, "/usr", "/bin", "/lib", "/lib64", "/etc") {
+				argv = append(argv, "--tmpfs", h)
+			}
+		}
+		argv = append(argv, "--ro-bind", binDir, "/grader", "--proc", "/proc", "--dev", "/dev",
+			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp", "--chdir", "/tmp",
+			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
+			"--setenv", "LANG", "C.UTF-8", "/grader/"+filepath.Base(r.binary))
+		dir, env = "/", nil
+	} else {
+		argv = append(argv, r.binary)
+	}
+	argv = append(argv, r.args...)
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if uid >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), NoSetGroups: false}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return outcome{}, fmt.Errorf("grader: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return outcome{}, fmt.Errorf("grader: starting the test process: %w", err)
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+	killAll := func() {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		if uid >= 0 {
+			killUID(uid)
+		}
+	}
+
+	var out outcome
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		out.output, out.flooded = readCapped(pr, r.limits.Output)
+		if out.flooded {
+			killAll()
+		}
+		io.Copy(io.Discard, pr) // until every writer is gone
+		pr.Close()
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+	timer := time.NewTimer(r.limits.Wall)
+	defer timer.Stop()
+	var waitErr error
+	select {
+	case waitErr = <-waitDone:
+	case <-timer.C:
+		out.timedOut = true
+		killAll()
+		waitErr = <-waitDone
+	case <-ctx.Done():
+		killAll()
+		<-waitDone
+		<-readDone
+		return outcome{}, ctx.Err()
+	}
+	out.elapsed = time.Since(start)
+	// Children that outlived the test (background processes, a fork
+	// bomb) go with their group and, as root, with their uid.
+	killAll()
+	select {
+	case <-readDone:
+	case <-time.After(5 * time.Second):
+		// A descendant that left the group keeps the pipe open: close our
+		// end and go on.
+		pr.Close()
+		<-readDone
+	}
+	out.exitCode = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		out.signal = ws.Signal()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return out, fmt.Errorf("grader: waiting for the test process: %w", waitErr)
+	}
+	// bwrap reports a child killed by a signal as 128+signal.
+	if out.signal == 0 && out.exitCode > 128 && out.exitCode < 128+65 && s.bwrap != "" {
+		out.signal = syscall.Signal(out.exitCode - 128)
+	}
+	return out, nil
+}
+
+// acquireUID takes a uid from the pool that no other grader on this machine
+// holds either: each uid is held through an exclusive lock on a file, so
+// two graders never share a uid, its process limit or its clean-up.
+func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
+	for {
+		var uid int
+		select {
+		case uid = <-s.uids:
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		}
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			s.uids <- uid
+			return 0, nil, fmt.Errorf("grader: %w", err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			// Another grader holds it: try the next one a little later.
+			lock.Close()
+			s.uids <- uid
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
+				return 0, nil, ctx.Err()
+			}
+			continue
+		}
+		return uid, func() {
+			lock.Close() // releases the lock
+			s.uids <- uid
+		}, nil
+	}
+}
+
+// readCapped reads r until EOF or limit bytes, and says whether there was more.
+func readCapped(r io.Reader, limit int64) ([]byte, bool) {
+	var buf bytes.Buffer
+	n, _ := io.Copy(&buf, io.LimitReader(r, limit+1))
+	if n > limit {
+		return buf.Bytes()[:limit], true
+	}
+	return buf.Bytes(), false
+}
+
+func isUnder(path string, roots ...string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// procUIDs calls fn with the pid and real uid of every process, and the
+// count of its threads.
+func procUIDs(fn func(pid, uid, threads int)) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		uid, threads := -1, 1
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "State:"); ok {
+				// A zombie holds no resources; its parent reaps it.
+				if state := strings.TrimSpace(rest); strings.HasPrefix(state, "Z") || strings.HasPrefix(state, "X") {
+					uid = -1
+					break
+				}
+			} else if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+				if f := strings.Fields(rest); len(f) > 0 {
+					uid, _ = strconv.Atoi(f[0])
+				}
+			} else if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+				threads, _ = strconv.Atoi(strings.TrimSpace(rest))
+			}
+		}
+		fn(pid, uid, threads)
+	}
+}
+
+// countTasks counts the tasks (threads) that uid runs now.
+func countTasks(uid int) int {
+	n := 0
+	procUIDs(func(_, u, threads int) {
+		if u == uid {
+			n += threads
+		}
+	})
+	return n
+}
+
+// killUID kills every process of uid, again until none is left (a fork
+// bomb keeps forking while it is being killed).
+func killUID(uid int) {
+	for range 100 {
+		found := false
+		procUIDs(func(pid, u, _ int) {
+			if u == uid {
+				found = true
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+		if !found {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,6 @@
+package toy
+
+// Sum uses a name that does not exist.
+func Sum(xs []int) (int, error) {
+	return totalOf(xs), nil
+}
