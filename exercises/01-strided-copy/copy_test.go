@@ -76,3 +76,24 @@ func TestContiguousTensor(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCopyStrided compares the contiguous fast path with a transposed
+// layout of the same 1000×1000 float32 matrix:
+// go test -run '^$' -bench . -benchtime 20x
+func BenchmarkCopyStrided(b *testing.B) {
+	const n = 1000
+	src, dst := make([]byte, 4*n*n), make([]byte, 4*n*n)
+	for _, c := range []struct {
+		name    string
+		strides []int
+	}{{"contiguous", []int{n, 1}}, {"transposed", []int{1, n}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(dst)))
+			for b.Loop() {
+				if err := CopyStrided(dst, src, 4, []int{n, n}, c.strides, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
