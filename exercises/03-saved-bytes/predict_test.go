@@ -1,6 +1,7 @@
 package saved
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -23,7 +24,9 @@ func measure(t *testing.T, s Shape, mode Mode) int64 {
 	before := dev.MemoryAllocated()
 	loss := m.Loss(mode)
 	defer loss.Release()
-	return dev.MemoryAllocated() - before
+	left := dev.MemoryAllocated() - before
+	runtime.KeepAlive(m) // the collector must not free the model before the measurement
+	return left
 }
 
 func check(t *testing.T, s Shape, mode Mode) {

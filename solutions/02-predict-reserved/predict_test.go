@@ -3,6 +3,7 @@ package predict
 import (
 	"testing"
 
+	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
 )
@@ -21,12 +22,20 @@ func measure(t *testing.T, requests []int64) Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var blocks []*alloc.Block
 	for _, n := range requests {
-		if _, err := dev.Malloc(n, dev.DefaultStream()); err != nil {
+		b, err := dev.Malloc(n, dev.DefaultStream())
+		if err != nil {
 			t.Fatal(err)
 		}
+		blocks = append(blocks, b)
 	}
-	return Prediction{Allocated: dev.MemoryAllocated(), Reserved: dev.MemoryReserved(), Segments: dev.Stats()["segment.all.current"]}
+	held := Prediction{Allocated: dev.MemoryAllocated(), Reserved: dev.MemoryReserved(), Segments: dev.Stats()["segment.all.current"]}
+	for _, b := range blocks { // give the simulated memory back at once
+		dev.Free(b)
+	}
+	dev.EmptyCache()
+	return held
 }
 
 func TestRoundSize(t *testing.T) {

@@ -2,6 +2,7 @@ package reuse
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -82,4 +83,9 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 	if got := dev.MemoryAllocated(); got != allocated {
 		t.Errorf("allocated memory went from %d to %d bytes", allocated, got)
 	}
+	// x0 is not used after NewLoop: without this, the collector may free it
+	// during the steps and change allocated memory.
+	runtime.KeepAlive(x0)
+	runtime.KeepAlive(w)
+	runtime.KeepAlive(b)
 }

@@ -74,6 +74,9 @@ func TestOtherShapesAndOps(t *testing.T) {
 	big := tensor.Randn([]int{600, 600}, tensor.On(dev))
 	expectCopy(t, big, "Matmul", func(x *tensor.Tensor) *tensor.Tensor { return x.Matmul(x) }, block(600*600*4))
 	expectView(t, big, "Narrow of a big matrix", func(x *tensor.Tensor) *tensor.Tensor { return x.Narrow(0, 100, 1) })
+	// Without these, the collector may free x while big is measured.
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(big)
 }
 
 // Classify releases what op returned: memory, live blocks and the input's

@@ -3,6 +3,7 @@ package strided
 import (
 	"bytes"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/tensor"
@@ -235,6 +236,12 @@ func TestContiguousAllocations(t *testing.T) {
 	if _, err := Contiguous(gone); err == nil {
 		t.Error("Contiguous of a released tensor: got no error")
 	}
+	// The measured tensors stay alive until here: the collector must not
+	// free them (and change allocated memory) during a measurement.
+	runtime.KeepAlive(f64)
+	runtime.KeepAlive(i64)
+	runtime.KeepAlive(bools)
+	runtime.KeepAlive(row)
 }
 
 // The copy itself allocates nothing on the Go heap, whatever the layout:

@@ -13,7 +13,7 @@ var boundaries = []int64{
 	MiB - 512, MiB - 1, MiB, MiB + 1, MiB + 512, MiB + 513,
 	2*MiB - 1, 2 * MiB, 2*MiB + 1,
 	10*MiB - 513, 10*MiB - 512, 10*MiB - 1, 10 * MiB, 10*MiB + 1,
-	12 * MiB, 12*MiB + 1, 20 * MiB, 20*MiB + 1, 100*MiB + 3,
+	12 * MiB, 12*MiB + 1, 20 * MiB, 20*MiB + 1, 40*MiB + 3,
 }
 
 func TestRoundSize(t *testing.T) {
@@ -47,7 +47,8 @@ func TestSegmentSize(t *testing.T) {
 func TestPoolBoundaries(t *testing.T) {
 	for _, n := range boundaries {
 		dev := newDevice(t)
-		if _, err := dev.Malloc(n, dev.DefaultStream()); err != nil {
+		b, err := dev.Malloc(n, dev.DefaultStream())
+		if err != nil {
 			t.Fatal(err)
 		}
 		rounded := RoundSize(n)
@@ -57,6 +58,8 @@ func TestPoolBoundaries(t *testing.T) {
 		if got, want := IsSmall(rounded), dev.Stats()["segment.small_pool.current"] == 1; got != want {
 			t.Errorf("request %d: IsSmall(%d) = %v, but the allocator used the %s pool", n, rounded, got, map[bool]string{true: "small", false: "large"}[want])
 		}
+		dev.Free(b)
+		dev.EmptyCache() // give the simulated memory back at once
 	}
 }
 

@@ -2,6 +2,7 @@ package reuse
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -37,6 +38,7 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 	if peak := dev.MaxMemoryAllocated(); peak != allocated {
 		t.Errorf("peak %d bytes during the steps, %d allocated: a step holds a temporary", peak, allocated)
 	}
+	runtime.KeepAlive(x0)
 	sameAsReference(t, "48×96 after 61 steps", l, x0, w, b, 61)
 }
 
@@ -145,5 +147,8 @@ func TestShapesAndErrors(t *testing.T) {
 	}
 	if got := dev.MemoryAllocated(); got != before {
 		t.Errorf("refused loops left %d bytes allocated", got-before)
+	}
+	for _, op := range []*tensor.Tensor{x0, w, b, x64, w64, b64, wOther} {
+		runtime.KeepAlive(op)
 	}
 }
