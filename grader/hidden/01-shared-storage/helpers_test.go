@@ -1,0 +1,65 @@
+package sharing
+
+import (
+	"testing"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// newDevice opens a private simulated classroom card, so that no test sees
+// another's allocations.
+func newDevice(t *testing.T) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+type op = func(*tensor.Tensor) *tensor.Tensor
+
+// block is the allocator's block for n bytes (all sizes here are split
+// exactly, so a block is the request rounded up to 512 B).
+func block(n int64) int64 { return alloc.Config{}.RoundSize(n) }
+
+// chain applies first, then second, releasing the intermediate view, as a
+// careful caller does.
+func chain(first, second op) op {
+	return func(x *tensor.Tensor) *tensor.Tensor {
+		mid := first(x)
+		defer mid.Release()
+		return second(mid)
+	}
+}
+
+func expectView(t *testing.T, x *tensor.Tensor, name string, f op) {
+	t.Helper()
+	r, err := Classify(x, f)
+	if err != nil {
+		t.Errorf("%s: Classify: %v", name, err)
+		return
+	}
+	if !r.Shares || r.Allocations != 0 || r.Bytes != 0 {
+		t.Errorf("%s: got %+v, want a view: shares storage, 0 allocations, 0 bytes", name, r)
+	}
+}
+
+func expectCopy(t *testing.T, x *tensor.Tensor, name string, f op, bytes int64) {
+	t.Helper()
+	r, err := Classify(x, f)
+	if err != nil {
+		t.Errorf("%s: Classify: %v", name, err)
+		return
+	}
+	if r.Shares || r.Allocations != 1 || r.Bytes != bytes {
+		t.Errorf("%s: got %+v, want a copy: own storage, 1 allocation, %d bytes", name, r, bytes)
+	}
+}

@@ -1,0 +1,273 @@
+package strided
+
+import (
+	"bytes"
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+func TestCopyStridedBasics(t *testing.T) {
+	src := randomBytes(12, 1)
+	for _, c := range []struct {
+		name           string
+		shape, strides []int
+		offset         int
+	}{
+		{"contiguous", []int{3, 4}, []int{4, 1}, 0},
+		{"transpose", []int{4, 3}, []int{1, 4}, 0},
+		{"rows 1-2, every other column from 1", []int{2, 2}, []int{4, 2}, 5},
+	} {
+		want := reference(src, 1, c.shape, c.strides, c.offset)
+		dst := make([]byte, len(want))
+		if err := CopyStrided(dst, src, 1, c.shape, c.strides, c.offset); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !bytes.Equal(dst, want) {
+			t.Errorf("%s: got %v, want %v", c.name, dst, want)
+		}
+	}
+}
+
+// 0-d layouts, dimensions of size 0, stride 0, permutations of 4-d arrays
+// with offsets, and items of 1, 2, 4 and 8 bytes.
+func TestEdgeLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		itemsize       int
+		shape, strides []int
+		offset, srcLen int // srcLen in items
+	}{
+		{"0-d", 4, []int{}, []int{}, 5, 6},
+		{"0-d at 0", 8, nil, nil, 0, 1},
+		{"one element", 2, []int{1, 1, 1}, []int{7, 3, 99}, 2, 3},
+		{"expanded rows (stride 0)", 4, []int{5, 3}, []int{0, 1}, 2, 5},
+		{"expanded columns (stride 0)", 8, []int{3, 6}, []int{1, 0}, 0, 3},
+		{"all stride 0", 1, []int{2, 3, 4}, []int{0, 0, 0}, 9, 10},
+		{"4-d permutation", 4, []int{5, 2, 4, 3}, []int{1, 60, 15, 5}, 0, 120},
+		{"4-d permutation, offset", 2, []int{3, 4, 5, 2}, []int{2, 30, 6, 1}, 17, 17 + 120},
+		{"sliced with steps and offset", 8, []int{2, 3, 2}, []int{40, 9, 3}, 4, 4 + 40 + 18 + 3 + 1},
+		{"contiguous with offset", 4, []int{4, 5}, []int{5, 1}, 11, 31},
+		{"contiguous but for size-1 dims", 4, []int{4, 1, 5}, []int{5, 77, 1}, 0, 20},
+		{"inner stride 1 inside strided rows", 1, []int{3, 4}, []int{10, 1}, 3, 27},
+	} {
+		src := randomBytes(c.srcLen*c.itemsize, 7)
+		want := reference(src, c.itemsize, c.shape, c.strides, c.offset)
+		dst := make([]byte, len(want)+c.itemsize) // one spare item, which must stay untouched
+		for i := range dst {
+			dst[i] = 0xAB
+		}
+		if err := CopyStrided(dst, src, c.itemsize, c.shape, c.strides, c.offset); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !bytes.Equal(dst[:len(want)], want) {
+			t.Errorf("%s: got %v, want %v", c.name, dst[:len(want)], want)
+		}
+		for _, b := range dst[len(want):] {
+			if b != 0xAB {
+				t.Errorf("%s: wrote past the layout's %d bytes", c.name, len(want))
+				break
+			}
+		}
+	}
+	// Size-0 dimensions: nothing to copy, nothing to read, no error.
+	for _, shape := range [][]int{{0}, {3, 0, 2}, {0, 5}} {
+		strides := make([]int, len(shape))
+		for k := range strides {
+			strides[k] = 1000
+		}
+		if err := CopyStrided(nil, nil, 4, shape, strides, 50); err != nil {
+			t.Errorf("shape %v: %v, want no error (no elements)", shape, err)
+		}
+	}
+}
+
+// Invalid layouts are errors, never panics, and write nothing; layouts
+// that just fit are copied.
+func TestInvalidLayouts(t *testing.T) {
+	src := randomBytes(48, 3)
+	for _, c := range []struct {
+		name           string
+		shape, strides []int
+		offset         int
+	}{
+		{"dst and src exactly full", []int{3, 4}, []int{4, 1}, 0},
+		{"the last element of src", []int{2}, []int{11}, 0},
+		{"offset to the last element", []int{}, []int{}, 11},
+	} {
+		want := reference(src, 4, c.shape, c.strides, c.offset)
+		dst := make([]byte, len(want))
+		if err := CopyStrided(dst, src, 4, c.shape, c.strides, c.offset); err != nil {
+			t.Errorf("%s: %v, want a copy: the layout fits", c.name, err)
+		} else if !bytes.Equal(dst, want) {
+			t.Errorf("%s: got %v, want %v", c.name, dst, want)
+		}
+	}
+	for _, c := range []struct {
+		name           string
+		dstLen         int
+		itemsize       int
+		shape, strides []int
+		offset         int
+	}{
+		{"item size 0", 48, 0, []int{2}, []int{1}, 0},
+		{"sizes and strides differ in length", 48, 4, []int{2, 3}, []int{1}, 0},
+		{"negative stride", 48, 4, []int{3}, []int{-1}, 2},
+		{"negative size", 48, 4, []int{-3}, []int{1}, 0},
+		{"negative offset", 48, 4, []int{3}, []int{1}, -1},
+		{"dst too small", 11, 4, []int{3}, []int{1}, 0},
+		{"reads past src", 48, 4, []int{3, 4}, []int{4, 1}, 1},
+		{"stride reaches past src", 48, 4, []int{2}, []int{12}, 0},
+		{"element count overflows", 48, 4, []int{math.MaxInt / 2, 4}, []int{0, 0}, 0},
+		{"last element overflows", 48, 1, []int{3}, []int{math.MaxInt / 2}, 0},
+	} {
+		dst := make([]byte, c.dstLen)
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: panicked (%v), want an error", c.name, r)
+					err = nil
+				}
+			}()
+			err = CopyStrided(dst, src, c.itemsize, c.shape, c.strides, c.offset)
+		}()
+		if err == nil {
+			t.Errorf("%s: got no error", c.name)
+		}
+		if !bytes.Equal(dst, make([]byte, c.dstLen)) {
+			t.Errorf("%s: wrote into dst although the layout is invalid", c.name)
+		}
+	}
+}
+
+func TestContiguousTensor(t *testing.T) {
+	dev := newDevice(t)
+	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
+	tr := m.T()
+	before := dev.Stats()["allocation.all.allocated"]
+	c, err := Contiguous(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := dev.Stats()["allocation.all.allocated"] - before; n != 1 {
+		t.Errorf("Contiguous made %d allocations, want 1 (the result)", n)
+	}
+	if !c.IsContiguous() || c.SameStorage(m) {
+		t.Errorf("the result must be contiguous (%v) on its own storage (shares: %v)", c.IsContiguous(), c.SameStorage(m))
+	}
+	want := tr.Contiguous()
+	if !equalValues(c, want) {
+		t.Error("the values differ from tr.Contiguous()")
+	}
+}
+
+func equalValues(a, b *tensor.Tensor) bool {
+	if a.Dtype() != b.Dtype() || len(a.Shape()) != len(b.Shape()) {
+		return false
+	}
+	for k := range a.Shape() {
+		if a.Shape()[k] != b.Shape()[k] {
+			return false
+		}
+	}
+	return bytes.Equal(elementBytes(a), elementBytes(b))
+}
+
+// elementBytes is the bytes of a contiguous tensor's elements.
+func elementBytes(t *tensor.Tensor) []byte {
+	start := t.StorageOffset() * t.Dtype().Size()
+	return t.Storage().Bytes()[start : start+int(t.Nbytes())]
+}
+
+// One allocation of exactly the result's (rounded) size, for every dtype
+// and layout; the input is not modified; misuse is an error.
+func TestContiguousAllocations(t *testing.T) {
+	dev := newDevice(t)
+	f64 := tensor.Randn([]int{6, 7, 8}, tensor.On(dev), tensor.Float64)
+	i64 := tensor.Randint(-50, 50, []int{9, 10}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(3)))
+	bools := i64.Gt(0)
+	row := tensor.Randn([]int{1, 300}, tensor.On(dev))
+	for _, c := range []struct {
+		name string
+		t    *tensor.Tensor
+	}{
+		{"float64 permuted", f64.Permute(2, 0, 1)},
+		{"float64 narrowed (offset)", f64.Narrow(1, 2, 4)},
+		{"float64 selected: contiguous with an offset", f64.Select(0, 5)},
+		{"int64 transposed", i64.T()},
+		{"bool sliced with step 3", bools.Slice(1, 1, 10, 3)},
+		{"float32 expanded (stride 0)", row.Expand(500, 300)},
+		{"0-d", f64.Select(0, 1).Select(0, 2).Select(0, 3)},
+	} {
+		allocations, allocated, version := dev.Stats()["allocation.all.allocated"], dev.MemoryAllocated(), c.t.Version()
+		out, err := Contiguous(c.t)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if n := dev.Stats()["allocation.all.allocated"] - allocations; n != 1 {
+			t.Errorf("%s: %d allocations, want 1", c.name, n)
+		}
+		if got, want := dev.MemoryAllocated()-allocated, block(c.t.Nbytes()); got != want {
+			t.Errorf("%s: allocated %d bytes, want %d (the result's block)", c.name, got, want)
+		}
+		if out.Device() != dev || out.Dtype() != c.t.Dtype() || !out.IsContiguous() || out.SameStorage(c.t) {
+			t.Errorf("%s: the result must be a contiguous %v tensor of its own on %s", c.name, c.t.Dtype(), dev)
+		}
+		ref := c.t.Contiguous()
+		if !equalValues(out, ref) {
+			t.Errorf("%s: values differ from Contiguous()", c.name)
+		}
+		if c.t.Version() != version {
+			t.Errorf("%s: the input was modified", c.name)
+		}
+		ref.Release()
+		out.Release()
+	}
+	if _, err := Contiguous(nil); err == nil {
+		t.Error("Contiguous(nil): got no error")
+	}
+	gone := tensor.Ones([]int{3}, tensor.On(dev))
+	gone.Release()
+	if _, err := Contiguous(gone); err == nil {
+		t.Error("Contiguous of a released tensor: got no error")
+	}
+	// The measured tensors stay alive until here: the collector must not
+	// free them (and change allocated memory) during a measurement.
+	runtime.KeepAlive(f64)
+	runtime.KeepAlive(i64)
+	runtime.KeepAlive(bools)
+	runtime.KeepAlive(row)
+}
+
+// The copy itself allocates nothing on the Go heap, whatever the layout:
+// no index slice per element or per call.
+func TestNoGoAllocations(t *testing.T) {
+	src := randomBytes(4*8*16*4*32, 5)
+	dst := make([]byte, len(src))
+	for _, c := range []struct {
+		name           string
+		shape, strides []int
+	}{
+		{"contiguous", []int{8, 16, 4, 32}, []int{2048, 128, 32, 1}},
+		{"permuted", []int{32, 4, 16, 8}, []int{1, 32, 128, 2048}},
+		{"inner runs", []int{16, 8, 4, 32}, []int{128, 2048, 32, 1}},
+	} {
+		shape, strides := c.shape, c.strides
+		var err error
+		allocs := testing.AllocsPerRun(5, func() { err = CopyStrided(dst, src, 4, shape, strides, 0) })
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if allocs != 0 {
+			t.Errorf("%s: %.0f Go allocations per copy, want 0", c.name, allocs)
+		}
+		if !bytes.Equal(dst, reference(src, 4, shape, strides, 0)) {
+			t.Errorf("%s: wrong values", c.name)
+		}
+	}
+}

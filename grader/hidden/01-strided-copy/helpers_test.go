@@ -1,0 +1,67 @@
+package strided
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+)
+
+// newDevice opens a private simulated classroom card.
+func newDevice(t *testing.T) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// randomBytes is n bytes from a fixed seed.
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// reference is the index model: every element found by its full index.
+func reference(src []byte, itemsize int, shape, strides []int, offset int) []byte {
+	numel := 1
+	for _, n := range shape {
+		numel *= n
+	}
+	out := make([]byte, 0, numel*itemsize)
+	if numel == 0 {
+		return out
+	}
+	idx := make([]int, len(shape))
+	for {
+		at := offset
+		for k := range idx {
+			at += idx[k] * strides[k]
+		}
+		out = append(out, src[at*itemsize:(at+1)*itemsize]...)
+		k := len(idx) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < shape[k] {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return out
+		}
+	}
+}
+
+func block(n int64) int64 { return alloc.Config{}.RoundSize(n) }

@@ -1,0 +1,46 @@
+package predict
+
+import (
+	"testing"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+)
+
+const MiB = 1 << 20
+
+// newDevice opens a private simulated classroom card.
+func newDevice(t *testing.T) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev
+}
+
+// measure serves requests on a fresh device, keeping every block, and reads
+// what the real allocator holds.
+func measure(t *testing.T, requests []int64) Prediction {
+	t.Helper()
+	dev := newDevice(t)
+	var blocks []*alloc.Block
+	for _, n := range requests {
+		b, err := dev.Malloc(n, dev.DefaultStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, b)
+	}
+	held := Prediction{Allocated: dev.MemoryAllocated(), Reserved: dev.MemoryReserved(), Segments: dev.Stats()["segment.all.current"]}
+	for _, b := range blocks { // give the simulated memory back at once
+		dev.Free(b)
+	}
+	dev.EmptyCache()
+	return held
+}

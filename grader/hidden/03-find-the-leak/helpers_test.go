@@ -1,0 +1,86 @@
+package leak
+
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// newDevice opens a private simulated classroom card.
+func newDevice(t *testing.T) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// noCollector turns Go's garbage collector off for the test: memory must be
+// returned by Release, not by a collection that may or may not run.
+func noCollector(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+}
+
+// problem is a model and data of the given sizes, from fixed seeds.
+type problem struct{ n, in, hidden, out, steps int }
+
+func (p problem) setup(t *testing.T) (*device.Device, *MLP, Data) {
+	dev := newDevice(t)
+	return dev, NewMLP(dev, p.in, p.hidden, p.out, 7), NewData(dev, p.n, p.in, p.out, 8)
+}
+
+// referenceFit is the loop as it should be, releasing everything it makes.
+func referenceFit(m *MLP, d Data, steps int, lr float64) History {
+	var h History
+	for range steps {
+		pred := m.Forward(d.X)
+		loss := tensor.MSELoss(pred, d.Y)
+		pred.Release()
+		loss.Backward()
+		h.Train = append(h.Train, loss.Item())
+		loss.Release()
+		m.Step(lr)
+		tensor.NoGrad(func() {
+			p := m.Forward(d.ValX)
+			v := tensor.MSELoss(p, d.ValY)
+			h.Val = append(h.Val, v.Item())
+			p.Release()
+			v.Release()
+		})
+	}
+	return h
+}
+
+// sameBits reports whether two series are bitwise equal.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unchanged checks that allocated memory and live blocks are as before.
+func unchanged(t *testing.T, what string, dev *device.Device, allocated, live int64) {
+	t.Helper()
+	if got := dev.MemoryAllocated(); got != allocated {
+		t.Errorf("%s: allocated memory %d bytes after Fit, %d before: %d bytes outlive the loop", what, got, allocated, got-allocated)
+	}
+	if got := dev.Stats()["allocation.all.current"]; got != live {
+		t.Errorf("%s: %d live blocks after Fit, %d before", what, got, live)
+	}
+}

@@ -1,0 +1,53 @@
+package saved
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+)
+
+// measure runs Model.Loss on a private simulated classroom card and returns
+// what it left allocated beyond the model.
+func measure(t *testing.T, s Shape, mode Mode) int64 {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewModel(dev, s, mode, 1)
+	before := dev.MemoryAllocated()
+	loss := m.Loss(mode)
+	defer loss.Release()
+	left := dev.MemoryAllocated() - before
+	runtime.KeepAlive(m) // the collector must not free the model before the measurement
+	return left
+}
+
+func check(t *testing.T, s Shape, mode Mode) {
+	t.Helper()
+	got, err := Predict(s, mode)
+	if err != nil {
+		t.Errorf("%v %+v: %v", mode, s, err)
+		return
+	}
+	if want := measure(t, s, mode); got != want {
+		t.Errorf("%v %+v: predicted %d bytes, the allocator holds %d", mode, s, got, want)
+	}
+}
+
+func TestTrain(t *testing.T) {
+	check(t, Shape{Batch: 64, In: 32, Hidden: 128, Out: 10}, Train)
+	check(t, Shape{Batch: 3, In: 5, Hidden: 7, Out: 2}, Train)
+}
+
+func TestNoGradAndEval(t *testing.T) {
+	s := Shape{Batch: 64, In: 32, Hidden: 128, Out: 10}
+	check(t, s, NoGrad)
+	check(t, s, EvalDropout)
+}
