@@ -108,9 +108,12 @@ type Allocator struct {
 	nPending     int
 
 	totalReserved int64 // PyTorch's total_allocated_memory
-	setFraction   bool
 	fraction      float64
-	allowedMax    int64
+	// allowedMax is PyTorch's allowed_memory_maximum, a std::optional set
+	// only while the memory fraction is below 1; limited says it is set.
+	// It caps reserved memory and switches garbage collection on.
+	allowedMax int64
+	limited    bool
 
 	stats deviceStats
 
@@ -177,16 +180,18 @@ func (a *Allocator) poolFor(size int64) *pool {
 	return &a.large
 }
 
+// gcEnabled reports whether garbage collection and the age counting behind
+// it are on: only with a threshold and a memory fraction below 1.
 func (a *Allocator) gcEnabled() bool {
-	return a.setFraction && a.cfg.GarbageCollectionThreshold > 0
+	return a.limited && a.cfg.GarbageCollectionThreshold > 0
 }
 
 // Malloc returns a block of at least size bytes usable on stream s. A size of
 // 0 returns (nil, nil), as PyTorch returns a null pointer for empty
 // allocations, and Free(nil) does nothing. A negative size is an error. When
 // the device cannot hold the block even after the cache is released, the
-// error is an *OutOfMemoryError; other errors of Memory.Malloc are returned
-// wrapped.
+// error is an *OutOfMemoryError; so it is, at once, for a size above
+// MaxRequest. Other errors of Memory.Malloc are returned wrapped.
 func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("alloc: Malloc of a negative size (%d bytes)", size)
@@ -201,6 +206,10 @@ func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
+	if size > MaxRequest {
+		// No block size represents the request; no device holds it.
+		return nil, a.outOfMemory(size, size, size, s, frames)
+	}
 	a.processEvents(frames)
 	rounded := a.cfg.RoundSize(size)
 	p := a.poolFor(rounded)
@@ -268,7 +277,7 @@ func (a *Allocator) allocBlock(p *pool, s Stream, size int64, retry bool, frames
 	if retry {
 		a.stats.numAllocRetries++
 	}
-	if a.setFraction && a.totalReserved+size > a.allowedMax {
+	if a.limited && a.totalReserved+size > a.allowedMax {
 		return nil, nil
 	}
 	addr, err := a.mem.Malloc(size)
@@ -665,7 +674,10 @@ func (a *Allocator) EmptyCache() {
 
 // SetMemoryFraction caps the memory this allocator may reserve at f times the
 // device capacity, as torch.cuda.set_per_process_memory_fraction does. f must
-// be in [0, 1].
+// be in [0, 1]. A fraction below 1 sets the cap (the product, truncated to
+// whole bytes) and lets garbage_collection_threshold act; a fraction of 1
+// removes the cap and switches garbage collection off again, as in PyTorch
+// since 2.9.
 func (a *Allocator) SetMemoryFraction(f float64) error {
 	if !(f >= 0 && f <= 1) {
 		return fmt.Errorf("alloc: memory fraction %v out of range, must be in [0, 1]", f)
@@ -673,9 +685,18 @@ func (a *Allocator) SetMemoryFraction(f float64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.fraction = f
-	a.allowedMax = int64(f * float64(a.mem.Capacity()))
-	a.setFraction = true
+	a.limited = f < 1
+	a.allowedMax = 0
+	if a.limited {
+		a.allowedMax = allowedMaximum(f, a.mem.Capacity())
+	}
 	return nil
+}
+
+// allowedMaximum is PyTorch's static_cast<size_t>(fraction * totalGlobalMem):
+// the product in float64, truncated toward zero.
+func allowedMaximum(f float64, capacity int64) int64 {
+	return int64(f * float64(capacity))
 }
 
 // MemoryFraction returns the fraction set by SetMemoryFraction, or 1.

@@ -297,10 +297,11 @@ func TestReleaseAvailableCachedBlocks(t *testing.T) {
 }
 
 func TestGarbageCollection(t *testing.T) {
-	run := func(conf string, fraction bool) map[string]int64 {
+	// fraction 0 means SetMemoryFraction is never called.
+	run := func(conf string, fraction float64) map[string]int64 {
 		a, _ := newTest(t, 100*MiB, conf)
-		if fraction {
-			if err := a.SetMemoryFraction(1); err != nil {
+		if fraction > 0 {
+			if err := a.SetMemoryFraction(fraction); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -311,22 +312,27 @@ func TestGarbageCollection(t *testing.T) {
 		mustMalloc(t, a, 40*MiB, 0)
 		return a.Stats()
 	}
-	st := run("garbage_collection_threshold:0.5", true)
-	if st["num_device_free"] != 2 || st["reserved_bytes.all.current"] != 40*MiB {
-		t.Errorf("with GC: %d frees, reserved %d; want 2 and 40 MiB", st["num_device_free"], st["reserved_bytes.all.current"])
-	}
-	st = run("garbage_collection_threshold:0.5", false) // no fraction: GC is off, as in PyTorch
-	if st["num_device_free"] != 0 || st["reserved_bytes.all.current"] != 94*MiB {
-		t.Errorf("GC without fraction: %d frees, reserved %d", st["num_device_free"], st["reserved_bytes.all.current"])
-	}
-	st = run("", true)
-	if st["num_device_free"] != 0 {
-		t.Errorf("no GC threshold: %d frees", st["num_device_free"])
+	for _, tc := range []struct {
+		name            string
+		conf            string
+		fraction        float64
+		frees, reserved int64
+	}{
+		{"threshold and fraction below 1", "garbage_collection_threshold:0.5", 0.99, 2, 40 * MiB},
+		{"no fraction: GC is off, as in PyTorch", "garbage_collection_threshold:0.5", 0, 0, 94 * MiB},
+		{"fraction 1: no cap, GC is off", "garbage_collection_threshold:0.5", 1, 0, 94 * MiB},
+		{"no threshold", "", 0.99, 0, 94 * MiB},
+	} {
+		st := run(tc.conf, tc.fraction)
+		if st["num_device_free"] != tc.frees || st["reserved_bytes.all.current"] != tc.reserved {
+			t.Errorf("%s: %d frees, reserved %d; want %d and %d", tc.name, st["num_device_free"],
+				st["reserved_bytes.all.current"], tc.frees, tc.reserved)
+		}
 	}
 
 	// Older blocks go first: a block reused recently is younger.
 	a, _ := newTest(t, 100*MiB, "garbage_collection_threshold:0.3")
-	if err := a.SetMemoryFraction(1); err != nil {
+	if err := a.SetMemoryFraction(0.99); err != nil {
 		t.Fatal(err)
 	}
 	old := mustMalloc(t, a, 22*MiB, 0)
@@ -336,7 +342,7 @@ func TestGarbageCollection(t *testing.T) {
 	for range 5 { // each Malloc that finds the block ages the others
 		free(t, a, mustMalloc(t, a, 24*MiB, 0))
 	}
-	mustMalloc(t, a, 30*MiB, 0) // reserved 46 > 30: reclaim, oldest first
+	mustMalloc(t, a, 30*MiB, 0) // reserved 46 > 29.7: reclaim, oldest first
 	snap := a.Snapshot()
 	for _, s := range snap.Segments {
 		if s.Address == old.Segment() {
@@ -344,6 +350,94 @@ func TestGarbageCollection(t *testing.T) {
 		}
 	}
 	expectStats(t, a, map[string]int64{"num_device_free": 1})
+}
+
+// TestFractionOneRemovesTheCap: since PyTorch 2.9 the cap
+// (allowed_memory_maximum) is optional and a fraction of 1 unsets it, so
+// the OOM message loses its "allowed" part and garbage collection stops.
+func TestFractionOneRemovesTheCap(t *testing.T) {
+	a, _ := newTest(t, 100*MiB, "garbage_collection_threshold:0.5")
+	if err := a.SetMemoryFraction(0.5); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Malloc(60*MiB, 0)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) || !oom.FractionSet || oom.Allowed != 50*MiB || !strings.Contains(err.Error(), "50.00 MiB allowed; ") {
+		t.Fatalf("under fraction 0.5: %v", err)
+	}
+	if !a.gcEnabled() {
+		t.Error("garbage collection off under a fraction below 1")
+	}
+	if err := a.SetMemoryFraction(1); err != nil {
+		t.Fatal(err)
+	}
+	if a.gcEnabled() {
+		t.Error("garbage collection still on after SetMemoryFraction(1)")
+	}
+	mustMalloc(t, a, 60*MiB, 0)
+	_, err = a.Malloc(60*MiB, 0)
+	if !errors.As(err, &oom) || oom.FractionSet || strings.Contains(err.Error(), "allowed") {
+		t.Fatalf("after fraction 1: %v", err)
+	}
+}
+
+// TestAllowedMaximum: the cap is PyTorch's static_cast<size_t>(fraction *
+// total), a truncation.
+func TestAllowedMaximum(t *testing.T) {
+	for _, tc := range []struct {
+		f        float64
+		capacity int64
+		want     int64
+	}{
+		{0.5, 3, 1},
+		{0.25, 100 * MiB, 25 * MiB},
+		{0.1, 2 << 30, 214748364}, // 214748364.8
+		{0, 2 << 30, 0},
+	} {
+		if got := allowedMaximum(tc.f, tc.capacity); got != tc.want {
+			t.Errorf("allowedMaximum(%v, %d) = %d, want %d", tc.f, tc.capacity, got, tc.want)
+		}
+	}
+}
+
+// TestHugeRequests: the exact inputs of issue 8, which once "succeeded" in
+// 2 MiB with a negative requested_bytes.
+func TestHugeRequests(t *testing.T) {
+	for _, tc := range []struct {
+		conf string
+		size int64
+	}{
+		{"", math.MaxInt64},
+		{"roundup_power2_divisions:4", 8070450532247928833},
+		{"roundup_power2_divisions:4", math.MaxInt64},
+		{"", MaxRequest + 1},
+	} {
+		a, mem := newTest(t, 2<<30, tc.conf)
+		for range 2 {
+			_, err := a.Malloc(tc.size, 0)
+			var oom *OutOfMemoryError
+			if !errors.As(err, &oom) || oom.Requested != tc.size {
+				t.Fatalf("%q: Malloc(%d) = %v, want an out-of-memory error", tc.conf, tc.size, err)
+			}
+		}
+		expectStats(t, a, map[string]int64{"num_ooms": 2, "reserved_bytes.all.current": 0, "requested_bytes.all.current": 0})
+		if mem.Mallocs != 0 {
+			t.Errorf("%q: %d device mallocs for an impossible request", tc.conf, mem.Mallocs)
+		}
+		if got := a.cfg.RoundSize(tc.size); got != -1 {
+			t.Errorf("RoundSize(%d) = %d, want -1", tc.size, got)
+		}
+	}
+	// The largest representable request rounds without overflow.
+	for _, div := range []string{"", "roundup_power2_divisions:4", "roundup_power2_divisions:1024"} {
+		cfg, _ := ParseConfig(div)
+		for _, size := range []int64{MaxRequest, MaxRequest - 1, MaxRequest/2 + 1} {
+			r := cfg.RoundSize(size)
+			if r < size || r > MaxRequest || SegmentSize(r) < r {
+				t.Errorf("%q: RoundSize(%d) = %d, SegmentSize %d", div, size, r, SegmentSize(r))
+			}
+		}
+	}
 }
 
 func TestFractionCap(t *testing.T) {
@@ -379,9 +473,9 @@ func TestOOM(t *testing.T) {
 	if !errors.As(err, &oom) {
 		t.Fatalf("want OOM, got %v", err)
 	}
-	want := "alloc: out of memory. Tried to allocate 20.00 MiB. Device 0 has a total capacity of 64.00 MiB of which 14.00 MiB is free. " +
-		"Of the allocated memory 50.00 MiB is allocated by the allocator, and 0 bytes is reserved but unallocated. " +
-		"If reserved but unallocated memory is large, try setting max_split_size_mb to avoid fragmentation."
+	want := "alloc: out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 64.00 MiB of which 14.00 MiB is free. " +
+		"Of the allocated memory 50.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. " +
+		"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
 	if err.Error() != want {
 		t.Errorf("message:\n%s\nwant\n%s", err, want)
 	}
@@ -400,6 +494,63 @@ func TestOOM(t *testing.T) {
 	free(t, b, x)
 	mustMalloc(t, b, 32*MiB, 0) // 30 MiB cached is too small; 14 MiB free on the device
 	expectStats(t, b, map[string]int64{"num_ooms": 0, "num_alloc_retries": 1, "num_device_free": 1, "num_sync_all_streams": 1})
+}
+
+// contextMemory is a FakeMemory on which the process lost context bytes
+// before its first allocation, as a real process loses its CUDA context.
+type contextMemory struct {
+	*FakeMemory
+	context int64
+}
+
+func (m contextMemory) Malloc(size int64) (uint64, error) {
+	if _, used := m.Live(); used+size > m.Capacity()-m.context {
+		return 0, ErrDeviceFull
+	}
+	return m.FakeMemory.Malloc(size)
+}
+
+func (m contextMemory) FreeBytes() int64        { return m.FakeMemory.FreeBytes() - m.context }
+func (m contextMemory) ProcessUsedBytes() int64 { _, used := m.Live(); return m.context + used }
+
+// TestOOMMessageFields: every field of PyTorch's message, on a device where
+// a context of 300 MiB is lost before the first tensor.
+func TestOOMMessageFields(t *testing.T) {
+	mem := contextMemory{NewFakeMemory(2 << 30), 300 * MiB}
+	a := New(mem, Config{}, 0)
+	if err := a.SetMemoryFraction(0.9); err != nil {
+		t.Fatal(err)
+	}
+	keep := mustMalloc(t, a, 1200*MiB, 0)
+	gone := mustMalloc(t, a, 3*MiB, 0) // 20 MiB segment, split
+	small := mustMalloc(t, a, 1000, 0) // 2 MiB segment, split
+	free(t, a, gone)
+	_, err := a.Malloc(600*MiB, 0)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("want OOM, got %v", err)
+	}
+	// The retry released the cached 20 MiB segment: 1200 + 2 MiB reserved,
+	// 1200 MiB + 1024 B allocated.
+	expectStats(t, a, map[string]int64{"num_device_free": 1})
+	want := OutOfMemoryError{Requested: 600 * MiB, RoundedSize: 600 * MiB, AllocSize: 600 * MiB, Capacity: 2 << 30,
+		DeviceFree: 2<<30 - 300*MiB - 1202*MiB, ProcessUsed: 300*MiB + 1202*MiB, ProcessUsedKnown: true,
+		Allocated: 1200*MiB + 1024, ReservedUnallocated: 2*MiB - 1024, Allowed: 1932735283, Fraction: 0.9, FractionSet: true}
+	if *oom != want {
+		t.Errorf("fields\n%+v\nwant\n%+v", *oom, want)
+	}
+	if got := oom.NonPyTorch(); got != 300*MiB {
+		t.Errorf("NonPyTorch() = %d, want the 300 MiB context", got)
+	}
+	msg := "alloc: out of memory. Tried to allocate 600.00 MiB. GPU 0 has a total capacity of 2.00 GiB of which 546.00 MiB is free. " +
+		"Including non-PyTorch memory, this process has 1.47 GiB memory in use. 1.80 GiB allowed; " +
+		"Of the allocated memory 1.17 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. " +
+		"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+	if err.Error() != msg {
+		t.Errorf("message\n%s\nwant\n%s", err, msg)
+	}
+	free(t, a, keep)
+	free(t, a, small)
 }
 
 func TestEmptyCache(t *testing.T) {

@@ -77,6 +77,9 @@ func checkInvariants(a *Allocator) error {
 			} else if len(n.streamUses) > 0 {
 				return fmt.Errorf("block 0x%x: free block with stream uses", n.addr)
 			}
+			if !cached && (n.requested <= 0 || n.requested > n.size) {
+				return fmt.Errorf("block 0x%x of %d bytes was requested as %d bytes", n.addr, n.size, n.requested)
+			}
 			if !cached {
 				st.active.inc(small, 1)
 				st.activeBytes.inc(small, n.size)
@@ -102,6 +105,9 @@ func checkInvariants(a *Allocator) error {
 	}
 	if cachedCount != a.small.blocks.len()+a.large.blocks.len() {
 		return fmt.Errorf("%d cached blocks, pools hold %d", cachedCount, a.small.blocks.len()+a.large.blocks.len())
+	}
+	if a.totalReserved > a.mem.Capacity() {
+		return fmt.Errorf("reserved %d bytes on a device of %d", a.totalReserved, a.mem.Capacity())
 	}
 	if reserved != a.totalReserved {
 		return fmt.Errorf("reserved %d, totalReserved %d", reserved, a.totalReserved)

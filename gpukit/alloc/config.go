@@ -338,10 +338,21 @@ func (c Config) Divisions(size int64) int {
 	return c.RoundupPower2Divisions[idx]
 }
 
+// MaxRequest is the largest request the allocator can represent: 4 EiB,
+// far beyond any device. Rounding a larger size up to a power-of-two
+// division or a 2 MiB segment would not fit in an int64, so Malloc answers
+// such a request with an *OutOfMemoryError without asking the device, as
+// PyTorch answers a request no device can hold.
+const MaxRequest = int64(1) << 62
+
 // RoundSize returns the block size the allocator uses for a request of size
 // bytes: at least 512, a multiple of 512, or with roundup_power2_divisions
-// the next power-of-two division.
+// the next power-of-two division. A size above MaxRequest has no block size
+// and gives -1.
 func (c Config) RoundSize(size int64) int64 {
+	if size > MaxRequest {
+		return -1
+	}
 	if size < MinBlockSize {
 		return MinBlockSize
 	}
@@ -370,9 +381,12 @@ func roundupPower2Division(size, div int64) int64 {
 
 // SegmentSize returns the size of the device segment that the allocator
 // requests for a rounded block size: 2 MiB for the small pool, 20 MiB for
-// large blocks below 10 MiB, else the size rounded up to 2 MiB.
+// large blocks below 10 MiB, else the size rounded up to 2 MiB. A size above
+// MaxRequest gives -1.
 func SegmentSize(rounded int64) int64 {
 	switch {
+	case rounded > MaxRequest:
+		return -1
 	case rounded <= SmallSize:
 		return SmallBuffer
 	case rounded < MinLargeAlloc:

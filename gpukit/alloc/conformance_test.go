@@ -20,3 +20,12 @@ func TestConformanceFakeAutoComplete(t *testing.T) {
 		return m
 	})
 }
+
+// TestDifferential300 compares the allocator with alloctest's independent
+// model of PyTorch's policy on 300 random traces, the number of the traces
+// that found the garbage-collection rule of issue 8.
+func TestDifferential300(t *testing.T) {
+	alloctest.Differential(t, func(t *testing.T, capacity int64) alloc.Memory {
+		return alloc.NewFakeMemory(capacity)
+	}, 300)
+}

@@ -1,6 +1,13 @@
 // Package alloc is gpukit's caching allocator: the policy of PyTorch's CUDA
 // caching allocator (c10/cuda/CUDACachingAllocator.cpp), reproduced so that
-// what a student sees here is what torch.cuda shows on a real card.
+// the same requests give the same blocks, segments and statistics as
+// torch.cuda shows on a real card.
+//
+// It follows the allocator of PyTorch 2.9 and later, where the cap of the
+// memory fraction (allowed_memory_maximum) is optional: it exists only while
+// the fraction is below 1, and garbage collection and the age counting
+// behind it run only while it exists. Older releases kept the cap, and the
+// collector, after set_per_process_memory_fraction(1.0).
 //
 // The allocator sits on a Memory, the raw device memory (cudaMalloc,
 // cudaFree and events to PyTorch). Asking the device for memory is slow and
@@ -21,11 +28,12 @@
 //     of at least that size (and less than 20 MiB smaller) may take them.
 //   - A freed block merges with the free blocks next to it in its segment.
 //   - When no cached block fits: garbage collection of old cached segments
-//     (garbage_collection_threshold, only under a memory fraction), a device
+//     (garbage_collection_threshold, only under a memory fraction below 1), a device
 //     malloc (refused beyond the memory fraction), then release of oversize
 //     cached segments (with max_split_size), then release of every cached
 //     whole segment and one retry (num_alloc_retries), and finally an
-//     *OutOfMemoryError (num_ooms).
+//     *OutOfMemoryError (num_ooms), whose message is PyTorch's. A request
+//     above MaxRequest (4 EiB) is an *OutOfMemoryError at once.
 //   - EmptyCache returns to the device only segments that are entirely free.
 //   - RecordStream(b, s) marks a block as used on another stream: when it is
 //     freed, the allocator records an event on s and does not reuse the
@@ -40,8 +48,12 @@
 // segments are not implemented: expandable_segments:True is refused.
 //
 // Differences from PyTorch: one Allocator serves one device; Malloc holds the
-// allocator's lock while it calls Memory; CUDA graph pools, IPC and
-// expandable segments do not exist here.
+// allocator's lock while it calls Memory; CUDA graph pools and memory pools,
+// IPC, expandable segments, max_non_split_rounding_mb and the
+// per_process_memory_fraction key of the configuration do not exist here;
+// memory outside the allocator (library workspaces such as cuBLAS's) is not
+// modelled, except for what a device reports as lost before the first
+// tensor (ProcessMemoryReporter).
 //
 // Package alloctest holds a conformance suite that every Memory backend runs.
 package alloc

@@ -57,7 +57,7 @@ func ExampleOutOfMemoryError() {
 	fmt.Println("retries:", a.Stats()["num_alloc_retries"], "ooms:", a.Stats()["num_ooms"])
 	// Output:
 	// true
-	// alloc: out of memory. Tried to allocate 20.00 MiB. Device 0 has a total capacity of 64.00 MiB of which 14.00 MiB is free. Of the allocated memory 50.00 MiB is allocated by the allocator, and 0 bytes is reserved but unallocated. If reserved but unallocated memory is large, try setting max_split_size_mb to avoid fragmentation.
+	// alloc: out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 64.00 MiB of which 14.00 MiB is free. Of the allocated memory 50.00 MiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
 	// retries: 1 ooms: 1
 }
 

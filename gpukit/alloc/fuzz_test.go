@@ -3,6 +3,7 @@ package alloc
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 )
@@ -16,9 +17,24 @@ var fuzzConfigs = []string{
 	"garbage_collection_threshold:0.8",
 }
 
+// hugeSizes are requests near 2^63 that once wrapped around in the size
+// arithmetic and were "allocated" in the small pool (issue 8).
+var hugeSizes = []int64{
+	math.MaxInt64,
+	math.MaxInt64 - 511,
+	8070450532247928833, // wrapped with roundup_power2_divisions:4
+	MaxRequest,
+	MaxRequest + 1,
+	MaxRequest - 1,
+	1 << 40, // larger than any fuzzed device, but representable
+}
+
 // fuzzSize turns two bytes into a request size that covers every size class.
 func fuzzSize(hi, lo byte) int64 {
 	v := int64(hi)<<8 | int64(lo)
+	if hi == 0xff && lo >= 0xf0 {
+		return hugeSizes[int(lo-0xf0)%len(hugeSizes)]
+	}
 	switch hi >> 6 {
 	case 0:
 		return v%4096 + 1 // small, sub-KiB to 4 KiB
@@ -65,8 +81,9 @@ func runFuzz(t *testing.T, data []byte) {
 			switch {
 			case err == nil && size == 0 && b == nil:
 			case err == nil && b != nil:
-				if b.Size() < size || b.Size() != cfg.RoundSize(size) && b.Size() < SmallSize {
-					t.Fatalf("%s: block of %d bytes", what, b.Size())
+				if b.Size() < size || b.Size() != cfg.RoundSize(size) && b.Size() < SmallSize ||
+					b.Requested() != size || size > mem.Capacity() {
+					t.Fatalf("%s: block of %d bytes for a request of %d on a device of %d", what, b.Size(), b.Requested(), mem.Capacity())
 				}
 				live = append(live, b)
 			case errors.As(err, &oom):
@@ -155,6 +172,10 @@ func FuzzAllocator(f *testing.F) {
 	f.Add([]byte{3, 0, 1, 2, 1, 3, 4, 2, 5, 6, 6, 0, 1, 4, 0, 7, 1, 0, 9, 9, 8})
 	f.Add([]byte{4, 3, 255, 3, 3, 254, 0, 3, 150, 20, 4, 0, 3, 150, 21, 6, 0, 2, 4, 1, 8, 7, 2})
 	f.Add([]byte{5, 9, 7, 3, 200, 200, 3, 201, 201, 3, 202, 202, 4, 0, 4, 0, 3, 100, 100, 3, 203, 1})
+	// Huge requests, twice each: math.MaxInt64 on the default config, and
+	// 8070450532247928833 with roundup_power2_divisions:4.
+	f.Add([]byte{0, 0, 0xff, 0xf0, 0, 0xff, 0xf0, 0, 0xff, 0xf1})
+	f.Add([]byte{3, 0, 0xff, 0xf2, 0, 0xff, 0xf2, 0, 0xff, 0xf3, 0, 0xff, 0xf4, 0, 0xff, 0xf6})
 	// A longer mixed sequence.
 	long := []byte{2}
 	for i := range 600 {

@@ -308,7 +308,10 @@ func (d *Device) RecordStream(b *alloc.Block, s alloc.Stream) { d.a.RecordStream
 func (d *Device) Bytes(b *alloc.Block) []byte { return d.b.Bytes(b.Addr(), b.Size()) }
 
 // MemInfo returns free and total device memory as the device sees it
-// (cudaMemGetInfo): memory cached by the allocator counts as used.
+// (cudaMemGetInfo): memory cached by the allocator counts as used, and so
+// does the context the process lost before its first tensor
+// (Profile.ContextSize on sim and meta devices), which is why free memory
+// is less than total minus MemoryReserved.
 func (d *Device) MemInfo() (free, total int64) { return d.b.MemInfo() }
 
 // HostAlloc returns size bytes of host memory, page-locked when pinned

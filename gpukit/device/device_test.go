@@ -3,6 +3,7 @@ package device_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -248,7 +249,7 @@ func TestMeta(t *testing.T) {
 	assert.Equal(t, 60*device.GiB, d.MemoryAllocated())
 	free, total := d.MemInfo()
 	assert.Equal(t, 80*device.GiB, total)
-	assert.Equal(t, 80*device.GiB-d.MemoryReserved(), free)
+	assert.Equal(t, 80*device.GiB-d.Profile().ContextSize-d.MemoryReserved(), free)
 	_, err = d.Malloc(30*device.GiB, 0)
 	var oom *alloc.OutOfMemoryError
 	require.ErrorAs(t, err, &oom)
@@ -266,14 +267,96 @@ func TestMeta(t *testing.T) {
 
 func TestOOM(t *testing.T) {
 	d := fresh(t, "classroom")
+	context := d.Profile().ContextSize
 	_, err := d.Malloc(3*device.GiB, 0)
 	var oom *alloc.OutOfMemoryError
 	require.ErrorAs(t, err, &oom)
-	b, err := d.Malloc(2*device.GiB, 0)
-	require.NoError(t, err, "the whole card")
+	_, err = d.Malloc(2*device.GiB, 0)
+	require.ErrorAs(t, err, &oom, "the context is not yours: the whole card is too much")
+	b, err := d.Malloc(2*device.GiB-context, 0)
+	require.NoError(t, err, "the whole card but its context")
 	_, err = d.Malloc(1, 0)
 	require.ErrorAs(t, err, &oom)
 	d.Free(b)
+}
+
+// TestHugeMalloc: dev.Malloc(math.MaxInt64, stream) once "succeeded" with
+// 2 MiB (issue 8); it is PyTorch's out-of-memory error, twice.
+func TestHugeMalloc(t *testing.T) {
+	d := fresh(t, "classroom")
+	s := d.DefaultStream()
+	for range 2 {
+		b, err := d.Malloc(math.MaxInt64, s)
+		var oom *alloc.OutOfMemoryError
+		require.ErrorAs(t, err, &oom)
+		assert.Nil(t, b)
+	}
+	st := d.Stats()
+	assert.Zero(t, st["allocated_bytes.all.current"])
+	assert.Zero(t, st["requested_bytes.all.current"])
+	assert.Zero(t, st["reserved_bytes.all.current"])
+	assert.Equal(t, int64(2), st["num_ooms"])
+}
+
+// TestContextSize: a card is not all yours. Each built-in profile loses its
+// context before the first tensor; MemInfo, the allocator's reach and the
+// out-of-memory message all account for it.
+func TestContextSize(t *testing.T) {
+	for _, p := range device.Profiles() {
+		t.Run(p.Name, func(t *testing.T) {
+			assert.Positive(t, p.ContextSize)
+			assert.Less(t, p.ContextSize, p.Capacity/8)
+			assert.NotEmpty(t, p.ContextSource)
+			d, err := device.New(sim.NewMeta(0, p))
+			require.NoError(t, err)
+			free, total := d.MemInfo()
+			assert.Equal(t, p.Capacity, total)
+			assert.Equal(t, p.Capacity-p.ContextSize, free, "free before the first tensor")
+			usable := (p.Capacity - p.ContextSize) &^ (2*device.MiB - 1) // segments of large requests are 2 MiB multiples
+			b, err := d.Malloc(usable, 0)
+			require.NoError(t, err)
+			free, _ = d.MemInfo()
+			assert.Equal(t, p.Capacity-p.ContextSize-usable, free)
+			_, err = d.Malloc(free+1, 0)
+			var oom *alloc.OutOfMemoryError
+			require.ErrorAs(t, err, &oom)
+			assert.Equal(t, p.Capacity-p.ContextSize-usable, oom.DeviceFree)
+			assert.True(t, oom.ProcessUsedKnown)
+			assert.Equal(t, p.ContextSize+usable, oom.ProcessUsed)
+			assert.Equal(t, p.ContextSize, oom.NonPyTorch(), "the context is non-PyTorch memory")
+			d.Free(b)
+		})
+	}
+}
+
+// TestOOMMessageOnClassroom: the message's fields on the classroom profile,
+// whose 128 MiB context shows as non-PyTorch memory of this process.
+func TestOOMMessageOnClassroom(t *testing.T) {
+	d := fresh(t, "classroom")
+	require.Equal(t, 128*device.MiB, d.Profile().ContextSize)
+	var blocks []*alloc.Block
+	for range 18 {
+		b, err := d.Malloc(100*device.MiB, 0)
+		require.NoError(t, err)
+		blocks = append(blocks, b)
+	}
+	small, err := d.Malloc(4000, 0) // one 2 MiB small-pool segment
+	require.NoError(t, err)
+	_, err = d.Malloc(300*device.MiB, 0)
+	var oom *alloc.OutOfMemoryError
+	require.ErrorAs(t, err, &oom)
+	assert.Equal(t, "alloc: out of memory. Tried to allocate 300.00 MiB. GPU 0 has a total capacity of 2.00 GiB of which 118.00 MiB is free. "+
+		"Including non-PyTorch memory, this process has 1.88 GiB memory in use. "+
+		"Of the allocated memory 1.76 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated. "+
+		"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.", err.Error())
+	assert.Equal(t, 128*device.MiB, oom.NonPyTorch())
+	require.NoError(t, d.SetMemoryFraction(0.5))
+	_, err = d.Malloc(300*device.MiB, 0)
+	require.ErrorAs(t, err, &oom)
+	assert.Contains(t, err.Error(), "this process has 1.88 GiB memory in use. 1024.00 MiB allowed; Of the allocated memory")
+	for _, b := range append(blocks, small) {
+		d.Free(b)
+	}
 }
 
 func TestCachedMallocIsFree(t *testing.T) {

@@ -77,6 +77,30 @@
 // default stream. Each device has its own host clock: sim:0 and sim:1 are
 // independent.
 //
+// # When bytes move (sim)
+//
+// Clocks say when work runs; values must agree with them, or a stream
+// ordering bug could never show. gpukit/tensor computes eagerly on stream 0,
+// so sim moves the bytes of the work it performs itself in virtual-time
+// order: an asynchronous copy (pinned host<->device, device<->device) on a
+// stream other than 0 is deferred to its virtual start. It is applied, in
+// order of start time, once its start is at or before max(host clock,
+// clock of stream 0), which every later host or stream-0 operation starts
+// after: that happens when its stream, the device or an event after it is
+// synchronized, when stream 0 waits for it (WaitEvent), on a raw free, and
+// at once when its stream was idle. A synchronous copy, or any copy on
+// stream 0, first applies the pending copies that start before it. A copy
+// on a busy side stream therefore stays pending while stream 0 goes on; if
+// its block is freed without RecordStream and handed out again, stream 0
+// writes the block's new contents first and the late copy reads (or
+// overwrites) them: the corruption of COURSE.md's mistake 9, visible in the
+// values. With RecordStream the allocator keeps the block until the side
+// stream's event has passed, by which time the copy has been applied.
+// Not modelled: a copy that overwrites memory a stream-0 kernel is still
+// reading in virtual time (stream-0 compute has already run eagerly), and a
+// copy applied in part. Peer copies move their bytes at once. Meta devices
+// have no bytes to move.
+//
 // # Profiles and where the figures come from
 //
 //	profile    capacity  memory bw    PCIe      pinned      pageable   FP32        FP16 (dense tensor)
@@ -100,6 +124,21 @@
 //     15 µs after its device synchronization.
 //   - Made up: the whole "classroom" card, a plausible entry-level 2 GiB card
 //     that makes out-of-memory errors easy to reach.
+//
+// # A card is not all yours
+//
+// A process loses device memory before its first tensor: the CUDA context
+// (driver code, per-SM local memory and heaps) and what the driver keeps.
+// Profile.ContextSize models it: 128 MiB (classroom, an estimate), 350 MiB
+// (t4), 448 MiB (a100-40gb, an estimate) and 512 MiB (h100-80gb), with
+// Profile.ContextSource saying where each comes from. On sim and meta
+// devices MemInfo reports free = capacity − context − reserved, the
+// allocator can reserve at most capacity − context, and the out-of-memory
+// message counts the context as non-PyTorch memory of this process
+// ("Including non-PyTorch memory, this process has …"). That is why
+// nvidia-smi shows more than MemoryReserved. A memory fraction is a
+// fraction of the whole capacity, as in PyTorch. On cuda devices MemInfo
+// is the driver's own answer.
 //
 // Profile.Source carries the source of each profile's figures. GPUKIT_PROFILE
 // selects the profile of sim devices opened without WithProfile;

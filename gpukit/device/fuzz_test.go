@@ -39,6 +39,7 @@ func runProgram(t *testing.T, prog []byte) {
 	{
 		p, _ := device.LookupProfile("classroom")
 		p.Capacity = 64 << 20 // small, so that OOM and retries happen
+		p.ContextSize = 0
 		b := sim.New(0, p)
 		d, err := device.New(b, device.WithAllocConfig(alloc.Config{}))
 		if err != nil {

@@ -22,7 +22,12 @@ func (t *Tensor) charge(name string, flops int64, inputs ...*Tensor) {
 			bytes += in.Nbytes()
 		}
 	}
-	t.st.core.mem.launch(kernelCost{name: name, flops: flops, bytes: bytes, half: t.dtype == Float16 || t.dtype == BFloat16})
+	k := kernelCost{name: name, flops: flops, bytes: bytes, half: t.dtype == Float16 || t.dtype == BFloat16}
+	if b := observer.Load(); b != nil {
+		launchObserved(b, t, k, inputs)
+		return
+	}
+	t.st.core.mem.launch(k)
 }
 
 func noBytes(ts ...*Tensor) bool {

@@ -1,9 +1,6 @@
 package tensor
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -13,12 +10,20 @@ import (
 // duration of fn only. A goroutine started inside fn does not inherit the
 // mode (as a Python thread does not); call NoGrad inside it.
 //
-// Implementation: the mode of a goroutine is kept in a map keyed by its
-// goroutine id, only while a scope is active. When no goroutine is inside
-// any scope (the common case in training), the lookup is skipped by an
-// atomic counter, so ops pay nothing. The id is read from runtime.Stack,
-// which is slow-ish (about a microsecond) but only while some scope is
-// active somewhere.
+// Implementation: the mode of a goroutine is kept in a map keyed by the
+// goroutine's identity, only while a scope is active on it. When no
+// goroutine is inside any scope, an atomic counter skips the lookup. When
+// some are (data loader workers inside NoGrad, say), every op on every
+// goroutine looks its own mode up, so the identity must be cheap: on amd64
+// and arm64 it is the address of the goroutine's runtime g, read by one
+// instruction (gradmode_getg_*.s), and a goroutine that never entered a
+// scope pays one failed map lookup, tens of nanoseconds. With -tags purego
+// or on other architectures it is the goroutine id parsed from
+// runtime.Stack, about a microsecond. A g is reused only after its
+// goroutine has ended, and a goroutine's entry is deleted when its last
+// scope ends (also by panic or runtime.Goexit), so keys never go stale.
+// BenchmarkStepWhileWorkersInNoGrad measures what other goroutines' scopes
+// cost a training step.
 
 type modeState struct {
 	inference int // depth of InferenceMode scopes
@@ -39,22 +44,8 @@ const (
 
 var (
 	activeScopes atomic.Int64
-	modes        sync.Map // goroutine id (uint64) -> *modeState
+	modes        sync.Map // goroutineKey() -> *modeState
 )
-
-func goid() uint64 {
-	var buf [64]byte
-	n := runtime.Stack(buf[:], false)
-	b := bytes.TrimPrefix(buf[:n], []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		panic("tensor: cannot read goroutine id: " + err.Error())
-	}
-	return id
-}
 
 // currentMode returns the calling goroutine's mode, or nil when it has
 // none (grad enabled, no inference mode, no hooks).
@@ -62,7 +53,7 @@ func currentMode() *modeState {
 	if activeScopes.Load() == 0 {
 		return nil
 	}
-	if m, ok := modes.Load(goid()); ok {
+	if m, ok := modes.Load(goroutineKey()); ok {
 		return m.(*modeState)
 	}
 	return nil
@@ -71,7 +62,7 @@ func currentMode() *modeState {
 // withMode runs fn with the calling goroutine's mode changed by push, and
 // restores it afterwards, also when fn panics.
 func withMode(f modeFrame, h *savedHooks, fn func()) {
-	id := goid()
+	id := goroutineKey()
 	var m *modeState
 	if v, ok := modes.Load(id); ok {
 		m = v.(*modeState)

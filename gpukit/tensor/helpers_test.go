@@ -23,6 +23,7 @@ func newDevCap(t testing.TB, capacity int64) *device.Device {
 	if capacity > 0 {
 		p.Name = "tiny"
 		p.Capacity = capacity
+		p.ContextSize = 0
 	}
 	d, err := device.New(sim.New(0, p))
 	if err != nil {

@@ -85,7 +85,9 @@ func newStorage(mem memory, nbytes int64) (*Storage, error) {
 		return nil, err
 	}
 	core := &storageCore{mem: mem, h: h}
-	return &Storage{core: core, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}, nil
+	st := &Storage{core: core, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}
+	observeAlloc(st)
+	return st, nil
 }
 
 // retain adds a reference (a new tensor on this storage). Reviving a
@@ -112,6 +114,7 @@ func (s *Storage) drop() {
 	}
 	if n == 0 {
 		s.core.free()
+		observeFree(s)
 	}
 }
 

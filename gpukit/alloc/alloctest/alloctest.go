@@ -19,6 +19,7 @@ package alloctest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -54,6 +55,46 @@ func Run(t *testing.T, newMemory func(t *testing.T, capacity int64) alloc.Memory
 	t.Run("RecordStream", func(t *testing.T) { recordStream(t, mk) })
 	t.Run("Concurrent", func(t *testing.T) { concurrent(t, mk) })
 	t.Run("RandomWorkload", func(t *testing.T) { randomWorkload(t, mk) })
+	t.Run("HugeRequests", func(t *testing.T) { hugeRequests(t, mk) })
+	t.Run("FractionOneSwitchesGCOff", func(t *testing.T) { fractionOneSwitchesGCOff(t, mk) })
+	// 20 traces here (a backend with real bytes zeroes every segment);
+	// package alloc runs 300 on its fake.
+	t.Run("Differential", func(t *testing.T) { Differential(t, newMemory, 20) })
+}
+
+// hugeRequests: sizes near 2^63 once wrapped around in the size arithmetic
+// and were served from the small pool; they must be out-of-memory errors
+// that leave the allocator as it was.
+func hugeRequests(t *testing.T, mk maker) {
+	for _, conf := range []string{"", "roundup_power2_divisions:4"} {
+		a, _ := mk(t, 2<<30, conf)
+		for _, size := range []int64{math.MaxInt64, 8070450532247928833, alloc.MaxRequest + 1, alloc.MaxRequest, 1 << 40} {
+			for range 2 {
+				b, err := a.Malloc(size, 0)
+				var oom *alloc.OutOfMemoryError
+				if b != nil || !errors.As(err, &oom) {
+					t.Fatalf("%q: Malloc(%d) = %v, %v; want an out-of-memory error", conf, size, b, err)
+				}
+			}
+		}
+		expect(t, a, map[string]int64{"allocated_bytes.all.current": 0, "reserved_bytes.all.current": 0,
+			"requested_bytes.all.current": 0, "num_ooms": 10})
+	}
+}
+
+// fractionOneSwitchesGCOff is the minimal case of issue 8: a fraction of 1
+// removes the cap, and with it garbage collection, so the cached stream-2
+// segment survives.
+func fractionOneSwitchesGCOff(t *testing.T, mk maker) {
+	a, _ := mk(t, 64*mib, "garbage_collection_threshold:0.5,max_split_size_mb:64")
+	x := malloc(t, a, 8757854, 2)
+	if err := a.SetMemoryFraction(1); err != nil {
+		t.Fatal(err)
+	}
+	a.Free(x)
+	malloc(t, a, 3671604, 0)
+	malloc(t, a, 957088, 0)
+	expect(t, a, map[string]int64{"reserved_bytes.all.current": 44040192, "num_device_free": 0})
 }
 
 type maker func(t *testing.T, capacity int64, conf string) (*alloc.Allocator, alloc.Memory)
@@ -272,7 +313,7 @@ func retryThenOOM(t *testing.T, mk maker) {
 	if oom.Capacity != 64*mib || oom.Allocated != 52*mib || oom.AllocSize != 40*mib || oom.Requested != 40*mib {
 		t.Errorf("OOM fields %+v", oom)
 	}
-	if !strings.HasPrefix(err.Error(), "alloc: out of memory. Tried to allocate 40.00 MiB. Device 0 has a total capacity of 64.00 MiB") {
+	if !strings.HasPrefix(err.Error(), "alloc: out of memory. Tried to allocate 40.00 MiB. GPU 0 has a total capacity of 64.00 MiB") {
 		t.Errorf("OOM message %q", err)
 	}
 }

@@ -3,7 +3,7 @@
 // the allocator did, line by line, so that a trace from a lesson or an
 // exercise can be checked against hand-computed PyTorch behaviour.
 //
-//	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] < trace.jsonl
+//	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--strict] < trace.jsonl
 //
 // Input is one JSON object per line:
 //
@@ -36,10 +36,15 @@
 //	                    freed, or whose allocation failed
 //	"duplicate id"      alloc of an id that is still live
 //	"invalid fraction"  set_fraction outside [0, 1]
-//	"bad op"            a malformed line: not JSON, unknown op, missing or
-//	                    negative size, missing or empty id, wrong types, a
-//	                    negative stream; also written to standard error with
-//	                    its 1-based line number
+//	"bad op"            a malformed line: not JSON, unknown op, an unknown
+//	                    or repeated key (keys are case-sensitive: "SIZE" and
+//	                    "strem" are refused), missing or negative size,
+//	                    missing or empty id, wrong types, a negative stream;
+//	                    also written to standard error with its 1-based line
+//	                    number and the reason
+//
+// A UTF-8 byte-order mark at the start of the input (common from Windows
+// editors) is skipped; one on a later line makes that line a bad op.
 //
 // A failed operation changes nothing, except what the allocator itself does
 // on an OOM (release cached segments, count the retry and the OOM). A size-0
@@ -54,5 +59,18 @@
 // With --snapshot or --html, history recording is on for the whole replay
 // and the snapshot taken after the last line is written as a pickle that
 // PyTorch's torch/cuda/_memory_viz.py and memory viewer read, and as
-// gpukit's offline HTML viewer (gpukit/viz/memviewer).
+// gpukit's offline HTML viewer (gpukit/viz/memviewer). The paths are checked
+// before the first line is read (their folders exist and accept files; one
+// path for both outputs is refused), and each file is written to a
+// temporary file beside it, synced and renamed over the destination only
+// when complete, so a kill or a full disk never leaves half a file where a
+// good one was.
+//
+// Exit status: 0 when every line was well-formed, whatever the operations
+// answered (an OOM is the allocator's answer, not an error of the trace); 3
+// when a line was malformed, so that scripts see bad input; with --strict,
+// 3 also when any operation was refused (oom, unknown id, duplicate id,
+// invalid fraction); 1 when input cannot be read or an output file cannot
+// be written; 2 for usage errors. The output lines and files are written in
+// every case but 1 and 2.
 package main

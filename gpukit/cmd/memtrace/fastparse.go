@@ -8,8 +8,9 @@ import (
 // one flat object whose keys are among op, id, size, stream and fraction,
 // each at most once, with ASCII strings without escapes and plain JSON
 // numbers. It reports ok=false for anything else, and the caller then
-// decodes the line with encoding/json, so both paths give the same result
-// wherever fastParse answers (FuzzFastParse checks this).
+// decodes the line with strictParse (encoding/json plus the checks for
+// unknown and repeated keys), so both paths give the same result wherever
+// fastParse answers (FuzzFastParse checks this).
 func fastParse(line []byte) (o op, ok bool) {
 	i := skipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,7 @@ const usage = `memtrace replays allocator traces on gpukit's caching allocator.
 
 Usage:
 
-	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--max-entries N] < trace.jsonl
+	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--max-entries N] [--strict] < trace.jsonl
 
 replay reads one JSON operation per line from standard input:
 
@@ -34,13 +35,16 @@ and writes one JSON line per input line, in order:
 
 i is the 0-based line index; offset is the block's offset inside its segment
 (null when there is no block); error is null, "oom", "unknown id",
-"duplicate id", "invalid fraction" or "bad op". A malformed line is also
-reported on standard error with its line number; the replay goes on.
+"duplicate id", "invalid fraction" or "bad op". A malformed line (not a JSON
+object, an unknown or repeated key, a wrong type) is also reported on
+standard error with its 1-based line number; the replay goes on. A UTF-8
+byte-order mark at the start of the input is ignored.
 
 Flags:
 
 	--device-memory BYTES   capacity of the simulated device (required);
-	                        a number of bytes, or with a KiB, MiB or GiB suffix
+	                        a number of bytes, or with a B, KiB, MiB or GiB
+	                        suffix (binary: 1 KiB = 1024 bytes)
 	--alloc-conf STR        allocator configuration, PYTORCH_CUDA_ALLOC_CONF
 	                        syntax (e.g. "max_split_size_mb:64"); the
 	                        GPUKIT_ALLOC_CONF variable is not read
@@ -50,10 +54,24 @@ Flags:
 	                        self-contained HTML viewer
 	--max-entries N         history ring size with --snapshot/--html
 	                        (default 1000000)
+	--strict                also exit with status 3 when an operation was
+	                        refused (oom, unknown id, duplicate id, invalid
+	                        fraction), not only for malformed lines
 
-Exit status: 0 after a replay (even with failed operations), 1 when an output
-file cannot be written or input cannot be read, 2 for usage errors.
+Exit status: 0 after a replay whose lines were all well-formed (refused
+operations such as an OOM are answers, not errors); 3 after a replay with
+malformed lines ("bad op"), or with --strict any refused operation; 1 when an
+output file cannot be written or input cannot be read; 2 for usage errors.
+Output paths are checked before the replay starts.
 `
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitIO      = 1
+	exitUsage   = 2
+	exitRefused = 3
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -64,13 +82,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
-			return 2
+			return exitUsage
 		}
-		return 0
+		return exitOK
 	}
 	if args[0] != "replay" {
 		fmt.Fprintf(stderr, "memtrace: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		return exitUsage
 	}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -79,14 +97,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	snapPath := fs.String("snapshot", "", "")
 	htmlPath := fs.String("html", "", "")
 	maxEntries := fs.Int("max-entries", 1_000_000, "")
+	strict := fs.Bool("strict", false, "")
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "memtrace: "+format+"\n\n%s", append(a, usage)...)
-		return 2
+		return exitUsage
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stderr, usage)
-			return 0
+			return exitOK
 		}
 		return usageErr("%v", err)
 	}
@@ -108,6 +127,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr("--max-entries must be positive")
 	}
 
+	if *snapPath != "" || *htmlPath != "" {
+		var paths []string
+		for _, p := range []string{*snapPath, *htmlPath} {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		if err := memviewer.CheckOutputs(paths...); err != nil {
+			if errors.Is(err, memviewer.ErrSameFile) {
+				return usageErr("--snapshot and --html name the same file %q; give each its own path", *snapPath)
+			}
+			fmt.Fprintf(stderr, "memtrace: %v\n", err)
+			return exitIO
+		}
+	}
+
 	r := newReplayer(capacity, cfg)
 	record := *snapPath != "" || *htmlPath != ""
 	if record {
@@ -115,28 +150,38 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := r.replay(stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "memtrace: %v\n", err)
-		return 1
+		return exitIO
 	}
 	if record {
 		snap := r.a.Snapshot()
 		if *snapPath != "" {
-			if err := writeFile(*snapPath, func(w io.Writer) error { return memviewer.WritePickle(w, snap) }); err != nil {
+			if err := memviewer.WritePickleFile(*snapPath, snap); err != nil {
 				fmt.Fprintf(stderr, "memtrace: %v\n", err)
-				return 1
+				return exitIO
 			}
 		}
 		if *htmlPath != "" {
 			title := "memtrace replay on a " + alloc.FormatSize(capacity) + " device"
-			if err := writeFile(*htmlPath, func(w io.Writer) error {
-				return memviewer.WriteHTML(w, snap, memviewer.WithTitle(title))
-			}); err != nil {
+			if err := memviewer.WriteHTMLFile(*htmlPath, snap, memviewer.WithTitle(title)); err != nil {
 				fmt.Fprintf(stderr, "memtrace: %v\n", err)
-				return 1
+				return exitIO
 			}
 		}
 	}
-	return 0
+	switch {
+	case r.badOps > 0:
+		fmt.Fprintf(stderr, "memtrace: %d malformed line(s) (bad op); exit status 3\n", r.badOps)
+		return exitRefused
+	case *strict && r.refused > 0:
+		fmt.Fprintf(stderr, "memtrace: --strict: %d operation(s) refused; exit status 3\n", r.refused)
+		return exitRefused
+	}
+	return exitOK
 }
+
+// utf8BOM is the byte-order mark some Windows editors put at the start of a
+// UTF-8 file; the first line may carry it.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
 // maxLine bounds one input line; a longer line is a bad op.
 const maxLine = 1 << 20
@@ -155,6 +200,9 @@ func (r *replayer) replay(in io.Reader, out, errOut io.Writer) error {
 			bw.Flush()
 			return fmt.Errorf("reading input: %w", err)
 		}
+		if i == 0 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
 		var res result
 		if tooLong {
 			res = result{err: errBadOp, detail: bad("line longer than %d bytes", maxLine)}
@@ -164,6 +212,13 @@ func (r *replayer) replay(in io.Reader, out, errOut io.Writer) error {
 		}
 		if res.detail != nil {
 			fmt.Fprintf(errOut, "memtrace: line %d: bad op: %v\n", i+1, res.detail)
+		}
+		switch res.err {
+		case "":
+		case errBadOp:
+			r.badOps++
+		default:
+			r.refused++
 		}
 		if _, werr := bw.Write(buf); werr != nil {
 			return fmt.Errorf("writing output: %w", werr)
@@ -228,22 +283,43 @@ func bytesTrimNewline(b []byte) []byte {
 	return b
 }
 
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// byteUnits are the suffixes parseBytes accepts, longest first.
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+const validUnits = "valid suffixes are B, KiB, MiB and GiB (binary: 1 KiB = 1024 bytes)"
+
 // parseBytes reads "1073741824", "1GiB", "512 MiB", "64KiB".
 func parseBytes(s string) (int64, error) {
 	s = strings.TrimSpace(s)
+	orig := s
 	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+	for _, u := range byteUnits {
 		if strings.HasSuffix(s, u.suffix) {
 			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
 			break
 		}
 	}
+	rest := strings.TrimLeft(s, "+-0123456789")
+	if unit := strings.TrimSpace(rest); unit != "" && len(rest) < len(s) && isLetter(unit[0]) {
+		hint := ""
+		switch strings.TrimSuffix(strings.ToUpper(unit), "B") {
+		case "K", "KI":
+			hint = "; did you mean KiB?"
+		case "M", "MI":
+			hint = "; did you mean MiB?"
+		case "G", "GI":
+			hint = "; did you mean GiB?"
+		}
+		return 0, fmt.Errorf("%q: unknown size suffix %q; %s%s", orig, unit, validUnits, hint)
+	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a byte count", s)
+		return 0, fmt.Errorf("%q is not a byte count: a whole number of bytes, or one with a suffix; %s", orig, validUnits)
 	}
 	if n <= 0 {
 		return 0, fmt.Errorf("capacity must be positive, got %d", n)
@@ -252,23 +328,4 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("capacity %d × %d bytes is too large", n, mult)
 	}
 	return n * mult, nil
-}
-
-// writeFile writes a file through a buffered writer and reports any error,
-// including the one from closing.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := write(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }

@@ -397,6 +397,108 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestHugeRequests: the memtrace line of issue 8, twice, which once gave
+// ok:true, 4 MiB allocated and requested_bytes −2 on a 2 GiB device.
+func TestHugeRequests(t *testing.T) {
+	line := `{"op":"alloc","id":"a","size":9223372036854775807}`
+	got, _ := replayString(t, 2*GiB, "", line+"\n"+strings.Replace(line, `"a"`, `"b"`, 1))
+	zero := map[string]int64{"allocated_bytes.all.current": 0, "requested_bytes.all.current": 0, "reserved_bytes.all.current": 0}
+	check(t, got, []want{{err: errOOM, offset: null, stats: zero}, {err: errOOM, offset: null, stats: zero}})
+	got, _ = replayString(t, 2*GiB, "roundup_power2_divisions:4", `{"op":"alloc","id":"a","size":8070450532247928833}`)
+	check(t, got, []want{{err: errOOM, offset: null, stats: zero}})
+}
+
+// TestStrictInput: a byte-order mark, unknown, misspelled and repeated keys.
+func TestStrictInput(t *testing.T) {
+	trace := "\xef\xbb\xbf" + `{"op":"alloc","id":"a","size":1000}` + "\n" + // 0 BOM on the first line: accepted
+		`{"op":"alloc","id":"b","strem":1,"size":5}` + "\n" + // 1
+		`{"op":"alloc","id":"b","SIZE":5}` + "\n" + // 2
+		`{"op":"alloc","id":"b","size":5,"size":6}` + "\n" + // 3
+		"\xef\xbb\xbf" + `{"op":"free","id":"a"}` + "\n" + // 4 BOM later: refused
+		`{"op":"free","id":"a"}` // 5
+	got, stderr := replayString(t, GiB, "", trace)
+	check(t, got, []want{{offset: 0}, {err: errBadOp, offset: null}, {err: errBadOp, offset: null},
+		{err: errBadOp, offset: null}, {err: errBadOp, offset: null}, {offset: null}})
+	for _, msg := range []string{
+		`line 2: bad op: unknown key "strem"; valid keys are "op", "id", "size", "stream" and "fraction"`,
+		`line 3: bad op: unknown key "SIZE"`,
+		`line 4: bad op: key "size" appears twice`,
+		`line 5: bad op: a UTF-8 byte-order mark`,
+	} {
+		if !strings.Contains(stderr, msg) {
+			t.Errorf("stderr lacks %q:\n%s", msg, stderr)
+		}
+	}
+}
+
+// TestExitStatus: malformed lines give 3; refused operations give 0, or 3
+// with --strict.
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		trace  string
+		strict bool
+		want   int
+	}{
+		{`{"op":"alloc","id":"a","size":1}`, false, 0},
+		{`{"op":"alloc","id":"a","size":1}`, true, 0},
+		{`{"op":"free","id":"x"}`, false, 0},
+		{`{"op":"free","id":"x"}`, true, 3},
+		{`{"op":"alloc","id":"a","size":1099511627776}`, true, 3},
+		{`{"op":"alloc","id":"a","size":1,"strem":0}`, false, 3},
+	} {
+		args := []string{"replay", "--device-memory", "64MiB"}
+		if tc.strict {
+			args = append(args, "--strict")
+		}
+		var out, errOut bytes.Buffer
+		if code := run(args, strings.NewReader(tc.trace), &out, &errOut); code != tc.want {
+			t.Errorf("%q strict=%v: exit %d, want %d (%s)", tc.trace, tc.strict, code, tc.want, errOut.String())
+		}
+		if out.Len() == 0 {
+			t.Errorf("%q: no output", tc.trace)
+		}
+	}
+}
+
+// TestOutputsCheckedFirst: bad output paths stop memtrace before it reads
+// a line, and one path for both outputs is refused.
+func TestOutputsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	same := filepath.Join(dir, "x")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--snapshot", same, "--html", same}, 2},
+		{[]string{"--snapshot", same, "--html", filepath.Join(dir, ".", "x")}, 2},
+		{[]string{"--snapshot", filepath.Join(dir, "missing", "s.pickle")}, 1},
+		{[]string{"--html", dir}, 1},
+	} {
+		args := append([]string{"replay", "--device-memory", "64MiB"}, tc.args...)
+		var out, errOut bytes.Buffer
+		if code := run(args, strings.NewReader(`{"op":"alloc","id":"a","size":1}`), &out, &errOut); code != tc.want {
+			t.Errorf("%q: exit %d, want %d (%s)", tc.args, code, tc.want, errOut.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q: replayed before checking the outputs: %s", tc.args, out.String())
+		}
+	}
+	// A good file that was there survives a failed run untouched.
+	good := filepath.Join(dir, "good.pickle")
+	if err := os.WriteFile(good, []byte("good"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	run([]string{"replay", "--device-memory", "64MiB", "--snapshot", good, "--html", good}, strings.NewReader(""), &out, &errOut)
+	if b, _ := os.ReadFile(good); string(b) != "good" {
+		t.Errorf("the existing file became %q", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("files left behind: %v", entries)
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]int64{"1073741824": 1 << 30, "1GiB": 1 << 30, "512 MiB": 512 << 20, "64KiB": 64 << 10, "100B": 100} {
 		got, err := parseBytes(in)
@@ -404,10 +506,18 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "0", "1.5GiB", "GiB", "99999999999999999999", "9000000000GiB"} {
-		if _, err := parseBytes(in); err == nil {
+	for _, in := range []string{"", "-1", "0", "1.5GiB", "GiB", "99999999999999999999", "9000000000GiB", "1X", "2G", "2GB", "3 mb"} {
+		_, err := parseBytes(in)
+		if err == nil {
 			t.Errorf("parseBytes(%q) succeeded", in)
+			continue
 		}
+		if !strings.Contains(in, "9") && strings.ContainsAny(in, "XGbm.") && !strings.Contains(err.Error(), "valid suffixes are B, KiB, MiB and GiB") {
+			t.Errorf("parseBytes(%q): %v does not list the valid suffixes", in, err)
+		}
+	}
+	if _, err := parseBytes("2G"); err == nil || !strings.Contains(err.Error(), "did you mean GiB?") {
+		t.Errorf("parseBytes(2G): %v", err)
 	}
 }
 
@@ -443,7 +553,10 @@ oops
 	cmd.Stdin = in
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	// The malformed line 4 makes the exit status 3; the outputs are written.
+	if err := cmd.Run(); err == nil {
+		t.Fatal("memtrace succeeded on a trace with a malformed line")
+	} else if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("memtrace: %v\n%s", err, stderr.String())
 	}
 	got := decodeLines(t, stdout.Bytes())
@@ -497,6 +610,11 @@ func FuzzStep(f *testing.F) {
 		`{"op":"set_fraction","fraction":1e400}`,
 		"\x00\xff",
 		`{"op":"alloc","id":"\ud800","size":1}`,
+		`{"op":"alloc","id":"h","size":9223372036854775807}`,
+		`{"op":"alloc","id":"a","strem":1,"size":5}`,
+		`{"op":"alloc","id":"a","SIZE":5}`,
+		`{"op":"alloc","id":"a","size":5,"size":6}`,
+		"\xef\xbb\xbf" + `{"op":"alloc","id":"a","size":5}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -521,8 +639,15 @@ func FuzzStep(f *testing.F) {
 			if err := json.Unmarshal(out[before:], &line); err != nil {
 				t.Fatalf("line %d output %q is not JSON: %v", i, out[before:], err)
 			}
-			if line.Stats["allocated_bytes.all.current"] < 0 || line.Stats["reserved_bytes.all.current"] > 64*MiB {
-				t.Fatalf("impossible stats %v", line.Stats)
+			st := line.Stats
+			if !(0 <= st["requested_bytes.all.current"] && st["requested_bytes.all.current"] <= st["active_bytes.all.current"] &&
+				0 <= st["allocated_bytes.all.current"] && st["allocated_bytes.all.current"] <= st["active_bytes.all.current"] &&
+				st["active_bytes.all.current"] <= st["reserved_bytes.all.current"] && st["reserved_bytes.all.current"] <= 64*MiB) {
+				t.Fatalf("line %d %q: impossible stats %v", i, l, st)
+			}
+			var o op
+			if json.Unmarshal(l, &o) == nil && o.Size != nil && *o.Size > 64*MiB && line.OK && o.Op != nil && *o.Op == "alloc" {
+				t.Fatalf("line %d %q: an allocation larger than the device succeeded", i, l)
 			}
 		}
 	})
@@ -610,16 +735,26 @@ func FuzzFastParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		so, serr := strictParse(line)
+		if serr == nil {
+			// strictParse accepts only what encoding/json accepts.
+			var jo op
+			if err := json.Unmarshal(line, &jo); err != nil {
+				t.Fatalf("strictParse accepted %q, encoding/json refuses it: %v", line, err)
+			}
+			if a, b := fmt.Sprint(deref(so)), fmt.Sprint(deref(jo)); a != b {
+				t.Fatalf("%q: strictParse %s, encoding/json %s", line, a, b)
+			}
+		}
 		fo, ok := fastParse(line)
 		if !ok {
 			return
 		}
-		var jo op
-		if err := json.Unmarshal(line, &jo); err != nil {
-			t.Fatalf("fastParse accepted %q, encoding/json refuses it: %v", line, err)
+		if serr != nil {
+			t.Fatalf("fastParse accepted %q, strictParse refuses it: %v", line, serr)
 		}
-		if a, b := fmt.Sprint(deref(fo)), fmt.Sprint(deref(jo)); a != b {
-			t.Fatalf("%q: fastParse %s, encoding/json %s", line, a, b)
+		if a, b := fmt.Sprint(deref(fo)), fmt.Sprint(deref(so)); a != b {
+			t.Fatalf("%q: fastParse %s, strictParse %s", line, a, b)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
@@ -74,6 +75,8 @@ type replayer struct {
 	stats   [len(statKeys)]int64
 	statsOK bool // stats holds the allocator's current values
 
+	badOps  int // malformed lines
+	refused int // well-formed operations that failed (oom, unknown id, ...)
 }
 
 func newReplayer(capacity int64, cfg alloc.Config) *replayer {
@@ -95,15 +98,76 @@ func parse(line []byte) (op, error) {
 	if len(line) == 0 {
 		return o, bad("empty line")
 	}
+	if bytes.HasPrefix(line, utf8BOM) {
+		return o, bad("a UTF-8 byte-order mark inside the input (only the first line may start with one)")
+	}
 	if line[0] != '{' {
 		return o, bad("not a JSON object")
 	}
 	if fo, ok := fastParse(line); ok {
-		o = fo
-	} else if err := json.Unmarshal(line, &o); err != nil {
+		return validate(fo)
+	}
+	o, err := strictParse(line)
+	if err != nil {
 		return o, bad("%v", err)
 	}
 	return validate(o)
+}
+
+// validKeys lists the keys of an input line, for error messages.
+const validKeys = `"op", "id", "size", "stream" and "fraction"`
+
+// strictParse decodes one JSON object with encoding/json, refusing what
+// encoding/json alone would let through: unknown keys (it matches keys
+// case-insensitively and ignores the rest, so "SIZE" and "strem" would
+// pass), repeated keys (it keeps the last) and anything after the object.
+func strictParse(line []byte) (op, error) {
+	var o op
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return o, errors.New("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return o, err
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return o, err
+		}
+		if seen[key] {
+			return o, fmt.Errorf("key %q appears twice", key)
+		}
+		seen[key] = true
+		var dst any
+		switch key {
+		case "op":
+			dst = &o.Op
+		case "id":
+			dst = &o.ID
+		case "size":
+			dst = &o.Size
+		case "stream":
+			dst = &o.Stream
+		case "fraction":
+			dst = &o.Fraction
+		default:
+			return o, fmt.Errorf("unknown key %q; valid keys are %s (lower case)", key, validKeys)
+		}
+		if err := json.Unmarshal(raw, dst); err != nil {
+			return o, fmt.Errorf("key %q: %v", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return o, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return o, errors.New("text after the JSON object")
+	}
+	return o, nil
 }
 
 // validate checks the fields an op needs.

@@ -29,6 +29,15 @@ type Profile struct {
 
 	Capacity int64 // device memory in bytes
 
+	// ContextSize is the device memory a process loses before its first
+	// tensor: the CUDA context (driver code, per-SM local memory, heaps)
+	// and what the driver keeps for the process. It counts as used in
+	// MemInfo, as non-PyTorch memory of this process in the out-of-memory
+	// message, and the allocator can never reserve it.
+	ContextSize int64
+	// ContextSource says where ContextSize comes from.
+	ContextSource string
+
 	HBMBandwidth  float64 // device memory bandwidth, bytes/s
 	PCIePinned    float64 // host<->device copy bandwidth from page-locked memory, bytes/s
 	PCIePageable  float64 // host<->device copy bandwidth from pageable memory, bytes/s
@@ -98,6 +107,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("backend: profile has no name")
 	case p.Capacity <= 0:
 		return fmt.Errorf("backend: profile %q: capacity %d must be positive", p.Name, p.Capacity)
+	case p.ContextSize < 0 || p.ContextSize >= p.Capacity:
+		return fmt.Errorf("backend: profile %q: context size %d must be at least 0 and below the capacity %d", p.Name, p.ContextSize, p.Capacity)
 	case p.HBMBandwidth <= 0 || p.PCIePinned <= 0 || p.PCIePageable <= 0 || p.PeerBandwidth <= 0:
 		return fmt.Errorf("backend: profile %q: bandwidths must be positive", p.Name)
 	case p.FP32 <= 0 || p.FP16 <= 0:
@@ -139,6 +150,28 @@ const (
 	freeLatency    = 15 * time.Microsecond
 )
 
+// Context sizes. NVML reports a process's device memory, and PyTorch's
+// out-of-memory message prints it ("Including non-PyTorch memory, this
+// process has X memory in use"); X minus the allocated and the
+// reserved-but-unallocated memory of the same message is what the process
+// holds outside the allocator: the CUDA context, and after some work library
+// workspaces such as cuBLAS's. Two published messages give:
+//
+//   - an 80 GB-class card (79.14 GiB total): 17.37 − 14.34 − 2.53 GiB =
+//     0.50 GiB (github.com/Kwai-Keye/Keye/issues/11);
+//   - a 16 GB-class card (15.70 GiB total): 15.48 − 14.81 GiB − 336.73 MiB
+//     ≈ 349 MiB (github.com/qingze-bai/VSmTrans/issues/3).
+//
+// The CUDA context grows with the number of SMs (each gets local memory and
+// stacks), so the 40 GB A100 (108 SMs) is put between the two and the small
+// made-up classroom card below both.
+const (
+	contextH100      = 512 * MiB
+	contextT4        = 350 * MiB
+	contextA100      = 448 * MiB
+	contextClassroom = 128 * MiB
+)
+
 func pcieProfile(p Profile, link float64) Profile {
 	p.PCIePinned = link * pinnedShare
 	p.PCIePageable = link * pinnedShare * pageableShare
@@ -152,40 +185,49 @@ func pcieProfile(p Profile, link float64) Profile {
 
 var profiles = []Profile{
 	pcieProfile(Profile{
-		Name:         "classroom",
-		Description:  "classroom card (made up: 2 GiB, modest but plausible figures, like an entry-level PCIe 3.0 card)",
-		Capacity:     2 * GiB,
+		Name:        "classroom",
+		Description: "classroom card (made up: 2 GiB, modest but plausible figures, like an entry-level PCIe 3.0 card)",
+		Capacity:    2 * GiB,
+		ContextSize: contextClassroom,
+		ContextSource: "estimate: below the ~349 MiB measured on a 16 GB-class card, since a small card has few SMs; " +
+			"kept small enough that the lessons' 2 GiB examples still fit",
 		HBMBandwidth: 112 * GBps,
 		FP32:         2 * TFLOPS,
 		FP16:         4 * TFLOPS,
 		Source:       "made up for the course, chosen to be plausible for an entry-level card and small enough that OOM is easy to reach; PCIe 3.0 x16 link",
 	}, pcie3x16),
 	pcieProfile(Profile{
-		Name:         "t4",
-		Description:  "NVIDIA T4 (Turing, 16 GB GDDR6, PCIe 3.0 x16)",
-		Capacity:     16 * GiB,
-		HBMBandwidth: 320 * GBps,
-		FP32:         8.1 * TFLOPS,
-		FP16:         65 * TFLOPS,
-		Source:       "NVIDIA T4 datasheet: 16 GB GDDR6, 320 GB/s, PCIe 3.0 x16, FP32 8.1 TFLOPS, mixed precision FP16/FP32 65 TFLOPS",
+		Name:          "t4",
+		Description:   "NVIDIA T4 (Turing, 16 GB GDDR6, PCIe 3.0 x16)",
+		Capacity:      16 * GiB,
+		ContextSize:   contextT4,
+		ContextSource: "measured on a 16 GB-class card from a published out-of-memory message (github.com/qingze-bai/VSmTrans/issues/3): ~349 MiB outside the allocator",
+		HBMBandwidth:  320 * GBps,
+		FP32:          8.1 * TFLOPS,
+		FP16:          65 * TFLOPS,
+		Source:        "NVIDIA T4 datasheet: 16 GB GDDR6, 320 GB/s, PCIe 3.0 x16, FP32 8.1 TFLOPS, mixed precision FP16/FP32 65 TFLOPS",
 	}, pcie3x16),
 	pcieProfile(Profile{
-		Name:         "a100-40gb",
-		Description:  "NVIDIA A100 40GB (Ampere, HBM2, PCIe 4.0 x16 host link)",
-		Capacity:     40 * GiB,
-		HBMBandwidth: 1555 * GBps,
-		FP32:         19.5 * TFLOPS,
-		FP16:         312 * TFLOPS,
-		Source:       "NVIDIA A100 datasheet: 40 GB HBM2, 1,555 GB/s, PCIe Gen4, FP32 19.5 TFLOPS, FP16 Tensor Core 312 TFLOPS (dense)",
+		Name:          "a100-40gb",
+		Description:   "NVIDIA A100 40GB (Ampere, HBM2, PCIe 4.0 x16 host link)",
+		Capacity:      40 * GiB,
+		ContextSize:   contextA100,
+		ContextSource: "estimate between the measured 16 GB-class (~349 MiB) and 80 GB-class (0.50 GiB) figures, the context growing with the SM count",
+		HBMBandwidth:  1555 * GBps,
+		FP32:          19.5 * TFLOPS,
+		FP16:          312 * TFLOPS,
+		Source:        "NVIDIA A100 datasheet: 40 GB HBM2, 1,555 GB/s, PCIe Gen4, FP32 19.5 TFLOPS, FP16 Tensor Core 312 TFLOPS (dense)",
 	}, pcie4x16),
 	pcieProfile(Profile{
-		Name:         "h100-80gb",
-		Description:  "NVIDIA H100 SXM 80GB (Hopper, HBM3, PCIe 5.0 x16 host link)",
-		Capacity:     80 * GiB,
-		HBMBandwidth: 3350 * GBps,
-		FP32:         67 * TFLOPS,
-		FP16:         989 * TFLOPS,
-		Source:       "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, PCIe Gen5, FP32 67 TFLOPS, FP16 Tensor Core 989 TFLOPS (dense; 1,979 with sparsity)",
+		Name:          "h100-80gb",
+		Description:   "NVIDIA H100 SXM 80GB (Hopper, HBM3, PCIe 5.0 x16 host link)",
+		Capacity:      80 * GiB,
+		ContextSize:   contextH100,
+		ContextSource: "measured on an 80 GB-class card from a published out-of-memory message (github.com/Kwai-Keye/Keye/issues/11): 0.50 GiB outside the allocator",
+		HBMBandwidth:  3350 * GBps,
+		FP32:          67 * TFLOPS,
+		FP16:          989 * TFLOPS,
+		Source:        "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, PCIe Gen5, FP32 67 TFLOPS, FP16 Tensor Core 989 TFLOPS (dense; 1,979 with sparsity)",
 	}, pcie5x16),
 }
 

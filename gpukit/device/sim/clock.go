@@ -22,7 +22,26 @@ func (b *Backend) enqueue(s alloc.Stream, cost time.Duration, sync bool) time.Du
 	} else {
 		b.host += b.prof.LaunchOverhead
 	}
+	b.settleLocked()
 	return end
+}
+
+// moveLocked queues a copy of the given cost on s whose bytes move by
+// calling move (nil when there are no bytes to move, in meta mode). An
+// asynchronous copy on a stream other than 0 is deferred to its virtual
+// start (see pending.go); any other copy moves its bytes now, after the
+// pending copies that start before it. b.mu must be held.
+func (b *Backend) moveLocked(s alloc.Stream, cost time.Duration, sync bool, move func()) {
+	start := max(b.host, b.streams[s])
+	if move != nil {
+		if sync || s == 0 {
+			b.applyUntilLocked(start)
+			move()
+		} else {
+			b.deferLocked(start, move)
+		}
+	}
+	b.enqueue(s, cost, sync)
 }
 
 // syncLocked makes the host clock catch up with every stream.
@@ -30,6 +49,7 @@ func (b *Backend) syncLocked() {
 	for _, t := range b.streams {
 		b.host = max(b.host, t)
 	}
+	b.settleLocked()
 }
 
 // Now returns the host clock.
@@ -78,6 +98,7 @@ func (b *Backend) StreamSynchronize(s alloc.Stream) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.host = max(b.host, b.streams[s])
+	b.settleLocked()
 }
 
 // Launch queues the modelled cost of k on s: Profile.KernelCost(k). The host
@@ -121,6 +142,7 @@ func (e *Event) Synchronize() {
 	e.b.mu.Lock()
 	defer e.b.mu.Unlock()
 	e.b.host = max(e.b.host, e.t)
+	e.b.settleLocked()
 }
 
 // ElapsedSince returns e's timestamp minus start's. It panics if start is
@@ -142,13 +164,16 @@ func (b *Backend) WaitEvent(s alloc.Stream, e backend.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.streams[s] = max(b.streams[s], ev.t)
+	b.settleLocked()
 }
 
 // ---- copies ---------------------------------------------------------------
 
 // CopyHtoD copies src to dst and charges Profile.CopyCost on s. Only a pinned
 // asynchronous copy returns to the host before the copy ends; a pageable
-// copy is synchronous even when async is requested, as in CUDA.
+// copy is synchronous even when async is requested, as in CUDA. A pinned
+// asynchronous copy on a stream other than 0 reads src when it runs in
+// virtual time (see pending.go), so src must not change until then.
 func (b *Backend) CopyHtoD(dst uint64, src []byte, pinned bool, s alloc.Stream, async bool) error {
 	n := int64(len(src))
 	b.mu.Lock()
@@ -157,10 +182,12 @@ func (b *Backend) CopyHtoD(dst uint64, src []byte, pinned bool, s alloc.Stream, 
 	if seg == nil {
 		return b.rangeError("host-to-device copy", dst, n)
 	}
+	var move func()
 	if seg.data != nil {
-		copy(seg.data[dst-seg.addr:], src)
+		to := seg.data[dst-seg.addr:]
+		move = func() { copy(to, src) }
 	}
-	b.enqueue(s, b.prof.CopyCost(n, pinned), !(async && pinned))
+	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
 	return nil
 }
 
@@ -174,11 +201,13 @@ func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, 
 	if seg == nil {
 		return b.rangeError("device-to-host copy", src, n)
 	}
+	var move func()
 	if seg.data != nil {
 		off := src - seg.addr
-		copy(dst, seg.data[off:off+uint64(n)])
+		from := seg.data[off : off+uint64(n)]
+		move = func() { copy(dst, from) }
 	}
-	b.enqueue(s, b.prof.CopyCost(n, pinned), !(async && pinned))
+	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
 	return nil
 }
 
@@ -195,11 +224,13 @@ func (b *Backend) CopyDtoD(dst, src uint64, n int64, s alloc.Stream) error {
 	if ss == nil {
 		return b.rangeError("device-to-device copy source", src, n)
 	}
+	var move func()
 	if ds.data != nil && ss.data != nil {
 		so := src - ss.addr
-		copy(ds.data[dst-ds.addr:], ss.data[so:so+uint64(n)])
+		to, from := ds.data[dst-ds.addr:], ss.data[so:so+uint64(n)]
+		move = func() { copy(to, from) }
 	}
-	b.enqueue(s, b.prof.DeviceCopyCost(n), false)
+	b.moveLocked(s, b.prof.DeviceCopyCost(n), false, move)
 	return nil
 }
 

@@ -13,6 +13,7 @@ func withCapacity(capacity int64) backend.Profile {
 	p, _ := backend.LookupProfile("classroom")
 	p.Name = "conformance"
 	p.Capacity = capacity
+	p.ContextSize = 0 // the suite needs exactly capacity bytes for segments
 	return p
 }
 

@@ -65,6 +65,8 @@ type Backend struct {
 	host       time.Duration
 	streams    map[alloc.Stream]time.Duration
 	nextStream alloc.Stream
+	pending    []pendingCopy // deferred copies, by start time (pending.go)
+	seq        uint64        // queuing order of deferred copies
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -113,7 +115,8 @@ func (b *Backend) Capacity() int64 { return b.prof.Capacity }
 // ---- raw memory -----------------------------------------------------------
 
 // Malloc reserves a segment of exactly size bytes at a fresh address. It
-// succeeds exactly when the live segments plus size fit the capacity;
+// succeeds exactly when the context, the live segments and size fit the
+// capacity;
 // otherwise the error wraps alloc.ErrDeviceFull. The host clock advances by
 // the profile's MallocCost (MallocLatency only when the malloc fails).
 func (b *Backend) Malloc(size int64) (uint64, error) {
@@ -122,10 +125,10 @@ func (b *Backend) Malloc(size int64) (uint64, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if size > b.prof.Capacity-b.used {
+	if size > b.prof.Capacity-b.prof.ContextSize-b.used {
 		b.host += b.prof.MallocLatency
-		return 0, fmt.Errorf("sim: %s: cannot allocate %d bytes: %d of %d bytes in use: %w",
-			b.Name(), size, b.used, b.prof.Capacity, alloc.ErrDeviceFull)
+		return 0, fmt.Errorf("sim: %s: cannot allocate %d bytes: %d of %d bytes in use (context %d): %w",
+			b.Name(), size, b.prof.ContextSize+b.used, b.prof.Capacity, b.prof.ContextSize, alloc.ErrDeviceFull)
 	}
 	addr := b.next
 	end := alignUp(addr+uint64(size), Alignment)
@@ -142,6 +145,7 @@ func (b *Backend) Malloc(size int64) (uint64, error) {
 	b.next = end
 	b.used += size
 	b.host += b.prof.MallocCost(size)
+	b.settleLocked()
 	return addr, nil
 }
 
@@ -155,9 +159,9 @@ func (b *Backend) Free(addr uint64) error {
 	if i < 0 || b.segs[i].addr != addr {
 		return fmt.Errorf("sim: %s: free of 0x%x: not the start of a live segment", b.Name(), addr)
 	}
+	b.syncLocked() // also applies every pending copy, some may touch the segment
 	b.used -= b.segs[i].size
 	b.segs = append(b.segs[:i], b.segs[i+1:]...)
-	b.syncLocked()
 	b.host += b.prof.FreeLatency
 	return nil
 }
@@ -207,11 +211,20 @@ func (b *Backend) Bytes(addr uint64, n int64) []byte {
 	return s.data[off : off+n : off+n]
 }
 
-// MemInfo returns the capacity minus the live segments, and the capacity.
+// MemInfo returns what cudaMemGetInfo would: the capacity minus the
+// process's context and its live segments, and the capacity.
 func (b *Backend) MemInfo() (free, total int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.prof.Capacity - b.used, b.prof.Capacity
+	return b.prof.Capacity - b.prof.ContextSize - b.used, b.prof.Capacity
+}
+
+// ProcessUsedBytes is the device memory this process holds, context and
+// live segments, for alloc.ProcessMemoryReporter (what NVML reports).
+func (b *Backend) ProcessUsedBytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.prof.ContextSize + b.used
 }
 
 // Segments returns the number of live segments and their total size.
@@ -238,4 +251,7 @@ func (b *Backend) FreeBytes() int64 {
 	return free
 }
 
-var _ alloc.FreeBytesReporter = (*Backend)(nil)
+var (
+	_ alloc.FreeBytesReporter     = (*Backend)(nil)
+	_ alloc.ProcessMemoryReporter = (*Backend)(nil)
+)

@@ -24,6 +24,7 @@ func small(capacity int64) backend.Profile {
 	p, _ := backend.LookupProfile("classroom")
 	p.Name = "test"
 	p.Capacity = capacity
+	p.ContextSize = 0 // exactly capacity bytes for segments
 	return p
 }
 

@@ -3,6 +3,7 @@ package memviewer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testMemory is a raw device of fixed capacity for building real snapshots.
@@ -313,4 +316,51 @@ func TestEmbedIsolatesThePageInAFrame(t *testing.T) {
 	if got := html.UnescapeString(srcdoc); got != page {
 		t.Error("srcdoc does not hold exactly the HTML page")
 	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	snap := sampleSnapshot(t)
+	dir := t.TempDir()
+	pk, page := filepath.Join(dir, "s.pickle"), filepath.Join(dir, "s.html")
+	require.NoError(t, os.WriteFile(pk, []byte("old"), 0o600))
+	require.NoError(t, WritePickleFile(pk, snap))
+	require.NoError(t, WriteHTMLFile(page, snap, WithTitle("t")))
+	want, err := Pickle(snap)
+	require.NoError(t, err)
+	got, err := os.ReadFile(pk)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the old file is replaced by the whole pickle")
+	info, err := os.Stat(pk)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "an existing file keeps its mode")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary file is left behind")
+
+	missing := filepath.Join(dir, "no", "such", "dir", "s.pickle")
+	err = WritePickleFile(missing, snap)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "memviewer: "), err.Error())
+}
+
+func TestCheckOutputs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.pickle"), filepath.Join(dir, "b.html")
+	require.NoError(t, CheckOutputs(a, b))
+	for _, tc := range []struct {
+		name  string
+		paths []string
+	}{
+		{"one path twice", []string{a, a}},
+		{"the same path spelled twice", []string{a, filepath.Join(dir, ".", "a.pickle")}},
+		{"a folder", []string{dir}},
+		{"a missing folder", []string{filepath.Join(dir, "nope", "x.html")}},
+	} {
+		err := CheckOutputs(tc.paths...)
+		assert.Error(t, err, tc.name)
+		assert.Equal(t, strings.HasPrefix(tc.name, "one path") || strings.HasPrefix(tc.name, "the same"), errors.Is(err, ErrSameFile), tc.name)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "CheckOutputs leaves nothing behind")
 }

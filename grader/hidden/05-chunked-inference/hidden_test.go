@@ -1,0 +1,153 @@
+package chunked
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+)
+
+func card(t *testing.T, capacity int64) *device.Device {
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Name, p.Capacity = "small", capacity
+	d, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func floats(d *device.Device, b *alloc.Block, n int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Pointer(&d.Bytes(b)[0])), n)
+}
+
+// stats is a model with two outputs per row, sum and maximum; it counts
+// the rows it was given.
+func stats(width int, seen *int) Model {
+	return func(d *device.Device, in, out *alloc.Block, rows int) {
+		*seen += rows
+		x, y := floats(d, in, rows*width), floats(d, out, 2*rows)
+		for i := range rows {
+			var s, m float32
+			for _, v := range x[i*width : (i+1)*width] {
+				s += v
+				m = max(m, v)
+			}
+			y[2*i], y[2*i+1] = s, m
+		}
+		d.Launch(d.DefaultStream(), device.Kernel{Name: "stats", Bytes: int64(4 * rows * (width + 2))})
+	}
+}
+
+func input(rows, width int) []float32 {
+	in := make([]float32, rows*width)
+	for i := range in {
+		in[i] = float32((i*7 + i/width) % 101)
+	}
+	return in
+}
+
+func checkOutputs(t *testing.T, in, out []float32, width int) {
+	t.Helper()
+	rows := len(in) / width
+	if len(out) != 2*rows {
+		t.Fatalf("%d outputs for %d rows of 2", len(out), rows)
+	}
+	for i := range rows {
+		var s, m float32
+		for _, v := range in[i*width : (i+1)*width] {
+			s += v
+			m = max(m, v)
+		}
+		if out[2*i] != s || out[2*i+1] != m {
+			t.Fatalf("row %d: got (%v, %v), want (%v, %v)", i, out[2*i], out[2*i+1], s, m)
+		}
+	}
+}
+
+// TestOutputsMatchTheModel: outputs are the model's, row by row, for
+// several budgets and a row count that is not a multiple of the chunk.
+func TestOutputsMatchTheModel(t *testing.T) {
+	const rows, width = 1237, 300
+	in := input(rows, width)
+	for _, budget := range []int64{8 << 10, 200 << 10, 3 << 20, 64 << 20} {
+		d := card(t, 64<<20)
+		seen := 0
+		out, err := Infer(d, in, width, 2, stats(width, &seen), budget)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		if seen != rows {
+			t.Fatalf("budget %d: the model saw %d rows, want each of %d once", budget, seen, rows)
+		}
+		checkOutputs(t, in, out, width)
+	}
+}
+
+// TestPeakWithinBudget: the allocator's peak allocated bytes during Infer
+// stay within the budget (small and large budgets, where the allocator
+// rounds blocks differently).
+func TestPeakWithinBudget(t *testing.T) {
+	const rows, width = 4000, 1024
+	in := input(rows, width)
+	for _, budget := range []int64{64 << 10, 1 << 20, 3 << 20, 5<<20 + 4096, 11<<20 + 600<<10} {
+		d := card(t, 64<<20)
+		d.ResetPeakStats()
+		seen := 0
+		out, err := Infer(d, in, width, 2, stats(width, &seen), budget)
+		if err != nil {
+			t.Fatalf("budget %d: %v", budget, err)
+		}
+		checkOutputs(t, in, out, width)
+		if peak := d.MaxMemoryAllocated(); peak > budget {
+			t.Errorf("budget %d bytes: the allocator's peak was %d bytes", budget, peak)
+		}
+		if d.MemoryAllocated() != 0 {
+			t.Errorf("budget %d: %d bytes still allocated after Infer", budget, d.MemoryAllocated())
+		}
+	}
+}
+
+// TestInputLargerThanDevice: 96 MiB of input through a 64 MiB card with
+// an 8 MiB budget.
+func TestInputLargerThanDevice(t *testing.T) {
+	const width = 1024
+	rows := (96 << 20) / (4 * width)
+	in := input(rows, width)
+	d := card(t, 64<<20)
+	d.ResetPeakStats()
+	seen := 0
+	out, err := Infer(d, in, width, 2, stats(width, &seen), 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutputs(t, in, out, width)
+	if peak := d.MaxMemoryAllocated(); peak > 8<<20 {
+		t.Errorf("peak allocated %d bytes, budget 8 MiB", peak)
+	}
+}
+
+// TestBadArguments: a budget too small for one row, and an input that is
+// not whole rows, are errors; a valid call still works.
+func TestBadArguments(t *testing.T) {
+	d := card(t, 64<<20)
+	seen := 0
+	in := input(10, 64)
+	out, err := Infer(d, in, 64, 2, stats(64, &seen), 1<<20)
+	if err != nil {
+		t.Fatalf("valid call: %v", err)
+	}
+	checkOutputs(t, in, out, 64)
+	if _, err := Infer(d, in, 64, 2, stats(64, &seen), 100); err == nil {
+		t.Error("a budget of 100 bytes cannot hold one row, yet Infer returned no error")
+	}
+	if _, err := Infer(d, in[:100], 64, 2, stats(64, &seen), 1<<20); err == nil || !strings.Contains(err.Error(), "row") {
+		t.Errorf("100 values are not whole rows of 64: got %v, want an error about rows", err)
+	}
+}

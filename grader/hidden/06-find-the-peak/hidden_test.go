@@ -1,0 +1,143 @@
+package findpeak
+
+// Hidden tests of exercise 06-find-the-peak. They use other models and
+// shapes than the public tests, and check the report against the
+// allocator's own counters on a twin device that runs the same step.
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/profiler"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+func hiddenDev(t *testing.T) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	require.NoError(t, err)
+	d, err := device.New(sim.New(3, p))
+	require.NoError(t, err)
+	return d
+}
+
+// truth runs the phases with the allocator's peak counter reset at the
+// start of each and returns the phase with the highest peak and that
+// peak.
+func truth(dev *device.Device, phases []Phase) (string, int64) {
+	var name string
+	var peak int64
+	for _, ph := range phases {
+		dev.ResetPeakStats()
+		ph.Run()
+		if p := dev.MaxMemoryAllocated(); p > peak {
+			name, peak = ph.Name, p
+		}
+	}
+	return name, peak
+}
+
+func checkMLP(t *testing.T, batch int, sizes []int, adam bool) {
+	t.Helper()
+	dev := hiddenDev(t)
+	phases := MLPStep(dev, batch, sizes, adam)
+	report, err := FindPeak(dev, phases)
+	require.NoError(t, err)
+	twin := hiddenDev(t)
+	twinPhases := MLPStep(twin, batch, sizes, adam)
+	name, peak := truth(twin, twinPhases)
+	require.Equal(t, name, report.PeakPhase, "the phase that makes the peak")
+	require.Equal(t, peak, report.PeakBytes, "the peak, as the allocator's counter has it")
+	require.Equal(t, twin.MemoryAllocated(), dev.MemoryAllocated(), "FindPeak keeps nothing the step does not keep")
+	runtime.KeepAlive(phases) // the model lives in the phases' closures
+	runtime.KeepAlive(twinPhases)
+}
+
+func TestHiddenPeakOfAdamStep(t *testing.T) {
+	checkMLP(t, 48, []int{256, 1024, 512, 32}, true)
+}
+
+func TestHiddenPeakOfWideSGDStep(t *testing.T) {
+	checkMLP(t, 512, []int{96, 1536, 12}, false)
+}
+
+func TestHiddenPeakEqualsStepPeak(t *testing.T) {
+	dev := hiddenDev(t)
+	phases := MLPStep(dev, 40, []int{128, 768, 768, 16}, true)
+	dev.ResetPeakStats()
+	report, err := FindPeak(dev, phases)
+	require.NoError(t, err)
+	require.Equal(t, dev.MaxMemoryAllocated(), report.PeakBytes, "the peak phase holds the peak of the whole step")
+}
+
+func TestHiddenTopOpSingle(t *testing.T) {
+	dev := hiddenDev(t)
+	a := tensor.Ones([]int{300, 700}, tensor.On(dev)) // 840000 bytes, an 840192-byte block
+	b := tensor.Ones([]int{700, 50}, tensor.On(dev))
+	phases := []Phase{
+		{"matmul", func() { c := a.Matmul(b); c.Release() }},  // 60000 bytes
+		{"sigmoid", func() { s := a.Sigmoid(); s.Release() }}, // 840192-byte block
+		{"tail", func() { c := b.Neg(); c.Release() }},
+	}
+	report, err := FindPeak(dev, phases)
+	require.NoError(t, err)
+	require.Equal(t, "tensor::Sigmoid", report.TopOp)
+	require.Equal(t, int64(840192), report.TopOpBytes)
+	require.Equal(t, "sigmoid", report.PeakPhase)
+}
+
+func TestHiddenTopOpSummedOverCalls(t *testing.T) {
+	dev := hiddenDev(t)
+	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
+	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
+	phases := []Phase{
+		{"three muls", func() {
+			for range 3 {
+				m := x.Mul(3) // 1 MiB each, 3 MiB in all
+				m.Release()
+			}
+		}},
+		{"one exp", func() { e := y.Exp(); e.Release() }}, // 1.5 MiB once
+	}
+	report, err := FindPeak(dev, phases)
+	require.NoError(t, err)
+	require.Equal(t, "tensor::Mul", report.TopOp, "self memory summed over the op's calls")
+	require.Equal(t, int64(3<<20), report.TopOpBytes)
+	require.Equal(t, "one exp", report.PeakPhase)
+	require.Equal(t, int64(1<<20+3<<20), report.PeakBytes, "x, y and the result of Exp")
+}
+
+func TestHiddenNoPhases(t *testing.T) {
+	dev := hiddenDev(t)
+	_, err := FindPeak(dev, []Phase{})
+	require.ErrorContains(t, err, "phase")
+	p, err := profiler.Start(profiler.Options{})
+	require.NoError(t, err, "FindPeak without phases leaves no profile running")
+	p.Stop()
+}
+
+func TestHiddenStopsItsProfile(t *testing.T) {
+	dev := hiddenDev(t)
+	_, err := FindPeak(dev, MLPStep(dev, 8, []int{16, 32, 4}, false))
+	require.NoError(t, err)
+	p, err := profiler.Start(profiler.Options{})
+	require.NoError(t, err, "FindPeak must stop the profile it started")
+	p.Stop()
+}
+
+func TestHiddenRefusesInsideAProfile(t *testing.T) {
+	dev := hiddenDev(t)
+	outer, err := profiler.Start(profiler.Options{})
+	require.NoError(t, err)
+	defer outer.Stop()
+	ran := false
+	_, err = FindPeak(dev, []Phase{{"x", func() { ran = true }}})
+	require.ErrorContains(t, err, "already running", "the profiler's own error, passed on")
+	require.False(t, ran, "nothing runs when the profile cannot start")
+	_, err = profiler.Start(profiler.Options{})
+	require.Error(t, err, "the caller's profile is still running: FindPeak did not stop it")
+}
