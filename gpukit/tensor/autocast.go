@@ -56,7 +56,7 @@ func WithAutocast(dtype Dtype, enabled bool, fn func()) {
 	if enabled && dtype != Float16 && dtype != BFloat16 {
 		panicf("WithAutocast: autocast supports Float16 and BFloat16, not %s", dtype)
 	}
-	id := goid()
+	id := goroutineKey()
 	var st *autocastState
 	if v, ok := autocastStates.Load(id); ok {
 		st = v.(*autocastState)
@@ -85,7 +85,7 @@ func currentAutocast() (*autocastState, *autocastFrame) {
 	if autocastScopes.Load() == 0 {
 		return nil, nil
 	}
-	v, ok := autocastStates.Load(goid())
+	v, ok := autocastStates.Load(goroutineKey())
 	if !ok {
 		return nil, nil
 	}
@@ -130,7 +130,7 @@ func pauseAutocast() func() {
 	if autocastScopes.Load() == 0 {
 		return func() {}
 	}
-	v, ok := autocastStates.Load(goid())
+	v, ok := autocastStates.Load(goroutineKey())
 	if !ok {
 		return func() {}
 	}
