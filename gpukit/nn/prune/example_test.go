@@ -54,7 +54,7 @@ func ExampleToCSR() {
 		csr, _ := prune.ToCSR(p.Weight("weight"), tensor.Int64)
 		fmt.Printf("density %.1f: CSR %d bytes\n", csr.Density(), csr.Nbytes())
 		csr.Release()
-		prune.Remove(p, "weight") // zeros written into the weight
+		prune.Remove(p, "weight")                  // zeros written into the weight
 		tensor.NoGrad(func() { l.Weight.Fill(1) }) // dense again for the next round
 	}
 	nn.Release(l)
