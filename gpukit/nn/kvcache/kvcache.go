@@ -128,6 +128,9 @@ func (d *Decoder) Prefill(x *tensor.Tensor, chunk int) (*tensor.Tensor, error) {
 	if x.Dim() != 3 || x.Size(1) == 0 {
 		return nil, errorf("Prefill: input of shape %v, expected [B, T, D] with T > 0", x.Shape())
 	}
+	if d.Len+x.Size(1) > d.MaxLen {
+		return nil, errorf("Prefill: %d tokens after the %d in the cache exceed MaxLen %d", x.Size(1), d.Len, d.MaxLen)
+	}
 	var last *tensor.Tensor
 	for start := 0; start < x.Size(1); start += chunk {
 		piece := x.Narrow(1, start, min(chunk, x.Size(1)-start))

@@ -78,21 +78,24 @@ func TestStrategiesGiveTheSameOutputs(t *testing.T) {
 // Preallocated allocates its cache once; Concat allocates a new, larger
 // cache at every step and holds old and new for a moment.
 func TestCacheMemory(t *testing.T) {
-	const B, T, D, max = 2, 16, 16, 16
-	run := func(s kvcache.Strategy) (allocs, peak, cache int64) {
+	const B, T, D, max = 2, 64, 16, 64
+	run := func(s kvcache.Strategy) (allocs, peak, unused, cache int64) {
 		dev := newDev(t)
 		b := block(dev, tensor.Float32)
 		x := tensor.Randn([]int{B, T, D}, tensor.On(dev))
+		base := dev.MemoryAllocated()
+		dev.ResetPeakStats()
 		d, err := kvcache.NewDecoder(b, s, B, max)
 		require.NoError(t, err)
 		start := dev.Stats()["allocation.all.allocated"]
-		dev.ResetPeakStats()
-		base := dev.MemoryAllocated()
 		decode(t, d, x)
-		return dev.Stats()["allocation.all.allocated"] - start, dev.MaxMemoryAllocated() - base, d.CacheBytes()
+		return dev.Stats()["allocation.all.allocated"] - start, dev.MaxMemoryAllocated() - base,
+			dev.MemoryReserved() - dev.MemoryAllocated(), d.CacheBytes()
 	}
-	preAllocs, _, preCache := run(kvcache.Preallocated)
-	catAllocs, _, catCache := run(kvcache.Concat)
+	preAllocs, prePeak, preUnused, preCache := run(kvcache.Preallocated)
+	catAllocs, catPeak, catUnused, catCache := run(kvcache.Concat)
+	assert.Greater(t, catPeak, prePeak, "old and new caches coexist during a concatenation")
+	t.Logf("reserved but unused: preallocated %d, concat %d bytes", preUnused, catUnused)
 	assert.EqualValues(t, 2*B*max*D*4, preCache)
 	assert.EqualValues(t, 2*B*T*D*4, catCache)
 	assert.EqualValues(t, 2*T, catAllocs-preAllocs, "two new cache tensors per token")
