@@ -54,6 +54,15 @@ func TestWhereAndDeviceOf(t *testing.T) {
 	assert.ErrorContains(t, err, "host")
 }
 
+// blocks is the memory the allocator gives ts: each rounded up to 512 bytes.
+func blocks(ts []*tensor.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		n += (t.Nbytes() + 511) / 512 * 512
+	}
+	return n
+}
+
 func grads(m nn.Module) [][]float64 {
 	var out [][]float64
 	for _, p := range nn.Parameters(m) {
@@ -71,6 +80,10 @@ func TestPipelineEqualsSingleDeviceBitwise(t *testing.T) {
 		probe := tensor.Zeros([]int{1, 16}, tensor.On(d0), tensor.Float64)
 		p, err := parallel.NewPipeline([]parallel.Stage{{first, d0}, {second, d1}}, micro, probe)
 		require.NoError(t, err)
+		// Each device holds its own stage (the probe's activations are
+		// gone); the allocator rounds each tensor up to 512 bytes.
+		assert.Equal(t, blocks(nn.Parameters(first))+blocks([]*tensor.Tensor{probe}), d0.MemoryAllocated())
+		assert.Equal(t, blocks(nn.Parameters(second)), d1.MemoryAllocated())
 		ref0, ref1 := mlp(d0, d0)
 		ref := nn.NewSequential(ref0, ref1)
 
@@ -88,8 +101,8 @@ func TestPipelineEqualsSingleDeviceBitwise(t *testing.T) {
 		assert.Equal(t, "sim:0", nn.Parameters(first)[0].Grad().DeviceName())
 		assert.Equal(t, "sim:1", nn.Parameters(second)[0].Grad().DeviceName())
 
-		// Per-device memory: each device holds its own stage.
 		assert.Len(t, p.Last.Compute[0], micro)
+		assert.Positive(t, p.Last.Copy[1][0], "the copy onto sim:1 is on its clock")
 		if micro == 1 {
 			plain := nn.NewSequential(ref0, ref1).Forward(x)
 			assert.Equal(t, plain.Float64s(), y.Float64s(), "rows are independent: micro-batching does not change the outputs")
