@@ -110,7 +110,11 @@ func pruneTarget(t target, meth method) (*Pruned, error) {
 	if err != nil {
 		return nil, errorf("%s: %s", t, reason(err))
 	}
-	return t.apply(mask)
+	pr, err := t.prepare(mask)
+	if err != nil {
+		return nil, err
+	}
+	return t.install(pr), nil
 }
 
 // combine is PyTorch's PruningContainer._combine_masks: the method sees
@@ -237,22 +241,30 @@ func global(params []Param, meth method) ([]*Pruned, error) {
 	if err != nil {
 		return nil, errorf("GlobalUnstructured: %s", reason(err))
 	}
-	// Install the slices; parameters of one module share its wrapper.
-	out := make([]*Pruned, len(params))
-	wrappers := map[nn.Module]*Pruned{}
+	// Allocate every mask first: if one does not fit, nothing has changed.
+	preps := make([]prepared, len(targets))
 	off := 0
 	for i, t := range targets {
 		n := t.param.Numel()
+		pr, err := t.prepare(final[off : off+n])
+		if err != nil {
+			for _, done := range preps[:i] {
+				done.release()
+			}
+			return nil, err
+		}
+		preps[i] = pr
+		off += n
+	}
+	// Install them; parameters of one module share its wrapper.
+	out := make([]*Pruned, len(params))
+	wrappers := map[nn.Module]*Pruned{}
+	for i, t := range targets {
 		if w, ok := wrappers[t.layer]; ok {
 			t.pruned = w
 		}
-		p, err := t.apply(final[off : off+n])
-		if err != nil {
-			return nil, err // earlier parameters stay pruned: the allocator ran out mid-way
-		}
-		wrappers[t.layer] = p
-		out[i] = p
-		off += n
+		out[i] = t.install(preps[i])
+		wrappers[t.layer] = out[i]
 	}
 	return out, nil
 }

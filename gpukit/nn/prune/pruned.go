@@ -111,8 +111,10 @@ func (p *Pruned) find(name string) *entry {
 	return nil
 }
 
-func (e *entry) recompute() {
-	w := e.orig.Mul(e.mask)
+func (e *entry) recompute() { e.set(e.orig.Mul(e.mask)) }
+
+// set makes w the computed weight the layer uses, releasing the previous.
+func (e *entry) set(w *tensor.Tensor) {
 	e.field.Set(reflect.ValueOf(w))
 	e.computed.Release()
 	e.computed = w
@@ -219,29 +221,46 @@ func placeLike(t *tensor.Tensor) []tensor.Option {
 	return []tensor.Option{tensor.On(t.Device()), t.Dtype()}
 }
 
-// apply installs mask (host values) on t and returns the module that
-// now stands where t.layer stood. Nothing is changed if the mask cannot
-// be allocated.
-func (t target) apply(mask []float64) (*Pruned, error) {
-	var m *tensor.Tensor
-	if err := tensor.Try(func() { m = tensor.FromSlice(mask, t.param.Shape(), placeLike(t.param)...) }); err != nil {
-		return nil, errorf("allocating the mask of %q: %v", t.name, err)
+// prepared is a new mask and the weight it gives, allocated before
+// anything changes, so that running out of memory leaves the model as
+// it was.
+type prepared struct{ mask, weight *tensor.Tensor }
+
+func (t target) prepare(mask []float64) (prepared, error) {
+	var pr prepared
+	err := tensor.Try(func() {
+		pr.mask = tensor.FromSlice(mask, t.param.Shape(), placeLike(t.param)...)
+		pr.weight = t.param.Mul(pr.mask)
+	})
+	if err != nil {
+		pr.release()
+		return prepared{}, errorf("allocating the mask of %q: %v", t.name, err)
 	}
+	return pr, nil
+}
+
+func (pr prepared) release() {
+	pr.mask.Release()
+	pr.weight.Release()
+}
+
+// install puts a prepared mask in place and returns the module that now
+// stands where t.layer stood.
+func (t target) install(pr prepared) *Pruned {
 	p := t.pruned
 	if p == nil {
 		p = &Pruned{Module: t.layer}
 	}
-	if t.entry != nil {
-		old := t.entry.mask
-		t.entry.mask = m
-		t.entry.recompute()
-		old.Release()
-		return p, nil
+	e := t.entry
+	if e == nil {
+		e = &entry{name: t.name, orig: t.param, field: t.field}
+		p.entries = append(p.entries, e)
 	}
-	e := &entry{name: t.name, orig: t.param, mask: m, field: t.field}
-	p.entries = append(p.entries, e)
-	e.recompute()
-	return p, nil
+	old := e.mask
+	e.mask = pr.mask
+	e.set(pr.weight)
+	old.Release()
+	return p
 }
 
 // currentMask returns the target's mask on the host (ones when not yet
