@@ -1,0 +1,158 @@
+package sklinear
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/gradcheck"
+)
+
+func newDev(t testing.TB) *device.Device {
+	t.Helper()
+	p, err := device.LookupProfile("classroom")
+	require.NoError(t, err)
+	d, err := device.New(sim.New(0, p))
+	require.NoError(t, err)
+	return d
+}
+
+func f64(dev *device.Device, seed uint64) []tensor.Option {
+	return []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(seed))}
+}
+
+func set(t *tensor.Tensor, vals ...float64) {
+	tensor.NoGrad(func() {
+		flat := t.Reshape(-1)
+		defer flat.Release()
+		for i, v := range vals {
+			flat.SetAt(v, i)
+		}
+	})
+}
+
+// formula computes y with plain loops.
+func formula(x []float64, B, in, out int, l *Layer) []float64 {
+	L, k := l.S1s.Size(0), l.S1s.Size(2)
+	s1, s2, u1, u2 := l.S1s.Float64s(), l.S2s.Float64s(), l.U1s.Float64s(), l.U2s.Float64s()
+	var b []float64
+	if l.Bias != nil {
+		b = l.Bias.Float64s()
+	}
+	y := make([]float64, B*out)
+	for row := range B {
+		for o := range out {
+			var sum float64
+			for i := range L {
+				for r := range k {
+					var xs1, xu2 float64
+					for j := range in {
+						xs1 += x[row*in+j] * s1[(i*in+j)*k+r]
+						xu2 += x[row*in+j] * u2[(i*in+j)*k+r]
+					}
+					sum += xs1*u1[(i*k+r)*out+o] + xu2*s2[(i*k+r)*out+o]
+				}
+			}
+			y[row*out+o] = sum / float64(2*L)
+			if b != nil {
+				y[row*out+o] += b[o]
+			}
+		}
+	}
+	return y
+}
+
+func TestHiddenForwardHandChecked(t *testing.T) {
+	dev := newDev(t)
+	l := NewLayer(4, 4, 1, 1, true, f64(dev, 1)...)
+	set(l.S1s, 1, 0, 0, 1)
+	set(l.U1s, 1, -1, 1, -1)
+	set(l.U2s, 1, 1, 1, 1)
+	set(l.S2s, 0.1, 0.2, 0.3, 0.4)
+	set(l.Bias, 1, 1, 1, 1)
+	x := tensor.FromSlice([]float64{1, 2, 3, 4}, []int{1, 4}, tensor.On(dev))
+	var y *tensor.Tensor
+	tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
+	require.NotNil(t, y)
+	assert.InDeltaSlice(t, []float64{4, -0.5, 5, 0.5}, y.Float64s(), 1e-12)
+}
+
+func TestHiddenForwardFormula(t *testing.T) {
+	dev := newDev(t)
+	for _, tc := range []struct {
+		in, out, terms, rank int
+		bias                 bool
+	}{{12, 10, 2, 3, true}, {7, 5, 3, 2, false}, {16, 16, 1, 4, true}} {
+		l := NewLayer(tc.in, tc.out, tc.terms, tc.rank, tc.bias, f64(dev, 2)...)
+		x := tensor.Randn([]int{5, tc.in}, f64(dev, 3)...)
+		var y *tensor.Tensor
+		tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
+		require.NotNil(t, y)
+		assert.Equal(t, []int{5, tc.out}, y.Shape())
+		assert.InDeltaSlice(t, formula(x.Float64s(), 5, tc.in, tc.out, l), y.Float64s(), 1e-12)
+	}
+}
+
+func TestHiddenGradcheck(t *testing.T) {
+	dev := newDev(t)
+	for _, bias := range []bool{true, false} {
+		l := NewLayer(6, 5, 2, 2, bias, f64(dev, 4)...)
+		x := tensor.Randn([]int{3, 6}, f64(dev, 5)...).SetRequiresGrad(true)
+		inputs := []*tensor.Tensor{x, l.S1s, l.S2s}
+		if bias {
+			inputs = append(inputs, l.Bias)
+		}
+		err := gradcheck.Check(func([]*tensor.Tensor) *tensor.Tensor { return l.Forward(x) }, inputs, gradcheck.Options{})
+		assert.NoError(t, err, "bias %v", bias)
+	}
+}
+
+// Only the gradients that are needed are computed; the U buffers get
+// none.
+func TestHiddenNeeds(t *testing.T) {
+	dev := newDev(t)
+	l := NewLayer(6, 5, 2, 2, true, f64(dev, 6)...)
+	x := tensor.Randn([]int{3, 6}, f64(dev, 7)...) // no grad for x
+	g := tensor.Ones([]int{3, 5}, tensor.On(dev), tensor.Float64)
+	grads := SketchedBackward(g, []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}, []bool{false, true, false, true})
+	require.Len(t, grads, 4)
+	assert.Nil(t, grads[0])
+	assert.Nil(t, grads[2])
+	require.NotNil(t, grads[1])
+	require.NotNil(t, grads[3])
+	assert.Equal(t, []int{2, 6, 2}, grads[1].Shape())
+	assert.Equal(t, []float64{3, 3, 3, 3, 3}, grads[3].Float64s())
+
+	y := l.Forward(x)
+	loss := y.Sum()
+	loss.Backward()
+	assert.Nil(t, l.U1s.Grad())
+	assert.Nil(t, l.U2s.Grad())
+	assert.Nil(t, x.Grad())
+	require.NotNil(t, l.S2s.Grad())
+	assert.Equal(t, []int{2, 2, 5}, l.S2s.Grad().Shape())
+}
+
+// A forward pass leaves only its output allocated (the node saves
+// references to tensors that exist anyway); backward leaves only the
+// gradients.
+func TestHiddenMemory(t *testing.T) {
+	dev := newDev(t)
+	const B, in, out, L, k = 32, 256, 128, 2, 16
+	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(8)))
+	x := tensor.Randn([]int{B, in}, tensor.On(dev)).SetRequiresGrad(true)
+	base := dev.MemoryAllocated()
+	y := l.Forward(x)
+	require.NotNil(t, y)
+	assert.EqualValues(t, base+B*out*4, dev.MemoryAllocated(), "forward: only the output")
+	loss := y.Sum()
+	loss.Backward()
+	loss.Release()
+	y.Release()
+	grads := int64(B*in+L*in*k+L*k*out+out) * 4
+	assert.EqualValues(t, base+grads, dev.MemoryAllocated(), "backward: only the gradients of x, S1s, S2s and the bias")
+}
