@@ -8,7 +8,7 @@ PORT ?= 8888
 FUZZTIME ?= 300x
 GO ?= go
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench image image-test
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -71,3 +71,13 @@ notebooks-gen:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./gpukit/...
+
+# The classroom image, built with podman from base images made on this
+# machine (no registry needed; scripts/image-base.sh), then checked in a
+# running container with the network off. With docker and Docker Hub:
+# docker build -t gpumem-course . (see the Dockerfile).
+image:
+	@bash scripts/image-build.sh
+
+image-test: image
+	@bash scripts/image-test.sh

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # setup.sh makes this machine ready for the course: Jupyter (Debian packages),
-# GoNB and goimports built from go.mod into bin/, and the gonb kernel
-# registered with Jupyter. It is idempotent: a second run installs nothing.
+# GoNB and goimports built from go.mod into bin/, gopls from tools/gopls/go.mod,
+# and the gonb kernel registered with Jupyter. It is idempotent: a second run installs nothing.
 # make lab, make test, CI and the Dockerfile all call it.
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-apt   never call apt-get; only report what is missing
+#   scripts/setup.sh --apt-only only the Debian packages (the Dockerfile's root step)
 #
 # Environment: JUPYTER_DATA_DIR chooses where the kernel is registered
 # (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one).
@@ -13,8 +14,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-use_apt=1
+use_apt=1 apt_only=0
 [ "${1:-}" = --no-apt ] && use_apt=0
+[ "${1:-}" = --apt-only ] && apt_only=1
 
 say() { printf 'setup: %s\n' "$*"; }
 die() {
@@ -49,19 +51,21 @@ else
 	fi
 fi
 
-# --- GoNB and goimports, built from the versions pinned in go.mod -----------
+[ "$apt_only" = 1 ] && exit 0
+
+# --- GoNB, goimports and gopls, built from pinned versions -------------------
 mkdir -p bin
-build_tool() { # build_tool NAME PACKAGE
-	local name=$1 pkg=$2
-	if [ -x "bin/$name" ] && [ "bin/$name" -nt go.mod ]; then
+build_tool() { # build_tool NAME PACKAGE [MODULE_DIR]
+	local name=$1 pkg=$2 mod=${3:-.}
+	if [ -x "bin/$name" ] && [ "bin/$name" -nt "$mod/go.mod" ]; then
 		say "$name: present"
 		return
 	fi
-	say "$name: building $pkg (pinned in go.mod)"
+	say "$name: building $pkg (pinned in $mod/go.mod)"
 	local tmp
 	tmp=$(mktemp -d)
 	# Build into a temporary folder so a failed build leaves no half binary.
-	go build -o "$tmp/$name" "$pkg" || {
+	go build -C "$mod" -o "$tmp/$name" "$pkg" || {
 		rm -rf "$tmp"
 		die "building $name failed; check that the Go module proxy is reachable (go env GOPROXY), then rerun."
 	}
@@ -70,6 +74,18 @@ build_tool() { # build_tool NAME PACKAGE
 }
 build_tool gonb github.com/janpfeifer/gonb
 build_tool goimports golang.org/x/tools/cmd/goimports
+# gopls (completion and hover help in GoNB) has its own module, so its many
+# dependencies stay out of the course's go.mod.
+build_tool gopls golang.org/x/tools/gopls tools/gopls
+
+# --- the module cache: everything a notebook compiles, so that Jupyter works
+# with the network off once setup has run. Nothing is fetched when all of it
+# is already in the cache.
+if ! out=$(go mod download 2>&1); then
+	die "could not fetch the course's Go modules (go env GOPROXY: $(go env GOPROXY)):
+$out"
+fi
+say "modules: in the cache ($(go env GOMODCACHE))"
 
 # --- register the gonb kernel ---------------------------------------------
 data_dir=${JUPYTER_DATA_DIR:-$HOME/.local/share/jupyter}
