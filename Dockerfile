@@ -46,7 +46,9 @@ COPY --from=go /usr/local/go /usr/local/go
 # Debian's packages, as root: the build tools, and Jupyter through the same
 # script `make lab`, `make test` and CI run (its --apt-only part).
 COPY scripts/setup.sh /tmp/setup.sh
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
+# (--error-on=any: without the network, stop at the mirror it could not reach,
+# not later at "Unable to locate package".)
+RUN apt-get update --error-on=any && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
     && HOME=/root bash /tmp/setup.sh --apt-only \
     && rm -rf /var/lib/apt/lists/* /tmp/setup.sh \
     && (getent group ${NB_GID} || groupadd -g ${NB_GID} users) \

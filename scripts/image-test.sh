@@ -39,7 +39,7 @@ trap 'podman rm -f -t 2 "$name" >/dev/null 2>&1' EXIT
 
 # Jupyter answers within a few seconds; a slow machine gets 60.
 api() { # api PATH [TOKEN]: prints the HTTP status, then the body
-	in_box python3 - "$1" "${2:-}" <<'PY'
+	podman exec -i "$name" python3 - "$1" "${2:-}" <<'PY'
 import sys, urllib.request, urllib.error
 path, token = sys.argv[1], sys.argv[2]
 req = urllib.request.Request("http://127.0.0.1:8888" + path)
