@@ -86,6 +86,26 @@ if ! out=$(go mod download 2>&1); then
 $out"
 fi
 say "modules: in the cache ($(go env GOMODCACHE))"
+# Each notebook is a scratch module whose go.sum GoNB fills with `go get`,
+# and Go checks new go.sum lines against the checksum database. A scratch
+# module made here, like GoNB's, leaves those answers in the module cache,
+# so notebooks need no network later. (The image sets GOSUMDB=off instead.)
+sumdb_dir=$(go env GOMODCACHE)/cache/download/sumdb
+if [ "$(go env GOSUMDB)" != off ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)" ]; then
+	scratch=$(mktemp -d)
+	go list -f '{{if ne .Name "main"}}import _ "{{.ImportPath}}"{{end}}' ./gpukit/... |
+		{ echo 'package main'; cat; echo 'func main() {}'; } >"$scratch/main.go"
+	if ! out=$(cd "$scratch" && go mod init gpumem-warm >/dev/null 2>&1 &&
+		go mod edit -require=github.com/gpumem/course@v0.0.0-00010101000000-000000000000 -replace=github.com/gpumem/course="$here" &&
+		go get 2>&1); then
+		rm -rf "$scratch"
+		die "could not check the modules' checksums (go env GOSUMDB: $(go env GOSUMDB)):
+$out"
+	fi
+	rm -rf "$scratch"
+	mkdir -p "$sumdb_dir" && touch "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)"
+	say "checksums: cached for offline notebooks"
+fi
 
 # --- register the gonb kernel ---------------------------------------------
 data_dir=${JUPYTER_DATA_DIR:-$HOME/.local/share/jupyter}
