@@ -8,7 +8,7 @@ PORT ?= 8888
 FUZZTIME ?= 300x
 GO ?= go
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench image image-test
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench image image-test deploy-check
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -81,3 +81,9 @@ image:
 
 image-test: image
 	@bash scripts/image-test.sh
+
+# The Kubernetes manifests decoded strictly into k8s.io/api types (their own
+# module, deploy/k8s/validate) and the grading Job's sharding checked.
+deploy-check:
+	@bash deploy/k8s/test-shard.sh
+	cd deploy/k8s/validate && $(GO) test ./...
