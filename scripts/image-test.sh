@@ -75,6 +75,11 @@ else
 	bad "/api/kernelspecs with the token: $(head -c 300 <<<"$specs")"
 fi
 
+# GoNB starts gopls (completion, hover help) when the kernel's PATH finds
+# it, and logs a warning in every kernel otherwise.
+gopls=$(in_box bash -c 'PATH=$(python3 -c "import json; print(json.load(open(\"$JUPYTER_DATA_DIR/kernels/gonb/kernel.json\"))[\"env\"][\"PATH\"])") command -v gopls')
+[ -n "$gopls" ] && ok "the gonb kernel's PATH finds gopls ($gopls)" || bad "gopls is not on the gonb kernel's PATH"
+
 network=$(podman inspect --format '{{.HostConfig.NetworkMode}}' "$name")
 echo "image-test: notebooks, with network mode '$network':"
 if in_box bash scripts/run-notebooks.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
