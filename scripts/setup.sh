@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh makes this machine ready for the course: Jupyter (Debian packages),
 # GoNB and goimports built from go.mod into bin/, gopls from tools/gopls/go.mod,
-# and the gonb kernel registered with Jupyter. It is idempotent: a second run installs nothing.
-# make lab, make test, CI and the Dockerfile all call it.
+# the module cache filled for offline use, and the gonb kernel registered with
+# Jupyter. It is idempotent: a second run installs nothing. make lab, make
+# test, CI and the Dockerfile all call it.
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-apt   never call apt-get; only report what is missing
