@@ -92,7 +92,7 @@ say "modules: in the cache ($(go env GOMODCACHE))"
 # module made here, like GoNB's, leaves those answers in the module cache,
 # so notebooks need no network later. (The image sets GOSUMDB=off instead.)
 sumdb_dir=$(go env GOMODCACHE)/cache/download/sumdb
-if [ "$(go env GOSUMDB)" != off ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)" ]; then
+if [ "$(go env GOSUMDB)" != off ] && [ -d gpukit ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)" ]; then
 	scratch=$(mktemp -d)
 	go list -f '{{if ne .Name "main"}}import _ "{{.ImportPath}}"{{end}}' ./gpukit/... |
 		{ echo 'package main'; cat; echo 'func main() {}'; } >"$scratch/main.go"
