@@ -39,6 +39,7 @@ cleanup() {
 			[ -d "$g" ] && rmdir "$g" 2>/dev/null
 		done
 	done
+	rmdir /sys/fs/cgroup/*/gpumem-hub /sys/fs/cgroup/gpumem-hub 2>/dev/null
 	rm -rf "$state"
 }
 trap cleanup EXIT
