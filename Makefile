@@ -10,7 +10,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test deploy-check
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -93,3 +93,19 @@ notebooks-gen:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./gpukit/...
+
+# The classroom image, built with podman from base images made on this
+# machine (no registry needed; scripts/image-base.sh), then checked in a
+# running container with the network off. With docker and Docker Hub:
+# docker build -t gpumem-course . (see the Dockerfile).
+image:
+	@bash scripts/image-build.sh
+
+image-test: image
+	@bash scripts/image-test.sh
+
+# The Kubernetes manifests decoded strictly into k8s.io/api types (their own
+# module, deploy/k8s/validate) and the grading Job's sharding checked.
+deploy-check:
+	@bash deploy/k8s/test-shard.sh
+	cd deploy/k8s/validate && $(GO) test ./...

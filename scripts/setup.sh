@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # setup.sh makes this machine ready for the course: Jupyter (Debian packages),
-# GoNB and goimports built from go.mod into bin/, and the gonb kernel
-# registered with Jupyter. It is idempotent: a second run installs nothing.
-# make lab, make test, CI and the Dockerfile all call it.
+# GoNB and goimports built from go.mod into bin/, gopls from tools/gopls/go.mod,
+# the module cache filled for offline use, and the gonb kernel registered with
+# Jupyter. It is idempotent: a second run installs nothing. make lab, make
+# test, CI and the Dockerfile all call it.
 #
 #   scripts/setup.sh            everything
 #   scripts/setup.sh --no-apt   never call apt-get; only report what is missing
+#   scripts/setup.sh --apt-only only the Debian packages (the Dockerfile's root step)
 #
 # Environment: JUPYTER_DATA_DIR chooses where the kernel is registered
 # (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one).
@@ -13,8 +15,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-use_apt=1
+use_apt=1 apt_only=0
 [ "${1:-}" = --no-apt ] && use_apt=0
+[ "${1:-}" = --apt-only ] && apt_only=1
 
 say() { printf 'setup: %s\n' "$*"; }
 die() {
@@ -61,18 +64,21 @@ else
 fi
 
 # --- GoNB and goimports, built from the versions pinned in go.mod -----------
+[ "$apt_only" = 1 ] && exit 0
+
+# --- GoNB, goimports and gopls, built from pinned versions -------------------
 mkdir -p bin
-build_tool() { # build_tool NAME PACKAGE
-	local name=$1 pkg=$2
-	if [ -x "bin/$name" ] && [ "bin/$name" -nt go.mod ]; then
+build_tool() { # build_tool NAME PACKAGE [MODULE_DIR]
+	local name=$1 pkg=$2 mod=${3:-.}
+	if [ -x "bin/$name" ] && [ "bin/$name" -nt "$mod/go.mod" ]; then
 		say "$name: present"
 		return
 	fi
-	say "$name: building $pkg (pinned in go.mod)"
+	say "$name: building $pkg (pinned in $mod/go.mod)"
 	local tmp
 	tmp=$(mktemp -d)
 	# Build into a temporary folder so a failed build leaves no half binary.
-	go build -o "$tmp/$name" "$pkg" || {
+	go build -C "$mod" -o "$tmp/$name" "$pkg" || {
 		rm -rf "$tmp"
 		die "building $name failed; check that the Go module proxy is reachable (go env GOPROXY), then rerun."
 	}
@@ -81,6 +87,38 @@ build_tool() { # build_tool NAME PACKAGE
 }
 build_tool gonb github.com/janpfeifer/gonb
 build_tool goimports golang.org/x/tools/cmd/goimports
+# gopls (completion and hover help in GoNB) has its own module, so its many
+# dependencies stay out of the course's go.mod.
+build_tool gopls golang.org/x/tools/gopls tools/gopls
+
+# --- the module cache: everything a notebook compiles, so that Jupyter works
+# with the network off once setup has run. Nothing is fetched when all of it
+# is already in the cache.
+if ! out=$(go mod download 2>&1); then
+	die "could not fetch the course's Go modules (go env GOPROXY: $(go env GOPROXY)):
+$out"
+fi
+say "modules: in the cache ($(go env GOMODCACHE))"
+# Each notebook is a scratch module whose go.sum GoNB fills with `go get`,
+# and Go checks new go.sum lines against the checksum database. A scratch
+# module made here, like GoNB's, leaves those answers in the module cache,
+# so notebooks need no network later. (The image sets GOSUMDB=off instead.)
+sumdb_dir=$(go env GOMODCACHE)/cache/download/sumdb
+if [ "$(go env GOSUMDB)" != off ] && [ -d gpukit ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)" ]; then
+	scratch=$(mktemp -d)
+	go list -f '{{if ne .Name "main"}}import _ "{{.ImportPath}}"{{end}}' ./gpukit/... |
+		{ echo 'package main'; cat; echo 'func main() {}'; } >"$scratch/main.go"
+	if ! out=$(cd "$scratch" && go mod init gpumem-warm >/dev/null 2>&1 &&
+		go mod edit -require=github.com/gpumem/course@v0.0.0-00010101000000-000000000000 -replace=github.com/gpumem/course="$here" &&
+		go get 2>&1); then
+		rm -rf "$scratch"
+		die "could not check the modules' checksums (go env GOSUMDB: $(go env GOSUMDB)):
+$out"
+	fi
+	rm -rf "$scratch"
+	mkdir -p "$sumdb_dir" && touch "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)"
+	say "checksums: cached for offline notebooks"
+fi
 
 # --- register the gonb kernel ---------------------------------------------
 data_dir=${JUPYTER_DATA_DIR:-$HOME/.local/share/jupyter}

@@ -1,0 +1,92 @@
+package validate
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func decodeStrict(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestGradeJob(t *testing.T) {
+	var job batchv1.Job
+	decodeStrict(t, "../grade-job.yaml", &job)
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		t.Fatalf("grade-job.yaml is %s %s, want batch/v1 Job", job.APIVersion, job.Kind)
+	}
+	spec := job.Spec
+	if spec.CompletionMode == nil || *spec.CompletionMode != batchv1.IndexedCompletion {
+		t.Fatal("the grading Job must be Indexed: each pod grades the shard of its JOB_COMPLETION_INDEX")
+	}
+	if spec.Completions == nil || *spec.Completions < 1 {
+		t.Fatal("the grading Job needs completions >= 1")
+	}
+	if spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %q, want Never (retries are counted per index)", spec.Template.Spec.RestartPolicy)
+	}
+	containers := spec.Template.Spec.Containers
+	if len(containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(containers))
+	}
+	// shard.sh divides by COMPLETIONS: it must be the Job's own count, or
+	// some submissions would be graded twice and others never.
+	count := ""
+	for _, env := range containers[0].Env {
+		if env.Name == "COMPLETIONS" {
+			count = env.Value
+		}
+	}
+	if count != strconv.Itoa(int(*spec.Completions)) {
+		t.Errorf("COMPLETIONS=%q, want the Job's completions %d", count, *spec.Completions)
+	}
+	if sc := spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 {
+		t.Error("the grading pods must run as the image's user, uid 1000")
+	}
+	if containers[0].Resources.Limits.Memory().IsZero() {
+		t.Error("the grading container needs a memory limit")
+	}
+}
+
+// TestValuesInitContainer decodes the Zero to JupyterHub values' init
+// container, the one raw Kubernetes object in values.yaml, strictly.
+func TestValuesInitContainer(t *testing.T) {
+	data, err := os.ReadFile("../values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart's own keys are not Kubernetes types: walk to the init
+	// containers generically, then decode each strictly.
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	singleuser, _ := values["singleuser"].(map[string]any)
+	inits, _ := singleuser["initContainers"].([]any)
+	if len(inits) != 1 {
+		t.Fatalf("%d init containers, want 1 (the course copy)", len(inits))
+	}
+	raw, err := yaml.Marshal(inits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var init corev1.Container
+	if err := yaml.UnmarshalStrict(raw, &init); err != nil {
+		t.Fatalf("values.yaml singleuser.initContainers[0]: %v", err)
+	}
+	if len(init.VolumeMounts) != 1 || init.VolumeMounts[0].Name != "home" {
+		t.Errorf("the init container must mount the chart's home volume, got %+v", init.VolumeMounts)
+	}
+}

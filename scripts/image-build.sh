@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# image-build.sh builds the classroom image with podman from base images made
+# on this machine (scripts/image-base.sh), so no image registry is needed.
+# `make image` runs it; a second run reuses every cached layer.
+#
+#   scripts/image-build.sh [extra podman build flags]
+#
+# Environment: IMAGE (default gpumem-course), GPUKIT_TAGS (cuda for the GPU
+# variant; needs a CUDA BASE, see the Dockerfile). The build fetches Go
+# modules through this machine's `go env GOPROXY` and Debian packages from
+# the base image's mirror; this machine's extra CA certificates are in the
+# base image (image-base.sh), never in the Dockerfile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+image=${IMAGE:-gpumem-course}
+
+command -v podman >/dev/null 2>&1 || {
+	echo "image: podman not found (apt-get install -y podman runc debootstrap), or build with docker: docker build -t $image ." >&2
+	exit 1
+}
+base_args=$(bash scripts/image-base.sh)
+start=$(date +%s)
+# --isolation chroot: podman's default OCI runtime refuses the hybrid cgroup
+# layout of some hosts (this CI machine's among them); chroot isolation needs
+# no cgroups and is enough for a build.
+# shellcheck disable=SC2086
+podman build --isolation chroot $base_args \
+	--build-arg BUILD_GOPROXY="$(go env GOPROXY)" \
+	--build-arg GPUKIT_TAGS="${GPUKIT_TAGS:-}" \
+	-t "$image" "$@" . || {
+	echo "image: the build failed; the step and its error are above." >&2
+	exit 1
+}
+echo "image: built $image in $(($(date +%s) - start))s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"

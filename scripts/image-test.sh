@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# image-test.sh checks the classroom image as a student meets it, in a
+# running container with the network off (--network none):
+#
+#   - it runs as uid 1000, not root (the container's user and Jupyter's process);
+#   - Jupyter serves on 8888, refuses requests without its token, and lists
+#     the gonb kernel in /api/kernelspecs;
+#   - every notebook executes top to bottom (scripts/run-notebooks.sh);
+#   - `grader check` works inside (once grader/cmd/grader exists);
+#   - the image's size.
+#
+# `make image-test` builds the image first, then runs this. Environment:
+# IMAGE (default gpumem-course).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+image=${IMAGE:-gpumem-course}
+name=gpumem-image-test-$$
+token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+failed=0
+
+ok() { printf 'image-test: ok    %s\n' "$*"; }
+bad() {
+	printf 'image-test: FAIL  %s\n' "$*"
+	failed=1
+}
+in_box() { podman exec "$name" "$@"; }
+
+# --runtime runc: podman's default runtime (crun) refuses this CI machine's
+# hybrid cgroup layout; runc runs the container. The explicit ulimits: runc
+# is not allowed to raise the open-file and process limits to podman's
+# defaults (about a million) on such a host; 16384 is plenty for Jupyter.
+podman run --runtime runc --ulimit nofile=16384:16384 --ulimit nproc=16384:16384 \
+	-d --rm --name "$name" --network none \
+	-e JUPYTER_TOKEN="$token" "$image" >/dev/null || {
+	echo "image-test: the container did not start" >&2
+	exit 1
+}
+trap 'podman rm -f -t 2 "$name" >/dev/null 2>&1' EXIT
+
+# Jupyter answers within a few seconds; a slow machine gets 60.
+api() { # api PATH [TOKEN]: prints the HTTP status, then the body
+	podman exec -i "$name" python3 - "$1" "${2:-}" <<'PY'
+import sys, urllib.request, urllib.error
+path, token = sys.argv[1], sys.argv[2]
+req = urllib.request.Request("http://127.0.0.1:8888" + path)
+if token:
+    req.add_header("Authorization", "token " + token)
+try:
+    with urllib.request.urlopen(req, timeout=5) as r:
+        print(r.status); print(r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception as e:
+    print(0); print(e)
+PY
+}
+for _ in $(seq 60); do
+	[ "$(api /api/status "$token" | head -n 1)" = 200 ] && break
+	sleep 1
+done
+
+uid=$(in_box id -u)
+[ "$uid" = 1000 ] && ok "exec runs as uid 1000" || bad "exec runs as uid $uid, want 1000"
+server_uid=$(in_box awk '/^Uid:/ { print $2 }' /proc/1/status)
+[ "$server_uid" = 1000 ] && ok "Jupyter (pid 1) runs as uid 1000" || bad "Jupyter runs as uid $server_uid, want 1000"
+
+status=$(api /api/kernelspecs | head -n 1)
+[ "$status" = 403 ] && ok "Jupyter on 8888 refuses a request without its token (403)" ||
+	bad "/api/kernelspecs without the token answered $status, want 403"
+specs=$(api /api/kernelspecs "$token")
+if [ "$(head -n 1 <<<"$specs")" = 200 ] && tail -n +2 <<<"$specs" | python3 -c \
+	'import json, sys; sys.exit(0 if "gonb" in json.load(sys.stdin)["kernelspecs"] else 1)'; then
+	ok "Jupyter on 8888 with the token lists the gonb kernel in /api/kernelspecs"
+else
+	bad "/api/kernelspecs with the token: $(head -c 300 <<<"$specs")"
+fi
+
+# GoNB starts gopls (completion, hover help) when the kernel's PATH finds
+# it, and logs a warning in every kernel otherwise.
+gopls=$(in_box bash -c 'PATH=$(python3 -c "import json; print(json.load(open(\"$JUPYTER_DATA_DIR/kernels/gonb/kernel.json\"))[\"env\"][\"PATH\"])") command -v gopls')
+[ -n "$gopls" ] && ok "the gonb kernel's PATH finds gopls ($gopls)" || bad "gopls is not on the gonb kernel's PATH"
+
+network=$(podman inspect --format '{{.HostConfig.NetworkMode}}' "$name")
+echo "image-test: notebooks, with network mode '$network':"
+if in_box bash scripts/run-notebooks.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "every notebook executes top to bottom offline"
+else
+	bad "a notebook failed offline (above)"
+fi
+
+if in_box test -d grader/cmd/grader; then
+	exercise=$(in_box bash -c 'ls -d exercises/*/ 2>/dev/null | head -n 1 | xargs -r basename')
+	if [ -z "$exercise" ]; then
+		bad "grader/cmd/grader is in the image but exercises/ holds no exercise to check"
+	elif in_box go run ./grader/cmd/grader check "$exercise" 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+		ok "grader check $exercise works offline"
+	else
+		bad "grader check $exercise failed (above)"
+	fi
+else
+	echo "image-test: SKIP  grader check: grader/cmd/grader is not in this image yet"
+fi
+
+size=$(podman image inspect --format '{{.Size}}' "$image")
+echo "image-test: image $image is $(awk -v s="$size" 'BEGIN { printf "%.0f MB", s / 1e6 }')"
+[ "$failed" = 0 ] && echo "image-test: passed" || echo "image-test: FAILED"
+exit "$failed"
