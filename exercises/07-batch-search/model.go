@@ -18,6 +18,7 @@ func Card(capacity int64) *device.Device {
 		panic(err)
 	}
 	p.Name, p.Capacity = "small-card", capacity
+	p.ContextSize = 0 // a made-up card: all of it is ours
 	d, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		panic(err)

@@ -18,6 +18,7 @@ func smallDev(t testing.TB, capacity int64) *device.Device {
 	p, err := device.LookupProfile("classroom")
 	require.NoError(t, err)
 	p.Name, p.Capacity = "tiny", capacity
+	p.ContextSize = 0 // a made-up card: all of it is ours
 	d, err := device.New(sim.New(0, p))
 	require.NoError(t, err)
 	return d

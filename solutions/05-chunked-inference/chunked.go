@@ -3,8 +3,9 @@
 package chunked
 
 import (
+	"encoding/binary"
 	"fmt"
-	"unsafe"
+	"math"
 
 	"github.com/gpumem/course/gpukit/device"
 )
@@ -52,7 +53,11 @@ func Infer(d *device.Device, input []float32, inWidth, outWidth int, model Model
 		err = d.CopyToDevice(in, 0, bytesOf(input[first*inWidth:(first+r)*inWidth]), false, s, false)
 		if err == nil {
 			model(d, in, res, r)
-			err = d.CopyToHost(bytesOf(out[first*outWidth:(first+r)*outWidth]), res, 0, false, s, false)
+			host := make([]byte, 4*r*outWidth)
+			err = d.CopyToHost(host, res, 0, false, s, false)
+			for i := range r * outWidth {
+				out[first*outWidth+i] = math.Float32frombits(binary.LittleEndian.Uint32(host[4*i:]))
+			}
 		}
 		d.Free(in)
 		d.Free(res)
@@ -73,9 +78,11 @@ func allocated(n int64) int64 {
 	return (n + 511) / 512 * 512
 }
 
+// bytesOf is v's little-endian bytes, the layout of device memory.
 func bytesOf(v []float32) []byte {
-	if len(v) == 0 {
-		return nil
+	b := make([]byte, 0, 4*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+	return b
 }
