@@ -37,9 +37,13 @@ func parseEvents(out []byte) []event {
 			current = strings.TrimSpace(frame[len("=== NAME"):])
 		case strings.HasPrefix(frame, "--- "):
 			// "--- PASS: TestX (0.01s)"
-			rest := strings.TrimPrefix(frame, "--- ")
-			verdict, rest, _ := strings.Cut(rest, ": ")
+			// A line that does not have this exact shape is not a verdict:
+			// it is counted as nothing, so it can never pass a test.
+			verdict, rest, found := strings.Cut(strings.TrimPrefix(frame, "--- "), ": ")
 			name, _, _ := strings.Cut(strings.TrimSpace(rest), " (")
+			if !found || name == "" || (verdict != "PASS" && verdict != "FAIL" && verdict != "SKIP") {
+				continue
+			}
 			events = append(events, event{Action: strings.ToLower(verdict), Test: name})
 			current = ""
 		default: // PASS, FAIL, ok

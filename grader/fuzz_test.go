@@ -57,6 +57,9 @@ func FuzzParseSpec(f *testing.F) {
 func FuzzParseEvents(f *testing.F) {
 	f.Add([]byte("\x16=== RUN   TestA\nx\n\x16--- PASS: TestA (0.00s)\n\x16PASS\n"))
 	f.Add([]byte("--- PASS: TestA (0.00s)\n\x16--- FAIL: TestA\n"))
+	f.Add([]byte("\x16--- PASS"))           // no colon: not a verdict
+	f.Add([]byte("\x16--- PASS: \n"))       // no name
+	f.Add([]byte("\x16--- MAYBE: TestA\n")) // no such verdict
 	f.Fuzz(func(t *testing.T, out []byte) {
 		events := parseEvents(out)
 		for _, name := range []string{"TestA", ""} {
