@@ -16,8 +16,8 @@ func card(t *testing.T, capacity int64) *device.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Name, p.Capacity = "small", capacity
-	p.ContextSize = 0 // a made-up card: all of it is ours
+	p = p.Resized(capacity) // a made-up card: all of it is ours
+	p.Name = "small"
 	d, err := device.New(sim.New(0, p))
 	if err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ func Card(capacity int64) *device.Device {
 	if err != nil {
 		panic(err)
 	}
-	p.Name, p.Capacity = "small-card", capacity
-	p.ContextSize = 0 // a made-up card: all of it is ours
+	p = p.Resized(capacity) // a made-up card: all of it is ours
+	p.Name = "small-card"
 	d, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		panic(err)

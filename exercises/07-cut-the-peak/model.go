@@ -82,7 +82,7 @@ func ClassroomCard() *device.Device {
 	if err != nil {
 		panic(err)
 	}
-	p.ContextSize = 0
+	p = p.Resized(p.Capacity)
 	d, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		panic(err)

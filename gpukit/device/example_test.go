@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
 )
 
 // Open a simulated card and look at its profile.
@@ -98,4 +99,26 @@ func ExampleDevice_EmptyCache() {
 	// first malloc (cudaMalloc): 60µs
 	// second malloc (cached): 0s
 	// EmptyCache: 10.015ms
+}
+
+// A made-up small card makes out-of-memory errors happen at sizes a test
+// chooses. Resized drops the real card's context, so all of the memory is
+// the allocator's; shrinking Capacity alone would leave a 128 MiB context
+// on a 64 MiB card, which sim.New refuses.
+func ExampleProfile_Resized() {
+	classroom, _ := device.LookupProfile("classroom")
+	small := classroom.Resized(64 * device.MiB)
+	fmt.Println(classroom.ContextSize/device.MiB, "MiB of context on the classroom card,", small.ContextSize, "on the small one")
+	d, err := device.New(sim.New(0, small))
+	if err != nil {
+		panic(err)
+	}
+	free, total := d.MemInfo()
+	fmt.Println(free/device.MiB, "of", total/device.MiB, "MiB free")
+	_, err = d.Malloc(65*device.MiB, d.DefaultStream())
+	fmt.Println(err != nil)
+	// Output:
+	// 128 MiB of context on the classroom card, 0 on the small one
+	// 64 of 64 MiB free
+	// true
 }

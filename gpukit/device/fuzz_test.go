@@ -38,8 +38,7 @@ var pattern = func() []byte {
 func runProgram(t *testing.T, prog []byte) {
 	{
 		p, _ := device.LookupProfile("classroom")
-		p.Capacity = 64 << 20 // small, so that OOM and retries happen
-		p.ContextSize = 0
+		p = p.Resized(64 << 20) // small, so that OOM and retries happen
 		b := sim.New(0, p)
 		d, err := device.New(b, device.WithAllocConfig(alloc.Config{}))
 		if err != nil {

@@ -17,8 +17,8 @@ func smallDev(t testing.TB, capacity int64) *device.Device {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
 	require.NoError(t, err)
-	p.Name, p.Capacity = "tiny", capacity
-	p.ContextSize = 0 // a made-up card: all of it is ours
+	p = p.Resized(capacity) // a made-up card: all of it is ours
+	p.Name = "tiny"
 	d, err := device.New(sim.New(0, p))
 	require.NoError(t, err)
 	return d

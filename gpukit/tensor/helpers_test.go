@@ -21,9 +21,8 @@ func newDevCap(t testing.TB, capacity int64) *device.Device {
 		t.Fatal(err)
 	}
 	if capacity > 0 {
+		p = p.Resized(capacity)
 		p.Name = "tiny"
-		p.Capacity = capacity
-		p.ContextSize = 0
 	}
 	d, err := device.New(sim.New(0, p))
 	if err != nil {

@@ -19,8 +19,7 @@ func newDevice(t *testing.T, capacity int64) *device.Device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Capacity = capacity
-	p.ContextSize = 0 // a made-up card: all of it is ours
+	p = p.Resized(capacity) // a made-up card: all of it is ours
 	dev, err := device.New(sim.New(0, p))
 	if err != nil {
 		t.Fatal(err)

@@ -100,6 +100,20 @@ func (p Profile) PeerCopyCost(n int64) time.Duration {
 	return p.LaunchOverhead + Seconds(float64(n)/p.PeerBandwidth)
 }
 
+// Resized returns a made-up card like p with capacity bytes of device
+// memory and no context: all of its memory is the allocator's. Tests and
+// exercises use it to make out-of-memory errors happen at sizes they
+// choose. The real card's context is dropped rather than kept, because it
+// can be larger than the small card asked for, and rather than scaled,
+// because a context does not shrink with memory size (it grows with the
+// SM count). Validate still checks the capacity.
+func (p Profile) Resized(capacity int64) Profile {
+	p.Capacity = capacity
+	p.ContextSize = 0
+	p.ContextSource = "none: a made-up card resized from " + p.Name
+	return p
+}
+
 // Validate reports a profile whose figures cannot drive the model.
 func (p Profile) Validate() error {
 	switch {
@@ -108,7 +122,7 @@ func (p Profile) Validate() error {
 	case p.Capacity <= 0:
 		return fmt.Errorf("backend: profile %q: capacity %d must be positive", p.Name, p.Capacity)
 	case p.ContextSize < 0 || p.ContextSize >= p.Capacity:
-		return fmt.Errorf("backend: profile %q: context size %d must be at least 0 and below the capacity %d", p.Name, p.ContextSize, p.Capacity)
+		return fmt.Errorf("backend: profile %q: context size %d must be at least 0 and below the capacity %d (for a smaller made-up card, use Profile.Resized)", p.Name, p.ContextSize, p.Capacity)
 	case p.HBMBandwidth <= 0 || p.PCIePinned <= 0 || p.PCIePageable <= 0 || p.PeerBandwidth <= 0:
 		return fmt.Errorf("backend: profile %q: bandwidths must be positive", p.Name)
 	case p.FP32 <= 0 || p.FP16 <= 0:

@@ -11,9 +11,8 @@ import (
 
 func withCapacity(capacity int64) backend.Profile {
 	p, _ := backend.LookupProfile("classroom")
+	p = p.Resized(capacity) // the suite needs exactly capacity bytes for segments
 	p.Name = "conformance"
-	p.Capacity = capacity
-	p.ContextSize = 0 // the suite needs exactly capacity bytes for segments
 	return p
 }
 

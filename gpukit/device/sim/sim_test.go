@@ -22,9 +22,8 @@ func profile(t testing.TB, name string) backend.Profile {
 
 func small(capacity int64) backend.Profile {
 	p, _ := backend.LookupProfile("classroom")
+	p = p.Resized(capacity) // exactly capacity bytes for segments
 	p.Name = "test"
-	p.Capacity = capacity
-	p.ContextSize = 0 // exactly capacity bytes for segments
 	return p
 }
 
