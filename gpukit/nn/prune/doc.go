@@ -31,6 +31,12 @@
 //   - GlobalUnstructured ranks the entries of several parameters together
 //     and prunes the smallest across all of them.
 //
+// L1Unstructured, LnStructured and GlobalUnstructured take importance
+// scores, as PyTorch's importance_scores: a tensor of the parameter's
+// shape that is ranked instead of the parameter's values (ImportanceScores,
+// or Param.Scores for GlobalUnstructured). Scores of another shape are an
+// error.
+//
 // An Amount is a Fraction in [0, 1] of the entries (rounded half to even,
 // as Python's round) or a Count of entries; for LnStructured, of the
 // slices. Pruning a parameter again applies the new method to the entries
