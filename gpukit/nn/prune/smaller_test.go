@@ -102,9 +102,12 @@ func TestCSRLinearForwardEqualsDense(t *testing.T) {
 			require.NoError(t, err)
 			wt := sparse.T()
 			want := x.Matmul(wt)
+			before := dev.MemoryAllocated()
 			got := c.LinearForward(x)
 			assert.Equal(t, []int{6, 20}, got.Shape())
 			assert.InDeltaSlice(t, want.Float64s(), got.Float64s(), 1e-4)
+			got.Release()
+			assert.Equal(t, before, dev.MemoryAllocated(), "only the result was left allocated")
 		})
 	}
 }
