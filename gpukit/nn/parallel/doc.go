@@ -12,6 +12,14 @@
 // Run eagerly, the values are those of the single-device model on the
 // same micro-batches, bitwise (Reference runs that model).
 //
+// ForwardBackward runs a whole GPipe training step: the forwards of all
+// micro-batches, then their backwards in reverse order, each flowing from
+// the last stage to the first, with the gradient of each stage's input
+// copied back to the previous device on its clock. ScheduleStep lays it
+// out: both devices' timelines show the forward and the backward
+// bubbles, and each interval carries the device's allocated memory
+// around it. The gradients equal ReferenceStep's on one device, bitwise.
+//
 // The simulated devices keep independent clocks, so the time the pipeline
 // would take is computed, not observed: Forward measures each stage's
 // work and each copy on its device's clock, and Schedule lays those

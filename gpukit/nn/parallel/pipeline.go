@@ -26,11 +26,17 @@ type Pipeline struct {
 	Last Measured
 }
 
-// Measured is what one Forward took on the device clocks: Compute[s][m]
-// is stage s's forward on micro-batch m, Copy[s][m] the copy of its input
-// onto stage s's device (zero for stage 0).
+// Measured is what one Forward or ForwardBackward took on the device
+// clocks: Compute[s][m] is stage s's forward on micro-batch m, Copy[s][m]
+// the copy of its input onto stage s's device (zero for stage 0).
+// ForwardBackward also records Backward[s][m], stage s's backward on
+// micro-batch m, GradCopy[s][m], the copy of the gradient of its output
+// onto its device (zero for the last stage), and the device's memory
+// around each forward and backward.
 type Measured struct {
-	Compute, Copy [][]time.Duration
+	Compute, Copy           [][]time.Duration
+	Backward, GradCopy      [][]time.Duration
+	ForwardMem, BackwardMem [][]Allocated
 }
 
 // NewPipeline returns a pipeline of stages cut into microBatches. It

@@ -3,14 +3,20 @@ package parallel
 import "time"
 
 // Interval is a stretch of work on a stage's device: the copy of
-// micro-batch Micro's input onto the device, then its forward.
+// micro-batch Micro's input onto the device, then its forward; or, when
+// Backward is set, the copy of its output's gradient onto the device,
+// then its backward.
 type Interval struct {
 	Stage, Micro int
+	Backward     bool
 	Start, End   time.Duration
-	CopyEnd      time.Duration // Start..CopyEnd is the copy, CopyEnd..End the forward
+	CopyEnd      time.Duration // Start..CopyEnd is the copy, CopyEnd..End the forward or backward
+	// Mem is the stage device's allocated memory around the interval
+	// (ScheduleStep of a ForwardBackward only).
+	Mem Allocated
 }
 
-// Timeline is a GPipe forward schedule.
+// Timeline is a GPipe schedule of a forward pass, or of a training step.
 type Timeline struct {
 	Intervals []Interval
 	Total     time.Duration   // from the first start to the last end
@@ -49,12 +55,6 @@ func Schedule(m Measured) Timeline {
 			tl.Total = max(tl.Total, end[s][mb])
 		}
 	}
-	var busy time.Duration
-	for _, b := range tl.Busy {
-		busy += b
-	}
-	if tl.Total > 0 {
-		tl.Bubble = 1 - float64(busy)/(float64(S)*float64(tl.Total))
-	}
+	tl.Bubble = bubble(tl, S)
 	return tl
 }
