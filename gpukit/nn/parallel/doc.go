@@ -4,8 +4,8 @@
 // A Pipeline is a list of stages, each a module whose parameters and
 // buffers all live on one device. Forward runs the stages in order and
 // copies each activation to the next stage's device (a peer copy, costed
-// on the destination's clock at the profile's peer bandwidth; the sim
-// devices model no NVLink, so peer copies run at the PCIe pinned rate).
+// on the destination's clock: over NVLink when both profiles have it, as
+// the A100 and H100 ones do, otherwise at the PCIe pinned rate).
 // Autograd copies the gradients back the same way. With MicroBatches > 1
 // the batch is cut into micro-batches that flow through the stages one
 // after another (GPipe); the outputs are concatenated on the last device.
