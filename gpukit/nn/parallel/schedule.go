@@ -58,3 +58,18 @@ func Schedule(m Measured) Timeline {
 	tl.Bubble = bubble(tl, S)
 	return tl
 }
+
+// Memory returns the allocated memory of stage's device through the
+// timeline, as samples: at the start of each of its intervals, after the
+// copy in, and at the end, in time order. Between two samples the memory
+// does not change. Only a ScheduleStep timeline carries memory.
+func (tl Timeline) Memory(stage int) (at []time.Duration, allocated []int64) {
+	for _, iv := range tl.Intervals {
+		if iv.Stage != stage {
+			continue
+		}
+		at = append(at, iv.Start, iv.CopyEnd, iv.End)
+		allocated = append(allocated, iv.Mem.Start, iv.Mem.Copied, iv.Mem.End)
+	}
+	return at, allocated
+}

@@ -32,6 +32,7 @@ func TestForwardBackwardEqualsSingleDeviceBitwise(t *testing.T) {
 		ref := nn.NewSequential(ref0, ref1)
 		x := tensor.Randn([]int{10, 16}, tensor.On(d0), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(5)))
 		before0, before1 := d0.MemoryAllocated(), d1.MemoryAllocated()
+		before := []int64{before0, before1}
 
 		loss := p.ForwardBackward(x, sumOfSquares)
 		after0, after1 := d0.MemoryAllocated(), d1.MemoryAllocated()
@@ -49,6 +50,17 @@ func TestForwardBackwardEqualsSingleDeviceBitwise(t *testing.T) {
 			if iv.Backward && iv.Stage == 0 {
 				assert.Greater(t, iv.Mem.Copied, iv.Mem.Start, "the gradient arrived on sim:0")
 			}
+		}
+		for s := range 2 {
+			at, mem := tl.Memory(s)
+			require.Len(t, at, 3*2*micro)
+			assert.IsNonDecreasing(t, at, "one device works on one thing at a time")
+			assert.Equal(t, before[s], mem[0], "stage %d starts from its parameters", s)
+			assert.Equal(t, []int64{after0, after1}[s], mem[len(mem)-1], "and ends with its gradients")
+			// Activations pile up through the forwards and drain through
+			// the backwards.
+			assert.IsNonDecreasing(t, mem[:3*micro], "stage %d", s)
+			assert.Greater(t, mem[3*micro-1], before[s], "stage %d holds activations after its forwards", s)
 		}
 	}
 }
