@@ -19,6 +19,10 @@
 // out: both devices' timelines show the forward and the backward
 // bubbles, and each interval carries the device's allocated memory
 // around it. The gradients equal ReferenceStep's on one device, bitwise.
+// With Order set to OneFOneB, each device alternates one forward and one
+// backward after a short warm-up (PipeDream-Flush): the step is as long,
+// and a device holds the activations of at most as many micro-batches as
+// there are stages from it to the end, instead of all of them.
 //
 // The simulated devices keep independent clocks, so the time the pipeline
 // would take is computed, not observed: Forward measures each stage's

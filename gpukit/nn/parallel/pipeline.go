@@ -22,6 +22,9 @@ type Pipeline struct {
 	// MicroBatches is how many pieces Forward cuts a batch into along
 	// dimension 0 (1: naive model parallelism, the whole batch at once).
 	MicroBatches int
+	// Order is the order in which ForwardBackward runs the forwards and
+	// backwards on each device: GPipe (the zero value) or OneFOneB.
+	Order Order
 	// Last holds the durations Forward measured on the device clocks.
 	Last Measured
 }
@@ -34,6 +37,7 @@ type Pipeline struct {
 // onto its device (zero for the last stage), and the device's memory
 // around each forward and backward.
 type Measured struct {
+	Order                   Order // ForwardBackward's order
 	Compute, Copy           [][]time.Duration
 	Backward, GradCopy      [][]time.Duration
 	ForwardMem, BackwardMem [][]Allocated
