@@ -32,3 +32,56 @@ func CSRMatmul[F float32 | float64, I int32 | int64](vals []F, cols, offsets []I
 		}
 	})
 }
+
+// CSRMatmulT computes c = aᵀ·g for the rows×k CSR matrix a and a dense
+// row-major rows×n matrix g; c is k×n, row-major, overwritten: the
+// gradient of CSRMatmul's dense operand. Each entry (r, col, v) of a adds
+// v·g[r, :] into c[col, :]; entries of different rows may share a
+// column, so the goroutines split the n columns, not the rows.
+func CSRMatmulT[F float32 | float64, I int32 | int64](vals []F, cols, offsets []I, g []F, n int, c []F) {
+	clear(c)
+	rows := len(offsets) - 1
+	if rows <= 0 || n == 0 {
+		return
+	}
+	w := workers(len(vals)*n, gemmParallelFlops)
+	parallelFor(n, w, 16, func(lo, hi int) {
+		for r := range rows {
+			grow := g[r*n+lo : r*n+hi : r*n+hi]
+			for e := offsets[r]; e < offsets[r+1]; e++ {
+				v := vals[e]
+				off := int(cols[e]) * n
+				crow := c[off+lo : off+hi : off+hi]
+				for j := range crow {
+					crow[j] += v * grow[j]
+				}
+			}
+		}
+	})
+}
+
+// CSRSampledDot computes, for each entry e of the CSR pattern (row r,
+// column cols[e]), out[e] = g[r, :]·b[cols[e], :], with g rows×n and b
+// k×n dense and row-major: the gradient of CSRMatmul's values (g·bᵀ
+// sampled where a has entries). Rows are split among goroutines.
+func CSRSampledDot[F float32 | float64, I int32 | int64](cols, offsets []I, g, b []F, n int, out []F) {
+	rows := len(offsets) - 1
+	if rows <= 0 {
+		return
+	}
+	w := workers(len(out)*n, gemmParallelFlops)
+	parallelFor(rows, w, 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			grow := g[r*n : (r+1)*n : (r+1)*n]
+			for e := offsets[r]; e < offsets[r+1]; e++ {
+				off := int(cols[e]) * n
+				brow := b[off : off+n : off+n]
+				var s F
+				for j := range grow {
+					s += grow[j] * brow[j]
+				}
+				out[e] = s
+			}
+		}
+	})
+}

@@ -15,8 +15,10 @@ import (
 // contiguous [rows, n] tensor. All on one device. The kernel is row-wise
 // (kernels.CSRMatmul) and charges 2·nnz·n flops.
 //
-// It has no backward: it panics when grad mode is on and values or b
-// requires grad (compute under NoGrad, or use the dense weight to train).
+// Its backward gives values the gradient g·bᵀ at the entries' positions
+// (kernels.CSRSampledDot) and b the gradient aᵀ·g (kernels.CSRMatmulT).
+// It saves the index tensors, and values and b where the other one needs
+// a gradient (torch.sparse.mm's rule for a dense product).
 func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *Tensor) *Tensor {
 	const op = "SparseCSRMatmul"
 	values.live(op)
@@ -40,9 +42,6 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 	if len(b.shape) != 2 || b.shape[0] != cols {
 		panicf("%s: b of shape %s cannot multiply a %d×%d matrix; it needs shape [%d, n]", op, fmtShape(b.shape), rows, cols, cols)
 	}
-	if IsGradEnabled() && (values.requiresGrad || b.requiresGrad) {
-		panicf("%s has no backward; call it under NoGrad", op)
-	}
 	n := b.shape[1]
 	out := empty(values.outMem(), []int{rows, n}, values.dtype)
 	// With no entries the values have no bytes even on a real device.
@@ -58,7 +57,72 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 		}
 	}
 	out.charge(op, 2*int64(nnz)*int64(n), values, colIndices, rowOffsets, b)
-	return out
+	save := []*Tensor{colIndices, rowOffsets, savedIf(values, b), savedIf(b, values)}
+	k := cols
+	return record(out, "SparseCSRMatmulBackward0", []*Tensor{values, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
+		cidx, offs, vals, dense := saved[0], saved[1], saved[2], saved[3]
+		gc := g.Contiguous()
+		defer gc.Release()
+		return []*Tensor{
+			when(needs[0], func() *Tensor { // g·bᵀ at the entries
+				bc := dense.Contiguous()
+				defer bc.Release()
+				gv := empty(g.outMem(), []int{nnz}, g.dtype)
+				if nnz > 0 && !noBytes(gv, gc, bc, cidx, offs) {
+					csrBackward(gv, nil, cidx, offs, gc, bc)
+				}
+				gv.charge("SparseCSRSampledDot", 2*int64(nnz)*int64(n), gc, bc, cidx, offs)
+				return gv
+			}),
+			when(needs[1], func() *Tensor { // aᵀ·g
+				vc := vals.Contiguous()
+				defer vc.Release()
+				gb := empty(g.outMem(), []int{k, n}, g.dtype)
+				if gb.Numel() > 0 && !noBytes(gb, gc, offs) && (nnz == 0 || !noBytes(vc, cidx)) {
+					csrBackward(nil, gb, cidx, offs, gc, vc)
+				}
+				gb.charge("SparseCSRMatmulT", 2*int64(nnz)*int64(n), gc, vc, cidx, offs)
+				return gb
+			}),
+		}
+	})
+}
+
+// csrBackward runs one of the backward kernels: with gv, the values'
+// gradient from g and the dense operand x; with gb, the dense operand's
+// gradient from g and the values x.
+func csrBackward(gv, gb, cidx, offs, g, x *Tensor) {
+	if cidx.dtype == Int64 {
+		csrBackwardI(gv, gb, contiguousInts[int64](cidx), contiguousInts[int64](offs), g, x)
+	} else {
+		csrBackwardI(gv, gb, contiguousInts[int32](cidx), contiguousInts[int32](offs), g, x)
+	}
+}
+
+func csrBackwardI[I int32 | int64](gv, gb *Tensor, cols, offs []I, g, x *Tensor) {
+	n := g.shape[1]
+	gd := func(t *Tensor) (f32 []float32, f64 []float64) {
+		if t.dtype == Float32 {
+			return f32s(t.st.data)[t.offset:][:t.Numel()], nil
+		}
+		return nil, f64s(t.st.data)[t.offset:][:t.Numel()]
+	}
+	g32, g64 := gd(g)
+	x32, x64 := gd(x)
+	switch {
+	case gv != nil && g.dtype == Float32:
+		o32, _ := gd(gv)
+		kernels.CSRSampledDot(cols, offs, g32, x32, n, o32)
+	case gv != nil:
+		_, o64 := gd(gv)
+		kernels.CSRSampledDot(cols, offs, g64, x64, n, o64)
+	case g.dtype == Float32:
+		o32, _ := gd(gb)
+		kernels.CSRMatmulT(x32, cols, offs, g32, n, o32)
+	default:
+		_, o64 := gd(gb)
+		kernels.CSRMatmulT(x64, cols, offs, g64, n, o64)
+	}
 }
 
 // contiguousInts reads a 1-d index tensor's entries: its storage itself

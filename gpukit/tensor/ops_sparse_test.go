@@ -87,10 +87,6 @@ func TestSparseCSRMatmulBadInput(t *testing.T) {
 			c, _ := good()
 			tensor.SparseCSRMatmul(vals, c, tensor.FromSlice([]int32{0, 1, 1, 3}, []int{4}, on), 3, 3, b)
 		}, "use one index dtype"},
-		{"grad needed", func() {
-			c, o := good()
-			tensor.SparseCSRMatmul(vals, c, o, 3, 3, tensor.Ones([]int{3, 2}, on, tensor.RequiresGrad()))
-		}, "has no backward"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -104,5 +100,39 @@ func TestSparseCSRMatmulBadInput(t *testing.T) {
 			}()
 			tc.call()
 		})
+	}
+}
+
+// The gradients of the values and of b are those of the dense product
+// with the same matrix: the dense weight's gradient at the entries, and
+// the same gradient for b. The values are small integers and halves, so
+// every sum is exact in float64 and the comparison is bitwise.
+func TestSparseCSRMatmulBackward(t *testing.T) {
+	for _, index := range []tensor.Dtype{tensor.Int64, tensor.Int32} {
+		dev := newDev(t)
+		on := tensor.On(dev)
+		// a = [[0 2 0], [0 0 0], [1 0 3]]
+		vals := tensor.FromSlice([]float64{2, 1, 3}, []int{3}, on, tensor.Float64, tensor.RequiresGrad())
+		cols := tensor.FromSlice([]int64{1, 0, 2}, []int{3}, on, index)
+		offs := tensor.FromSlice([]int64{0, 1, 1, 3}, []int{4}, on, index)
+		b := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, []int{3, 2}, on, tensor.Float64, tensor.RequiresGrad())
+		g := tensor.FromSlice([]float64{0.5, -1, 2, 3, 1, 1.5}, []int{3, 2}, on, tensor.Float64)
+		y := tensor.SparseCSRMatmul(vals, cols, offs, 3, 3, b)
+		if y.GradFn() != "SparseCSRMatmulBackward0" {
+			t.Fatalf("grad_fn %q", y.GradFn())
+		}
+		y.Backward(tensor.WithGradient(g))
+
+		a := tensor.FromSlice([]float64{0, 2, 0, 0, 0, 0, 1, 0, 3}, []int{3, 3}, on, tensor.Float64, tensor.RequiresGrad())
+		bd := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, []int{3, 2}, on, tensor.Float64, tensor.RequiresGrad())
+		a.Matmul(bd).Backward(tensor.WithGradient(g))
+		ag := a.Grad().Float64s()
+		wantVals := []float64{ag[1], ag[6], ag[8]} // the entries' positions
+		if got := vals.Grad().Float64s(); !slicesEqual(got, wantVals) {
+			t.Errorf("%s: values' gradient %v, want %v", index, got, wantVals)
+		}
+		if got, want := b.Grad().Float64s(), bd.Grad().Float64s(); !slicesEqual(got, want) {
+			t.Errorf("%s: b's gradient %v, want %v", index, got, want)
+		}
 	}
 }

@@ -85,8 +85,8 @@ func (c *CSR) Release() {
 // CSR kernel (tensor.SparseCSRMatmul) on C · xᵀ: each output unit adds up
 // its kept weights times the matching rows of xᵀ, so the work is
 // proportional to the kept entries. The result is the transpose of that
-// [Cols, batch] product, a view (not contiguous). It has no backward:
-// call it under tensor.NoGrad.
+// [Cols, batch] product, a view (not contiguous). Gradients reach x and,
+// if it requires grad, Values (the kept weights only).
 func (c *CSR) LinearForward(x *tensor.Tensor) *tensor.Tensor {
 	if x.Dim() != 2 || x.Size(1) != c.Cols {
 		panic(errorf("CSR.LinearForward: input of shape %v, expected [batch, %d]", x.Shape(), c.Cols))
