@@ -16,7 +16,8 @@ type Interval struct {
 	Mem Allocated
 }
 
-// Timeline is a GPipe schedule of a forward pass, or of a training step.
+// Timeline is the schedule of a pipelined forward pass (GPipe), or of a
+// training step (in the pipeline's Order).
 type Timeline struct {
 	Intervals []Interval
 	Total     time.Duration   // from the first start to the last end

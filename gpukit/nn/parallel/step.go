@@ -72,7 +72,10 @@ func (o Order) ops(S, M int) [][]stepOp {
 }
 
 // Allocated is the memory a device held around one piece of a pipelined
-// step: at its start, after the incoming copy arrived, and at its end.
+// step: at its start, after the incoming copy arrived, and at its end. A
+// backward's gradient is sent by the next stage as soon as it is
+// computed, so for a backward Copied is Start (the gradient is already
+// there, counted by the first sample after it arrived).
 type Allocated struct{ Start, Copied, End int64 }
 
 // ForwardBackward runs one training step over x through the pipeline,
