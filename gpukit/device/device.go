@@ -77,6 +77,14 @@ func LookupProfile(name string) (Profile, error) {
 	return p, nil
 }
 
+// PeerPath says which link a copy from a card of profile src to one of
+// profile dst takes, and its bandwidth in bytes/s: "NVLink" when both
+// cards have it, "PCIe" otherwise (see the cost model in the package
+// documentation).
+func PeerPath(src, dst Profile) (link string, bandwidth float64) {
+	return backend.PeerPath(src, dst)
+}
+
 // Option configures a device when it is first opened.
 type Option func(*options)
 

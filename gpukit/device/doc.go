@@ -52,7 +52,7 @@
 //	kernel          p.LaunchOverhead + max(Flops/rate, Bytes/p.HBMBandwidth)    rate = p.FP16 if Half else p.FP32
 //	host<->device   p.LaunchOverhead + n/p.PCIePinned   (pageable: n/p.PCIePageable)
 //	device copy     p.LaunchOverhead + 2n/p.HBMBandwidth (read and write)
-//	peer copy       p.LaunchOverhead + n/p.PeerBandwidth (the PCIe pinned rate)
+//	peer copy       p.LaunchOverhead + n/bw  bw = the slower p.NVLink when both cards have NVLink, else the slower p.PeerBandwidth (PCIe pinned)
 //	raw malloc      p.MallocLatency + p.MallocPerGiB * n/GiB  (host time)
 //	raw free        synchronize the device, then p.FreeLatency  (host time)
 //

@@ -41,7 +41,11 @@ type Profile struct {
 	HBMBandwidth  float64 // device memory bandwidth, bytes/s
 	PCIePinned    float64 // host<->device copy bandwidth from page-locked memory, bytes/s
 	PCIePageable  float64 // host<->device copy bandwidth from pageable memory, bytes/s
-	PeerBandwidth float64 // device<->device copy bandwidth between two cards, bytes/s
+	PeerBandwidth float64 // device<->device copy bandwidth between two cards over PCIe, bytes/s
+	// NVLink is the peer-to-peer link's bandwidth per direction, bytes/s,
+	// for a card that has one (0: none). A copy between two cards uses it
+	// when both have it (PeerPath).
+	NVLink float64
 
 	FP32 float64 // FP32 rate, FLOP/s
 	FP16 float64 // FP16 tensor-core rate (dense), FLOP/s
@@ -95,9 +99,35 @@ func (p Profile) DeviceCopyCost(n int64) time.Duration {
 }
 
 // PeerCopyCost is the modelled duration of a copy of n bytes between two
-// devices: LaunchOverhead + n/PeerBandwidth.
+// devices of this profile over PCIe: LaunchOverhead + n/PeerBandwidth.
+// PeerCopyTime gives the cost on the path two cards actually use.
 func (p Profile) PeerCopyCost(n int64) time.Duration {
 	return p.LaunchOverhead + Seconds(float64(n)/p.PeerBandwidth)
+}
+
+// Peer links between two cards.
+const (
+	LinkPCIe   = "PCIe"
+	LinkNVLink = "NVLink"
+)
+
+// PeerPath is the link a copy from a card of profile src to one of
+// profile dst takes, and its bandwidth: NVLink when both cards have it,
+// at the slower card's rate; PCIe otherwise, at the slower card's
+// PeerBandwidth.
+func PeerPath(src, dst Profile) (link string, bandwidth float64) {
+	if src.NVLink > 0 && dst.NVLink > 0 {
+		return LinkNVLink, min(src.NVLink, dst.NVLink)
+	}
+	return LinkPCIe, min(src.PeerBandwidth, dst.PeerBandwidth)
+}
+
+// PeerCopyTime is the modelled duration of a copy of n bytes from a card
+// of profile src to one of profile dst, queued on a card of profile p:
+// p.LaunchOverhead + n/bandwidth of PeerPath(src, dst).
+func (p Profile) PeerCopyTime(src, dst Profile, n int64) time.Duration {
+	_, bw := PeerPath(src, dst)
+	return p.LaunchOverhead + Seconds(float64(n)/bw)
 }
 
 // Resized returns a made-up card like p with capacity bytes of device
@@ -125,6 +155,8 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("backend: profile %q: context size %d must be at least 0 and below the capacity %d (for a smaller made-up card, use Profile.Resized)", p.Name, p.ContextSize, p.Capacity)
 	case p.HBMBandwidth <= 0 || p.PCIePinned <= 0 || p.PCIePageable <= 0 || p.PeerBandwidth <= 0:
 		return fmt.Errorf("backend: profile %q: bandwidths must be positive", p.Name)
+	case p.NVLink < 0 || math.IsNaN(p.NVLink):
+		return fmt.Errorf("backend: profile %q: NVLink bandwidth %v must be 0 (none) or positive", p.Name, p.NVLink)
 	case p.FP32 <= 0 || p.FP16 <= 0:
 		return fmt.Errorf("backend: profile %q: FP32 and FP16 rates must be positive", p.Name)
 	case p.LaunchOverhead < 0 || p.MallocLatency < 0 || p.MallocPerGiB < 0 || p.FreeLatency < 0:
@@ -164,6 +196,17 @@ const (
 	freeLatency    = 15 * time.Microsecond
 )
 
+// NVLink bandwidths per direction. NVIDIA's datasheets give the total of
+// both directions: "NVLink: 600GB/s" for the A100 (SXM, and the PCIe card
+// with an NVLink bridge: 12 third-generation links of 50 GB/s, 25 GB/s each
+// way) and "NVLink: 900GB/s" for the H100 SXM (18 fourth-generation
+// links). A copy moves data one way, at half that. Modelled at the full
+// link rate, without the share PCIe copies lose (an upper bound).
+const (
+	nvlinkA100 = 600 * GBps / 2
+	nvlinkH100 = 900 * GBps / 2
+)
+
 // Context sizes. NVML reports a process's device memory, and PyTorch's
 // out-of-memory message prints it ("Including non-PyTorch memory, this
 // process has X memory in use"); X minus the allocated and the
@@ -189,7 +232,7 @@ const (
 func pcieProfile(p Profile, link float64) Profile {
 	p.PCIePinned = link * pinnedShare
 	p.PCIePageable = link * pinnedShare * pageableShare
-	p.PeerBandwidth = p.PCIePinned // peer copies over PCIe; NVLink is not modelled
+	p.PeerBandwidth = p.PCIePinned // peer copies over PCIe, unless both cards have NVLink
 	p.LaunchOverhead = launchOverhead
 	p.MallocLatency = mallocLatency
 	p.MallocPerGiB = mallocPerGiB
@@ -223,25 +266,27 @@ var profiles = []Profile{
 	}, pcie3x16),
 	pcieProfile(Profile{
 		Name:          "a100-40gb",
-		Description:   "NVIDIA A100 40GB (Ampere, HBM2, PCIe 4.0 x16 host link)",
+		Description:   "NVIDIA A100 40GB (Ampere, HBM2, PCIe 4.0 x16 host link, NVLink to its peer)",
 		Capacity:      40 * GiB,
 		ContextSize:   contextA100,
 		ContextSource: "estimate between the measured 16 GB-class (~349 MiB) and 80 GB-class (0.50 GiB) figures, the context growing with the SM count",
 		HBMBandwidth:  1555 * GBps,
 		FP32:          19.5 * TFLOPS,
 		FP16:          312 * TFLOPS,
-		Source:        "NVIDIA A100 datasheet: 40 GB HBM2, 1,555 GB/s, PCIe Gen4, FP32 19.5 TFLOPS, FP16 Tensor Core 312 TFLOPS (dense)",
+		NVLink:        nvlinkA100,
+		Source:        "NVIDIA A100 datasheet: 40 GB HBM2, 1,555 GB/s, PCIe Gen4, NVLink 600 GB/s (both directions), FP32 19.5 TFLOPS, FP16 Tensor Core 312 TFLOPS (dense)",
 	}, pcie4x16),
 	pcieProfile(Profile{
 		Name:          "h100-80gb",
-		Description:   "NVIDIA H100 SXM 80GB (Hopper, HBM3, PCIe 5.0 x16 host link)",
+		Description:   "NVIDIA H100 SXM 80GB (Hopper, HBM3, PCIe 5.0 x16 host link, NVLink to its peer)",
 		Capacity:      80 * GiB,
 		ContextSize:   contextH100,
 		ContextSource: "measured on an 80 GB-class card from a published out-of-memory message (github.com/Kwai-Keye/Keye/issues/11): 0.50 GiB outside the allocator",
 		HBMBandwidth:  3350 * GBps,
 		FP32:          67 * TFLOPS,
 		FP16:          989 * TFLOPS,
-		Source:        "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, PCIe Gen5, FP32 67 TFLOPS, FP16 Tensor Core 989 TFLOPS (dense; 1,979 with sparsity)",
+		NVLink:        nvlinkH100,
+		Source:        "NVIDIA H100 datasheet (SXM): 80 GB HBM3, 3.35 TB/s, PCIe Gen5, NVLink 900 GB/s (both directions), FP32 67 TFLOPS, FP16 Tensor Core 989 TFLOPS (dense; 1,979 with sparsity)",
 	}, pcie5x16),
 }
 

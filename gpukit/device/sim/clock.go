@@ -235,9 +235,10 @@ func (b *Backend) CopyDtoD(dst, src uint64, n int64, s alloc.Stream) error {
 }
 
 // CopyPeer copies n bytes from src on srcB to dst on dstB, asynchronously on
-// stream s of b, charged Profile.PeerCopyCost (DeviceCopyCost when both ends
-// are b). Both ends must be simulated devices; bytes move only when both
-// have backing bytes.
+// stream s of b, charged Profile.PeerCopyTime: over NVLink when both
+// profiles have it, PCIe otherwise (DeviceCopyCost when both ends are b).
+// Both ends must be simulated devices; bytes move only when both have
+// backing bytes.
 func (b *Backend) CopyPeer(dst uint64, dstB backend.Backend, src uint64, srcB backend.Backend, n int64, s alloc.Stream) error {
 	d, ok1 := dstB.(*Backend)
 	sr, ok2 := srcB.(*Backend)
@@ -258,7 +259,7 @@ func (b *Backend) CopyPeer(dst uint64, dstB backend.Backend, src uint64, srcB ba
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.enqueue(s, b.prof.PeerCopyCost(n), false)
+	b.enqueue(s, b.prof.PeerCopyTime(sr.prof, d.prof, n), false)
 	return nil
 }
 

@@ -22,15 +22,25 @@ type Pipeline struct {
 	// MicroBatches is how many pieces Forward cuts a batch into along
 	// dimension 0 (1: naive model parallelism, the whole batch at once).
 	MicroBatches int
+	// Order is the order in which ForwardBackward runs the forwards and
+	// backwards on each device: GPipe (the zero value) or OneFOneB.
+	Order Order
 	// Last holds the durations Forward measured on the device clocks.
 	Last Measured
 }
 
-// Measured is what one Forward took on the device clocks: Compute[s][m]
-// is stage s's forward on micro-batch m, Copy[s][m] the copy of its input
-// onto stage s's device (zero for stage 0).
+// Measured is what one Forward or ForwardBackward took on the device
+// clocks: Compute[s][m] is stage s's forward on micro-batch m, Copy[s][m]
+// the copy of its input onto stage s's device (zero for stage 0).
+// ForwardBackward also records Backward[s][m], stage s's backward on
+// micro-batch m, GradCopy[s][m], the copy of the gradient of its output
+// onto its device (zero for the last stage), and the device's memory
+// around each forward and backward.
 type Measured struct {
-	Compute, Copy [][]time.Duration
+	Order                   Order // ForwardBackward's order
+	Compute, Copy           [][]time.Duration
+	Backward, GradCopy      [][]time.Duration
+	ForwardMem, BackwardMem [][]Allocated
 }
 
 // NewPipeline returns a pipeline of stages cut into microBatches. It

@@ -3,14 +3,21 @@ package parallel
 import "time"
 
 // Interval is a stretch of work on a stage's device: the copy of
-// micro-batch Micro's input onto the device, then its forward.
+// micro-batch Micro's input onto the device, then its forward; or, when
+// Backward is set, the copy of its output's gradient onto the device,
+// then its backward.
 type Interval struct {
 	Stage, Micro int
+	Backward     bool
 	Start, End   time.Duration
-	CopyEnd      time.Duration // Start..CopyEnd is the copy, CopyEnd..End the forward
+	CopyEnd      time.Duration // Start..CopyEnd is the copy, CopyEnd..End the forward or backward
+	// Mem is the stage device's allocated memory around the interval
+	// (ScheduleStep of a ForwardBackward only).
+	Mem Allocated
 }
 
-// Timeline is a GPipe forward schedule.
+// Timeline is the schedule of a pipelined forward pass (GPipe), or of a
+// training step (in the pipeline's Order).
 type Timeline struct {
 	Intervals []Interval
 	Total     time.Duration   // from the first start to the last end
@@ -49,12 +56,21 @@ func Schedule(m Measured) Timeline {
 			tl.Total = max(tl.Total, end[s][mb])
 		}
 	}
-	var busy time.Duration
-	for _, b := range tl.Busy {
-		busy += b
-	}
-	if tl.Total > 0 {
-		tl.Bubble = 1 - float64(busy)/(float64(S)*float64(tl.Total))
-	}
+	tl.Bubble = bubble(tl, S)
 	return tl
+}
+
+// Memory returns the allocated memory of stage's device through the
+// timeline, as samples: at the start of each of its intervals, after the
+// copy in, and at the end, in time order. Between two samples the memory
+// does not change. Only a ScheduleStep timeline carries memory.
+func (tl Timeline) Memory(stage int) (at []time.Duration, allocated []int64) {
+	for _, iv := range tl.Intervals {
+		if iv.Stage != stage {
+			continue
+		}
+		at = append(at, iv.Start, iv.CopyEnd, iv.End)
+		allocated = append(allocated, iv.Mem.Start, iv.Mem.Copied, iv.Mem.End)
+	}
+	return at, allocated
 }

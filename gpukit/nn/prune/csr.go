@@ -19,9 +19,6 @@ type CSR struct {
 	Values     *tensor.Tensor // [nnz], the dense matrix's dtype
 	ColIndices *tensor.Tensor // [nnz], Int64 or Int32
 	RowOffsets *tensor.Tensor // [rows+1], same dtype as ColIndices
-	// rowOf is the row of each entry, on the host: the plan of the
-	// gather-scatter kernel (it goes to the device only for a call).
-	rowOf []int
 }
 
 // ToCSR returns the CSR form of the 2-d tensor w on w's device, keeping
@@ -40,20 +37,19 @@ func ToCSR(w *tensor.Tensor, index tensor.Dtype) (*CSR, error) {
 		return nil, errorf("ToCSR: %d entries do not fit Int32 indices", len(vals))
 	}
 	var nzVals []float64
-	var colIdx, rowOf []int
+	var colIdx []int
 	offsets := make([]int, rows+1)
 	for r := range rows {
 		for c := range cols {
 			if v := vals[r*cols+c]; v != 0 {
 				nzVals = append(nzVals, v)
 				colIdx = append(colIdx, c)
-				rowOf = append(rowOf, r)
 			}
 		}
 		offsets[r+1] = len(nzVals)
 	}
 	place := placeLike(w)
-	c := &CSR{Rows: rows, Cols: cols, rowOf: rowOf}
+	c := &CSR{Rows: rows, Cols: cols}
 	err := tensor.Try(func() {
 		c.Values = tensor.FromSlice(nzVals, []int{len(nzVals)}, place...)
 		c.ColIndices = tensor.FromSlice(colIdx, []int{len(colIdx)}, place[0], index)
@@ -85,25 +81,21 @@ func (c *CSR) Release() {
 }
 
 // LinearForward returns x · Cᵀ for x of shape [batch, Cols]: what a
-// Linear whose weight is C computes, without bias. The kernel is the
-// naive gather-scatter one (gather the inputs each entry needs, multiply,
-// add into its row), so it holds batch·nnz products for a moment and
-// does no better than dense until few entries are left; the benchmark
-// measures where.
+// Linear whose weight is C computes, without bias. It runs the row-wise
+// CSR kernel (tensor.SparseCSRMatmul) on C · xᵀ: each output unit adds up
+// its kept weights times the matching rows of xᵀ, so the work is
+// proportional to the kept entries. The result is the transpose of that
+// [Cols, batch] product, a view (not contiguous). Gradients reach x and,
+// if it requires grad, Values (the kept weights only).
 func (c *CSR) LinearForward(x *tensor.Tensor) *tensor.Tensor {
 	if x.Dim() != 2 || x.Size(1) != c.Cols {
 		panic(errorf("CSR.LinearForward: input of shape %v, expected [batch, %d]", x.Shape(), c.Cols))
 	}
-	batch := x.Size(0)
-	gathered := x.IndexSelect(1, c.ColIndices) // [batch, nnz]
-	defer gathered.Release()
-	prod := gathered.Mul(c.Values)
-	defer prod.Release()
-	rows := tensor.FromSlice(c.rowOf, []int{1, len(c.rowOf)}, placeLike(x)[0])
-	defer rows.Release()
-	rowsB := rows.Expand(batch, len(c.rowOf))
-	defer rowsB.Release()
-	zeros := tensor.Zeros([]int{batch, c.Rows}, placeLike(x)...)
-	defer zeros.Release()
-	return zeros.ScatterAdd(1, rowsB, prod)
+	xT := x.T()
+	defer xT.Release()
+	xt := xT.Contiguous() // [Cols, batch]: the rows the kernel accumulates
+	defer xt.Release()
+	yt := tensor.SparseCSRMatmul(c.Values, c.ColIndices, c.RowOffsets, c.Rows, c.Cols, xt)
+	defer yt.Release()
+	return yt.T()
 }

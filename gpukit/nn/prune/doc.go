@@ -18,9 +18,11 @@
 // (KeptSlices says which to keep). ToCSR stores a pruned weight in
 // compressed sparse row form (values, column indices, row offsets), which
 // is smaller than dense float32 only below a density of about 1/3 with
-// int64 indices (1/2 with int32); its LinearForward, a gather-scatter
-// kernel, is slower than the dense matmul at every density the benchmark
-// BenchmarkCSRVsDense measures (10% to 50%).
+// int64 indices (1/2 with int32). Its LinearForward runs a row-wise CSR
+// kernel (tensor.SparseCSRMatmul) whose modelled time follows the bytes it
+// reads, so it beats the dense matmul on the simulated clock about where
+// it beats it in memory; BenchmarkCSRVsDense measures both, and the CPU
+// time, at 10%, 30% and 50% density.
 //
 // The methods are PyTorch's:
 //
@@ -30,6 +32,12 @@
 //     Linear's weight for dim 0), those of smallest Ln norm.
 //   - GlobalUnstructured ranks the entries of several parameters together
 //     and prunes the smallest across all of them.
+//
+// L1Unstructured, LnStructured and GlobalUnstructured take importance
+// scores, as PyTorch's importance_scores: a tensor of the parameter's
+// shape that is ranked instead of the parameter's values (ImportanceScores,
+// or Param.Scores for GlobalUnstructured). Scores of another shape are an
+// error.
 //
 // An Amount is a Fraction in [0, 1] of the entries (rounded half to even,
 // as Python's round) or a Count of entries; for LnStructured, of the

@@ -17,9 +17,49 @@ type method struct {
 }
 
 // L1Unstructured prunes the amount of entries of m's parameter name with
-// the smallest absolute value (prune.l1_unstructured).
-func L1Unstructured(m nn.Module, name string, amount Amount) (*Pruned, error) {
-	return pruneOne(m, name, l1(amount))
+// the smallest absolute value (prune.l1_unstructured), or of the smallest
+// absolute importance score when given ImportanceScores.
+func L1Unstructured(m nn.Module, name string, amount Amount, opts ...Option) (*Pruned, error) {
+	t, err := resolve(m, name)
+	if err != nil {
+		return nil, err
+	}
+	return pruneTarget(t, l1(amount), opts)
+}
+
+// Option changes how a parameter is ranked for pruning.
+type Option func(*options)
+
+type options struct{ scores *tensor.Tensor }
+
+// ImportanceScores ranks the entries (for LnStructured, the slices) by
+// scores instead of by the parameter's values, as PyTorch's
+// importance_scores argument: scores must have the parameter's shape, and
+// are read once, when the mask is computed. Entries already pruned stay
+// pruned whatever their score.
+func ImportanceScores(scores *tensor.Tensor) Option {
+	return func(o *options) { o.scores = scores }
+}
+
+// rankingValues returns what ranks t's entries: the importance scores
+// from opts, checked against the parameter's shape, or the original
+// values (PyTorch's default importance_scores).
+func (t target) rankingValues(opts []Option) ([]float64, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.scores == nil {
+		return t.param.Float64s(), nil
+	}
+	return t.checkScores(o.scores)
+}
+
+func (t target) checkScores(scores *tensor.Tensor) ([]float64, error) {
+	if !slices.Equal(scores.Shape(), t.param.Shape()) {
+		return nil, errorf("%s: importance scores of shape %v, but the parameter has shape %v; give one score per entry", t, scores.Shape(), t.param.Shape())
+	}
+	return scores.Float64s(), nil
 }
 
 func l1(amount Amount) method {
@@ -41,7 +81,11 @@ func l1(amount Amount) method {
 // uniform number from gen (the default generator when nil) and those of
 // largest draw are pruned.
 func RandomUnstructured(m nn.Module, name string, amount Amount, gen *tensor.Generator) (*Pruned, error) {
-	return pruneOne(m, name, random(amount, gen))
+	t, err := resolve(m, name)
+	if err != nil {
+		return nil, err
+	}
+	return pruneTarget(t, random(amount, gen), nil)
 }
 
 func random(amount Amount, gen *tensor.Generator) method {
@@ -65,7 +109,7 @@ func random(amount Amount, gen *tensor.Generator) method {
 // Linear's weight [out, in], whole output rows. n may be any positive
 // number, 0 (count of non-zeros) or ±Inf; dim may be negative. The
 // amount counts slices, not entries.
-func LnStructured(m nn.Module, name string, amount Amount, n float64, dim int) (*Pruned, error) {
+func LnStructured(m nn.Module, name string, amount Amount, n float64, dim int, opts ...Option) (*Pruned, error) {
 	t, err := resolve(m, name)
 	if err != nil {
 		return nil, err
@@ -91,22 +135,17 @@ func LnStructured(m nn.Module, name string, amount Amount, n float64, dim int) (
 				return nil, err
 			}
 			return structuredMask(scores, def, shape, d, n, k), nil
-		}})
-}
-
-func pruneOne(m nn.Module, name string, meth method) (*Pruned, error) {
-	t, err := resolve(m, name)
-	if err != nil {
-		return nil, err
-	}
-	return pruneTarget(t, meth)
+		}}, opts)
 }
 
 // pruneTarget computes the new mask on the host (the model is untouched
-// if that fails), then installs it. The scores are the original values,
-// as PyTorch's default importance_scores.
-func pruneTarget(t target, meth method) (*Pruned, error) {
-	mask, err := combine(meth, t.param.Float64s(), t.param.Shape(), t.currentMask())
+// if that fails), then installs it.
+func pruneTarget(t target, meth method, opts []Option) (*Pruned, error) {
+	scores, err := t.rankingValues(opts)
+	if err != nil {
+		return nil, err
+	}
+	mask, err := combine(meth, scores, t.param.Shape(), t.currentMask())
 	if err != nil {
 		return nil, errorf("%s: %s", t, reason(err))
 	}
@@ -188,10 +227,14 @@ func scatter(base []float64, pos []int, vals []float64) []float64 {
 	return out
 }
 
-// Param names a parameter of a module for GlobalUnstructured.
+// Param names a parameter of a module for GlobalUnstructured, and
+// optionally its importance scores (PyTorch's importance_scores dict,
+// keyed by (module, name)): a tensor of the parameter's shape that ranks
+// its entries instead of their current values.
 type Param struct {
 	Module nn.Module
 	Name   string
+	Scores *tensor.Tensor // nil: rank by the parameter's current values
 }
 
 // GlobalUnstructured prunes the amount of entries with the smallest
@@ -199,7 +242,10 @@ type Param struct {
 // (prune.global_unstructured with L1Unstructured): a layer whose weights
 // are small loses more than one whose weights are large. The scores are
 // the parameters' current values (already pruned entries are skipped),
-// the amount is of the entries still unpruned across all of them. It
+// the amount is of the entries still unpruned across all of them. A
+// Param with Scores is ranked by its scores instead (the scores of
+// different parameters are compared with one another, so give them one
+// scale). It
 // returns one *Pruned per entry of params, in order (the same one for two
 // parameters of one module); put each where its module stood.
 func GlobalUnstructured(params []Param, amount Amount) ([]*Pruned, error) {
@@ -230,9 +276,16 @@ func global(params []Param, meth method) ([]*Pruned, error) {
 		seen[t.param] = true
 		targets[i] = t
 		cur := t.currentMask()
-		vals := t.param.Float64s()
-		for j := range vals {
-			vals[j] *= cur[j] // the current value of the parameter
+		var vals []float64
+		if p.Scores != nil {
+			if vals, err = t.checkScores(p.Scores); err != nil {
+				return nil, err
+			}
+		} else {
+			vals = t.param.Float64s()
+			for j := range vals {
+				vals[j] *= cur[j] // the current value of the parameter
+			}
 		}
 		scores = append(scores, vals...)
 		mask = append(mask, cur...)

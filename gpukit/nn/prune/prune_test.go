@@ -94,11 +94,26 @@ func TestBadInputLeavesTheModelUnchanged(t *testing.T) {
 		{"structured 1-d", func(m nn.Module) error { _, err := prune.LnStructured(m, "bias", prune.Count(1), 2, 0); return err }, "at least 2 dimensions"},
 		{"dim out of range", func(m nn.Module) error { _, err := prune.LnStructured(m, "weight", prune.Count(1), 2, 2); return err }, "out of range"},
 		{"global with a bad name", func(m nn.Module) error {
-			_, err := prune.GlobalUnstructured([]prune.Param{{m, "weight"}, {m, "nope"}}, prune.Count(1))
+			_, err := prune.GlobalUnstructured([]prune.Param{{Module: m, Name: "weight"}, {Module: m, Name: "nope"}}, prune.Count(1))
 			return err
 		}, `"nope" is not a parameter`},
+		{"scores of another shape", func(m nn.Module) error {
+			_, err := prune.L1Unstructured(m, "weight", prune.Count(1), prune.ImportanceScores(hostTensor([]float64{1, 2, 3, 4, 5, 6}, 3, 2)))
+			return err
+		}, "importance scores of shape [3 2], but the parameter has shape [2 3]"},
+		{"structured scores of another shape", func(m nn.Module) error {
+			_, err := prune.LnStructured(m, "weight", prune.Count(1), 2, 0, prune.ImportanceScores(hostTensor([]float64{1, 2, 3}, 3)))
+			return err
+		}, "importance scores of shape [3], but the parameter has shape [2 3]"},
+		{"global scores of another shape", func(m nn.Module) error {
+			_, err := prune.GlobalUnstructured([]prune.Param{
+				{Module: m, Name: "weight", Scores: hostTensor([]float64{1, 2, 3, 4, 5, 6}, 2, 3)},
+				{Module: m, Name: "bias", Scores: hostTensor([]float64{1, 2, 3}, 3)},
+			}, prune.Count(1))
+			return err
+		}, "Linear.bias: importance scores of shape [3], but the parameter has shape [2]"},
 		{"global above all entries", func(m nn.Module) error {
-			_, err := prune.GlobalUnstructured([]prune.Param{{m, "weight"}, {m, "bias"}}, prune.Count(9))
+			_, err := prune.GlobalUnstructured([]prune.Param{{Module: m, Name: "weight"}, {Module: m, Name: "bias"}}, prune.Count(9))
 			return err
 		}, "larger than the 8"},
 	} {
@@ -277,14 +292,14 @@ func TestGlobalUnstructuredRanksAcrossLayers(t *testing.T) {
 	dev := newDev(t)
 	small := linearWith(t, dev, [][]float64{{0.1, -0.2}, {0.3, 0.4}}, true)
 	large := linearWith(t, dev, [][]float64{{1, -2}, {0.25, 4}}, false)
-	ps, err := prune.GlobalUnstructured([]prune.Param{{small, "weight"}, {large, "weight"}}, prune.Count(3))
+	ps, err := prune.GlobalUnstructured([]prune.Param{{Module: small, Name: "weight"}, {Module: large, Name: "weight"}}, prune.Count(3))
 	require.NoError(t, err)
 	require.Len(t, ps, 2)
 	assert.Equal(t, []float64{0, 0, 1, 1}, ps[0].Mask("weight").Float64s())
 	assert.Equal(t, []float64{1, 1, 0, 1}, ps[1].Mask("weight").Float64s())
 
 	// Again, on the pruned modules: 0.3 and 0.4 are the smallest left.
-	ps2, err := prune.GlobalUnstructured([]prune.Param{{ps[0], "weight"}, {ps[1], "weight"}}, prune.Count(2))
+	ps2, err := prune.GlobalUnstructured([]prune.Param{{Module: ps[0], Name: "weight"}, {Module: ps[1], Name: "weight"}}, prune.Count(2))
 	require.NoError(t, err)
 	assert.Same(t, ps[0], ps2[0])
 	assert.Equal(t, []float64{0, 0, 0, 0}, ps[0].Mask("weight").Float64s())
@@ -292,10 +307,79 @@ func TestGlobalUnstructuredRanksAcrossLayers(t *testing.T) {
 
 	// Two parameters of one layer share its wrapper.
 	l := linearWith(t, dev, [][]float64{{1, 2}}, true)
-	ps3, err := prune.GlobalUnstructured([]prune.Param{{l, "weight"}, {l, "bias"}}, prune.Count(1))
+	ps3, err := prune.GlobalUnstructured([]prune.Param{{Module: l, Name: "weight"}, {Module: l, Name: "bias"}}, prune.Count(1))
 	require.NoError(t, err)
 	assert.Same(t, ps3[0], ps3[1])
 	assert.Equal(t, []string{"weight_orig", "bias_orig"}, names(nn.NamedParameters(ps3[0])))
-	_, err = prune.GlobalUnstructured([]prune.Param{{l, "weight"}, {l, "weight"}}, prune.Count(1))
+	_, err = prune.GlobalUnstructured([]prune.Param{{Module: l, Name: "weight"}, {Module: l, Name: "weight"}}, prune.Count(1))
 	assert.Error(t, err)
+}
+
+func hostTensor(vals []float64, shape ...int) *tensor.Tensor {
+	return tensor.FromSlice(vals, shape, tensor.OnHost(false), tensor.Float64)
+}
+
+// Importance scores rank the entries instead of the weights; the masks
+// are worked out by hand from the scores, with ties broken by position.
+func TestImportanceScores(t *testing.T) {
+	scores := func(vals ...float64) prune.Option { return prune.ImportanceScores(hostTensor(vals, 2, 3)) }
+	for _, tc := range []struct {
+		name  string
+		prune func(m nn.Module) (*prune.Pruned, error)
+		want  []float64
+	}{
+		// By weight, Count(2) would give 0 1 0 1 1 1.
+		{"L1 by descending scores", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.L1Unstructured(m, "weight", prune.Count(2), scores(6, 5, 4, 3, 2, 1))
+		}, []float64{1, 1, 1, 1, 0, 0}},
+		// |scores| = 1 1 1 / 0 1 1: the 0, then the first of the tied 1s.
+		{"L1 ties and signs", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.L1Unstructured(m, "weight", prune.Count(2), scores(1, -1, 1, 0, 1, -1))
+		}, []float64{0, 1, 1, 0, 1, 1}},
+		{"L1 fraction", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.L1Unstructured(m, "weight", prune.Fraction(0.5), scores(-9, 0.5, 8, 0.25, 7, -0.75))
+		}, []float64{1, 0, 1, 0, 1, 0}},
+		// Row norms of the scores: 9 and 1 (by weight row 0 would go).
+		{"Ln rows", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.LnStructured(m, "weight", prune.Count(1), 2, 0, scores(9, 0, 0, 1, 0, 0))
+		}, []float64{1, 1, 1, 0, 0, 0}},
+		// L1 column norms 2, 5, 2: keep the largest, then the lower of the tie.
+		{"Ln columns with a tie", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.LnStructured(m, "weight", prune.Count(1), 1, 1, scores(1, 4, -1, 1, 1, 1))
+		}, []float64{1, 1, 0, 1, 1, 0}},
+		// Already pruned entries stay pruned whatever their score: of the
+		// four left (positions 1, 3, 4, 5, scores 1 2 3 4), position 1 goes.
+		{"scores after a first pruning", func(m nn.Module) (*prune.Pruned, error) {
+			p, err := prune.L1Unstructured(m, "weight", prune.Count(2))
+			if err != nil {
+				return nil, err
+			}
+			return prune.L1Unstructured(p, "weight", prune.Count(1), scores(100, 1, 100, 2, 3, 4))
+		}, []float64{0, 0, 0, 1, 1, 1}},
+		{"no scores option is by weight", func(m nn.Module) (*prune.Pruned, error) {
+			return prune.L1Unstructured(m, "weight", prune.Count(2))
+		}, []float64{0, 1, 0, 1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := linearWith(t, newDev(t), tieWeights, false)
+			p, err := tc.prune(l)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, p.Mask("weight").Float64s())
+		})
+	}
+}
+
+func TestGlobalImportanceScores(t *testing.T) {
+	dev := newDev(t)
+	small := linearWith(t, dev, [][]float64{{0.1, -0.2}, {0.3, 0.4}}, false)
+	large := linearWith(t, dev, [][]float64{{1, -2}, {0.25, 4}}, false)
+	// Ranked together: small's |weights| .1 .2 .3 .4 and large's scores
+	// .05 .5 .15 9. The three smallest: .05, .1, .15.
+	ps, err := prune.GlobalUnstructured([]prune.Param{
+		{Module: small, Name: "weight"},
+		{Module: large, Name: "weight", Scores: hostTensor([]float64{0.05, -0.5, 0.15, 9}, 2, 2)},
+	}, prune.Count(3))
+	require.NoError(t, err)
+	assert.Equal(t, []float64{0, 1, 1, 1}, ps[0].Mask("weight").Float64s())
+	assert.Equal(t, []float64{0, 1, 0, 1}, ps[1].Mask("weight").Float64s())
 }

@@ -102,11 +102,46 @@ func TestCSRLinearForwardEqualsDense(t *testing.T) {
 			require.NoError(t, err)
 			wt := sparse.T()
 			want := x.Matmul(wt)
+			before := dev.MemoryAllocated()
 			got := c.LinearForward(x)
 			assert.Equal(t, []int{6, 20}, got.Shape())
 			assert.InDeltaSlice(t, want.Float64s(), got.Float64s(), 1e-4)
+			got.Release()
+			assert.Equal(t, before, dev.MemoryAllocated(), "only the result was left allocated")
 		})
 	}
+}
+
+// Gradients through the CSR form are the dense layer's: for x, and for
+// the kept weights.
+func TestCSRLinearForwardGradients(t *testing.T) {
+	dev := newDev(t)
+	g := tensor.NewGenerator(9)
+	w := tensor.Randn([]int{5, 7}, tensor.On(dev), tensor.Float64, tensor.WithGenerator(g))
+	keep := tensor.Rand([]int{5, 7}, tensor.On(dev), tensor.Float64, tensor.WithGenerator(g)).Lt(0.4).ToDtype(tensor.Float64)
+	sparse := w.Mul(keep)
+	c, err := prune.ToCSR(sparse, tensor.Int32)
+	require.NoError(t, err)
+	c.Values.SetRequiresGrad(true)
+	sparse.SetRequiresGrad(true)
+	xv := tensor.Randn([]int{3, 7}, tensor.On(dev), tensor.Float64, tensor.WithGenerator(g)).Float64s()
+	x1 := tensor.FromSlice(xv, []int{3, 7}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
+	x2 := tensor.FromSlice(xv, []int{3, 7}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
+	y1 := c.LinearForward(x1)
+	sq1 := y1.Mul(y1)
+	sq1.Sum().Backward()
+	st := sparse.T()
+	y2 := x2.Matmul(st)
+	sq2 := y2.Mul(y2)
+	sq2.Sum().Backward()
+	assert.InDeltaSlice(t, x2.Grad().Float64s(), x1.Grad().Float64s(), 1e-12)
+	var want []float64
+	for i, v := range sparse.Float64s() {
+		if v != 0 {
+			want = append(want, sparse.Grad().Float64s()[i])
+		}
+	}
+	assert.InDeltaSlice(t, want, c.Values.Grad().Float64s(), 1e-12)
 }
 
 // The break-even of CSR against dense float32, in bytes and in time, for
