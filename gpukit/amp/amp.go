@@ -13,7 +13,8 @@ import (
 // BFloat16 (torch.autocast("cuda", dtype)). Matmuls (and so Linear and
 // attention projections) run in dtype; softmax, log-softmax, exp, log,
 // pow, sums and the losses run in float32; ops that combine tensors
-// follow their widest input. Casts of parameters are cached until fn
+// (elementwise arithmetic, Where, and PyTorch's promote list: Cat, Stack,
+// ScatterAdd) follow their widest input. Casts of parameters are cached until fn
 // returns: CacheBytes, called inside fn, says how much memory they hold.
 // Call Backward after Autocast returns, as PyTorch recommends (gpukit
 // pauses autocast inside Backward anyway).
