@@ -71,7 +71,9 @@ func TestNormMisuse(t *testing.T) {
 		}, "bias has dtype float64"},
 		{"layer int", func() { tensor.LayerNorm(tensor.Zeros([]int{2}, tensor.On(dev), tensor.Int64), []int{2}, nil, nil, 0) }, "floating-point"},
 		{"batch rank", func() { tensor.BatchNorm(tensor.Zeros([]int{4}, tensor.On(dev)), nil, nil, nil, nil, true, 0.1, 1e-5) }, "expected a 2-d [N, C] or 3-d [N, C, L] input"},
-		{"batch one value", func() { tensor.BatchNorm(tensor.Zeros([]int{1, 3}, tensor.On(dev)), nil, nil, nil, nil, true, 0.1, 1e-5) }, "more than 1 value per channel"},
+		{"batch one value", func() {
+			tensor.BatchNorm(tensor.Zeros([]int{1, 3}, tensor.On(dev)), nil, nil, nil, nil, true, 0.1, 1e-5)
+		}, "more than 1 value per channel"},
 		{"batch eval stats", func() { tensor.BatchNorm(x, nil, nil, nil, nil, false, 0.1, 1e-5) }, "must be defined in evaluation mode"},
 		{"batch weight", func() { tensor.BatchNorm(x, tensor.Ones([]int{4}, tensor.On(dev)), nil, nil, nil, true, 0.1, 1e-5) }, "weight has shape [4], expected [3]"},
 	}

@@ -115,8 +115,12 @@ func TestGradcheck(t *testing.T) {
 			return tensor.LayerNorm(in[0].Transpose(1, 2), []int{3, 2}, in[1], nil, 1e-5)
 		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 2, 3), randn(3, 2)} }},
 		{"LayerNorm no affine", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.LayerNorm(in[0], []int{5}, nil, nil, 1e-5) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 5)} }},
-		{"BatchNorm train", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3), randn(3), randn(3)} }},
-		{"BatchNorm train 3-d", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3, 4), randn(3), randn(3)} }},
+		{"BatchNorm train", func(in []*tensor.Tensor) *tensor.Tensor {
+			return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3), randn(3), randn(3)} }},
+		{"BatchNorm train 3-d", func(in []*tensor.Tensor) *tensor.Tensor {
+			return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3, 4), randn(3), randn(3)} }},
 		{"BatchNorm eval", func(in []*tensor.Tensor) *tensor.Tensor {
 			rm := tensor.FromSlice([]float64{0.5, -1, 0}, []int{3}, tensor.On(dev))
 			rv := tensor.FromSlice([]float64{2, 0.5, 1}, []int{3}, tensor.On(dev))
