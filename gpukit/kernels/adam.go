@@ -26,8 +26,9 @@ type AdamScalars struct {
 //
 // Each operation is rounded to T in that order (no fused multiply-add),
 // so the result is bitwise the one of the same steps done as separate
-// elementwise kernels. Large inputs are split across goroutines as the
-// other elementwise kernels are.
+// elementwise kernels; on amd64 float32 runs eight elements at a time
+// (AVX) with the same operations. Large inputs are split across
+// goroutines as the other elementwise kernels are.
 func AdamUpdate[T Float](p, g, m, v []T, s AdamScalars) {
 	if len(g) != len(p) || len(m) != len(p) || len(v) != len(p) {
 		panic(fmt.Sprintf("kernels: AdamUpdate: lengths p=%d g=%d m=%d v=%d differ", len(p), len(g), len(m), len(v)))
@@ -45,9 +46,25 @@ func AdamUpdate[T Float](p, g, m, v []T, s AdamScalars) {
 		l2       = !s.Decoupled && s.WeightDecay != 0
 		adamW    = s.Decoupled
 	)
+	// Without L2 decay, float32 runs eight lanes at a time in assembly
+	// (AdamW's decay multiplies by decay; plain Adam's decay is 1, exact).
+	var vec *[8]float32
+	if _, ok := any(p).([]float32); ok && useAVX && !l2 {
+		d := float32(1)
+		if adamW {
+			d = float32(decay)
+		}
+		vec = &[8]float32{d, float32(b1), float32(c1), float32(b2), float32(c2), float32(bc2Sqrt), float32(eps), float32(stepSize)}
+	}
 	parallelFor(len(p), workers(len(p), parallelThreshold/2), 16, func(lo, hi int) {
 		p, g, m, v := p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
 		g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+		if vec != nil && len(p) >= 8 {
+			n := len(p) &^ 7
+			p32, g32, m32, v32 := any(p).([]float32), any(g).([]float32), any(m).([]float32), any(v).([]float32)
+			adamAVX(&p32[0], &g32[0], &m32[0], &v32[0], n, vec)
+			p, g, m, v = p[n:], g[n:], m[n:], v[n:]
+		}
 		for i := range p {
 			pi, gi := p[i], g[i]
 			if adamW {

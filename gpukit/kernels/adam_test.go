@@ -84,3 +84,19 @@ func TestAdamUpdateLengths(t *testing.T) {
 	}()
 	AdamUpdate(make([]float32, 2), make([]float32, 2), make([]float32, 1), make([]float32, 2), AdamScalars{Step: 1})
 }
+
+// BenchmarkAdamUpdate is one Adam step over the 4.2M parameters of the
+// optim package's 4-layer MLP benchmark.
+func BenchmarkAdamUpdate(b *testing.B) {
+	const n = 4*1024*1024 + 4*1024
+	p, g, m, v := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range p {
+		p[i], g[i] = float32(i%97)/97, float32(i%89)/89-0.5
+	}
+	b.SetBytes(7 * 4 * n)
+	s := AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	for b.Loop() {
+		s.Step++
+		AdamUpdate(p, g, m, v, s)
+	}
+}

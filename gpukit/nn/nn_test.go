@@ -304,3 +304,23 @@ func TestNormSavesWhatPyTorchSaves(t *testing.T) {
 		})
 	}
 }
+
+// Linear's weight gradient is computed as (gᵀ x)ᵀ, in the weight's own
+// layout (PyTorch's mm_mat2_backward for W.t()), so it becomes .grad
+// as it is: backward never holds a second, transposed copy of it.
+func TestLinearWeightGradNeedsNoCopy(t *testing.T) {
+	dev := newDev(t)
+	l := nn.NewLinear(256, 256, true, tensor.On(dev))
+	x := tensor.Randn([]int{32, 256}, tensor.On(dev))
+	y := l.Forward(x)
+	loss := y.Sum()
+	y.Release()
+	base := dev.MemoryAllocated()
+	dev.ResetPeakStats()
+	loss.Backward()
+	const weightGrad = 256 * 256 * 4
+	assert.True(t, l.Weight.Grad().IsContiguous())
+	assert.Less(t, dev.MaxMemoryAllocated()-base, int64(2*weightGrad), "one weight gradient at a time")
+	assert.GreaterOrEqual(t, dev.MaxMemoryAllocated()-base, int64(weightGrad))
+	runtime.KeepAlive(x)
+}
