@@ -396,3 +396,23 @@ func TestContiguousTransposedFloat32(t *testing.T) {
 	}
 	assert.Equal(t, x.Sum().Item(), c.Sum().Item())
 }
+
+// ReLU's backward is PyTorch's threshold_backward: one pass that
+// allocates only the gradient, no mask tensor, and passes the gradient
+// where the output is positive (or NaN).
+func TestReluBackwardAllocatesOnlyTheGradient(t *testing.T) {
+	dev := newDev(t)
+	x := tensor.FromSlice([]float32{-1, 0, 2, float32(math.NaN())}, []int{4}, tensor.On(dev), tensor.RequiresGrad())
+	y := x.Relu()
+	g := tensor.FromSlice([]float32{5, 6, 7, 8}, []int{4}, tensor.On(dev))
+	y.Backward(tensor.WithGradient(g))
+	assert.Equal(t, []float64{0, 0, 7, 8}, x.Grad().Float64s())
+
+	big := tensor.Randn([]int{64, 64}, tensor.On(dev), tensor.RequiresGrad())
+	r := big.Relu()
+	gr := tensor.Ones([]int{64, 64}, tensor.On(dev))
+	base := dev.MemoryAllocated()
+	dev.ResetPeakStats()
+	r.Backward(tensor.WithGradient(gr))
+	assert.EqualValues(t, 64*64*4, dev.MaxMemoryAllocated()-base, "the gradient only, which becomes big.Grad()")
+}
