@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -415,4 +416,28 @@ func TestReluBackwardAllocatesOnlyTheGradient(t *testing.T) {
 	dev.ResetPeakStats()
 	r.Backward(tensor.WithGradient(gr))
 	assert.EqualValues(t, 64*64*4, dev.MaxMemoryAllocated()-base, "the gradient only, which becomes big.Grad()")
+}
+
+// FusedAdam updates in place: nothing is allocated, versions move, and on
+// a meta device it runs (no values) instead of refusing; a strided
+// parameter is left to the caller's composed update.
+func TestFusedAdam(t *testing.T) {
+	s := tensor.AdamScalars{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
+	for _, dev := range []*device.Device{newDev(t), newMeta(t)} {
+		p := tensor.Zeros([]int{8, 4}, tensor.On(dev))
+		g, m, v := tensor.Ones([]int{8, 4}, tensor.On(dev)), tensor.Zeros([]int{8, 4}, tensor.On(dev)), tensor.Zeros([]int{8, 4}, tensor.On(dev))
+		before, version := dev.Stats()["allocation.all.allocated"], p.Storage().Version()
+		require.True(t, tensor.FusedAdam(p, g, m, v, s))
+		assert.Equal(t, before, dev.Stats()["allocation.all.allocated"], dev.Name())
+		assert.Greater(t, p.Storage().Version(), version)
+		if !p.IsMeta() {
+			assert.InDelta(t, -0.1, p.At(0, 0), 1e-6, "the first step moves by lr·sign(g)")
+		}
+		pt := tensor.Zeros([]int{4, 8}, tensor.On(dev)).T()
+		assert.False(t, tensor.FusedAdam(pt, g, m, v, s), "strided: not fused")
+	}
+	dev := newDev(t)
+	assert.Contains(t, panicMsg(func() {
+		tensor.FusedAdam(tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{4}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), s)
+	}), "does not match the gradient's [4]")
 }
