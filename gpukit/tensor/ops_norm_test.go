@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"math"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +98,71 @@ func TestNormOnMeta(t *testing.T) {
 	require.NotNil(t, x.Grad())
 	assert.Equal(t, []int{512, 1024}, x.Grad().Shape())
 	assert.Equal(t, []int{1024}, w.Grad().Shape())
+}
+
+// FuzzNorms runs LayerNorm and BatchNorm forward and backward on random
+// shapes, with and without weight and bias, in training and eval, on a
+// device small enough that large shapes run out of memory part way: every
+// outcome must leave allocated memory where it started once the tensors
+// are released.
+func FuzzNorms(f *testing.F) {
+	f.Add(uint8(3), uint8(4), uint8(0), true, true)
+	f.Add(uint8(1), uint8(1), uint8(2), false, false)
+	f.Add(uint8(200), uint8(250), uint8(5), true, false)
+	f.Fuzz(func(t *testing.T, rows, cols, length uint8, affine, training bool) {
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+		dev := newDevCap(t, 1<<20)
+		base := dev.MemoryAllocated()
+		var made []*tensor.Tensor
+		keep := func(ts ...*tensor.Tensor) {
+			for _, x := range ts {
+				if x != nil {
+					made = append(made, x)
+				}
+			}
+		}
+		shape := []int{int(rows), int(cols)}
+		if length%3 != 0 {
+			shape = append(shape, int(length%5))
+		}
+		err := tensor.Try(func() {
+			opts := []tensor.Option{tensor.On(dev), tensor.Float64, tensor.RequiresGrad()}
+			x := tensor.Randn(shape, opts...)
+			keep(x)
+			var w, b *tensor.Tensor
+			if affine {
+				w, b = tensor.Ones([]int{int(cols)}, opts...), tensor.Zeros([]int{int(cols)}, opts...)
+				keep(w, b)
+			}
+			rm, rv := tensor.Zeros([]int{int(cols)}, tensor.On(dev), tensor.Float64), tensor.Ones([]int{int(cols)}, tensor.On(dev), tensor.Float64)
+			keep(rm, rv)
+			var ln *tensor.Tensor
+			if len(shape) == 2 {
+				var lw, lb *tensor.Tensor
+				if affine {
+					lw, lb = w, b
+				}
+				ln = tensor.LayerNorm(x, shape[1:], lw, lb, 1e-5)
+			} else {
+				ln = tensor.LayerNorm(x, shape[2:], nil, nil, 1e-5)
+			}
+			keep(ln)
+			bn := tensor.BatchNorm(ln, w, b, rm, rv, training, 0.1, 1e-5)
+			keep(bn)
+			loss := bn.Sum()
+			keep(loss)
+			loss.Backward()
+		})
+		if err != nil {
+			t.Logf("refused: %v", err)
+		}
+		for _, x := range made {
+			x.SetGrad(nil)
+			x.Release()
+		}
+		tensor.CollectGarbage() // an op that ran out of memory leaves temporaries to the collector
+		if got := dev.MemoryAllocated(); got != base {
+			t.Fatalf("shape %v: %d bytes still allocated after releasing everything", shape, got-base)
+		}
+	})
 }
