@@ -12,9 +12,11 @@ import (
 // Autocast runs fn with automatic mixed precision to dtype, Float16 or
 // BFloat16 (torch.autocast("cuda", dtype)). Matmuls (and so Linear and
 // attention projections) run in dtype; softmax, log-softmax, exp, log,
-// pow, sums and the losses run in float32; ops that combine tensors
-// follow their widest input. Casts of parameters are cached until fn
-// returns: CacheBytes, called inside fn, says how much memory they hold.
+// pow, sums, layer norm and the losses run in float32; ops that combine
+// tensors (elementwise arithmetic, Where, and PyTorch's promote list:
+// Cat, Stack, ScatterAdd) follow their widest input. Casts of parameters
+// are cached until fn returns: CacheBytes, called inside fn, says how
+// much memory they hold.
 // Call Backward after Autocast returns, as PyTorch recommends (gpukit
 // pauses autocast inside Backward anyway).
 //

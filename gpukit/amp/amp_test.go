@@ -47,6 +47,11 @@ func TestOpLists(t *testing.T) {
 			got["relu"] = h.Relu().Dtype()
 			got["layer_norm"] = nn.NewLayerNorm(8, tensor.On(dev)).Forward(h).Dtype()
 			got["linear"] = nn.NewLinear(8, 3, true, tensor.On(dev)).Forward(x).Dtype()
+			got["cat"] = tensor.Cat([]*tensor.Tensor{h, x}, 0).Dtype()
+			got["cat low"] = tensor.Cat([]*tensor.Tensor{h, h}, 0).Dtype()
+			got["stack"] = tensor.Stack([]*tensor.Tensor{x, h}, 0).Dtype()
+			got["stack float64"] = tensor.Stack([]*tensor.Tensor{h, d}, 1).Dtype()
+			got["scatter_add"] = h.ScatterAdd(0, ids.View(4, 1).Expand(4, 8), x).Dtype()
 			amp.Disabled(func() { got["matmul disabled"] = x.Matmul(w).Dtype() })
 		}))
 		assert.Equal(t, map[string]tensor.Dtype{
@@ -54,6 +59,8 @@ func TestOpLists(t *testing.T) {
 			"exp": tensor.Float32, "sum": tensor.Float32, "mse": tensor.Float32, "cross_entropy": tensor.Float32,
 			"add mixed": tensor.Float32, "mul low": tensor.Float16, "relu": tensor.Float16,
 			"layer_norm": tensor.Float32, "linear": dt, "matmul disabled": tensor.Float32,
+			"cat": tensor.Float32, "cat low": tensor.Float16, "stack": tensor.Float32,
+			"stack float64": tensor.Float64, "scatter_add": tensor.Float32,
 		}, got, dt.String())
 	}
 	assert.Equal(t, tensor.Float32, x.Matmul(w).Dtype(), "outside autocast nothing changes")

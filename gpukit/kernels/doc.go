@@ -27,6 +27,10 @@
 //     line read or written is used in full (AVX shuffles on amd64).
 //   - Reductions work on a [outer, n, inner] view of contiguous data and
 //     accumulate sums in float64.
+//   - AdamUpdate is an optimizer step in one pass over a parameter, its
+//     gradient and Adam's two moments, eight float32 lanes at a time in
+//     AVX assembly on amd64, with the scalar loop's operations in the
+//     same order, so both round alike.
 //
 // The generic functions accept any ~float32 or ~float64 element type; the
 // two have different GC shapes, so each gets its own compiled body and the

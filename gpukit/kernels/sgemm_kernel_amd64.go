@@ -18,3 +18,11 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int)
+
+// adamAVX is implemented in adam_amd64.s.
+//
+//go:noescape
+func adamAVX(p, grad, m, v *float32, n int, c *[8]float32)
+
+// useAVX selects the 8-wide Adam update (AVX, no FMA needed).
+var useAVX = cpu.X86.HasAVX

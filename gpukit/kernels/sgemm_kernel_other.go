@@ -11,3 +11,9 @@ func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32) {
 func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int) {
 	panic("kernels: AVX transpose not available")
 }
+
+var useAVX = false
+
+func adamAVX(p, grad, m, v *float32, n int, c *[8]float32) {
+	panic("kernels: AVX Adam update not available")
+}

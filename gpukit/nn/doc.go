@@ -21,11 +21,10 @@
 //
 // Forward returns a tensor the caller owns and releases its own
 // intermediates at once, so what stays allocated after a forward pass is
-// exactly what autograd saved for backward. LayerNorm and BatchNorm1d are
-// composed of tensor ops, so they save more than PyTorch's fused kernels
-// (several [N, D] tensors where PyTorch keeps the input and two
-// per-row statistics); Linear, Embedding, Dropout and the activations
-// save what PyTorch saves.
+// exactly what autograd saved for backward. Every layer saves what
+// PyTorch saves: LayerNorm and BatchNorm1d are single ops with their own
+// backward (native_layer_norm, native_batch_norm) that keep the input and
+// two statistics per row or feature.
 //
 // Misuse panics with an *Error ("nn: ..."); state dicts (SaveFile,
 // LoadFile) return errors.

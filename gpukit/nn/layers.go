@@ -95,9 +95,8 @@ func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
 
 // LayerNorm normalises over the last dimension and applies a learned
 // scale and shift (torch.nn.LayerNorm(dim), eps 1e-5, weight ones, bias
-// zeros). It is composed of tensor ops, so autograd saves the
-// intermediate tensors those ops need (a fused kernel, as PyTorch's, saves
-// only the input, the mean and 1/σ).
+// zeros). It is one op (tensor.LayerNorm, PyTorch's native_layer_norm):
+// autograd saves the input and a mean and 1/σ per row, as PyTorch does.
 type LayerNorm struct {
 	Base
 	Dim          int
@@ -124,50 +123,17 @@ func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if x.Dim() == 0 || x.Size(-1) != n.Dim {
 		panic(errorf("LayerNorm: input of shape %v, expected last dimension %d", x.Shape(), n.Dim))
 	}
-	xhat := normalize(x, []int{-1}, n.Eps, nil, nil)
-	defer xhat.Release()
-	return affine(xhat, n.Weight, n.Bias)
-}
-
-// normalize returns (x - mean)/√(var + eps) over dims, using mean and
-// variance when given (BatchNorm in eval) and the batch's otherwise.
-func normalize(x *tensor.Tensor, dims []int, eps float64, mean, variance *tensor.Tensor) *tensor.Tensor {
-	if mean == nil {
-		mean = x.MeanDims(dims, true)
-		defer mean.Release()
-		c := x.Sub(mean)
-		defer c.Release()
-		sq := c.Mul(c)
-		defer sq.Release()
-		v := sq.MeanDims(dims, true)
-		defer v.Release()
-		return scaleBy(c, v, eps)
-	}
-	c := x.Sub(mean)
-	defer c.Release()
-	return scaleBy(c, variance, eps)
-}
-
-func scaleBy(c, variance *tensor.Tensor, eps float64) *tensor.Tensor {
-	ve := variance.Add(eps)
-	defer ve.Release()
-	rstd := ve.Pow(-0.5)
-	defer rstd.Release()
-	return c.Mul(rstd)
-}
-
-func affine(xhat, weight, bias *tensor.Tensor) *tensor.Tensor {
-	y := xhat.Mul(weight)
-	defer y.Release()
-	return y.Add(bias)
+	return tensor.LayerNorm(x, []int{n.Dim}, n.Weight, n.Bias, n.Eps)
 }
 
 // BatchNorm1d normalises each feature of [N, C] inputs over the batch
 // (torch.nn.BatchNorm1d(C): eps 1e-5, momentum 0.1, affine, running
-// statistics). In training it uses the batch's mean and biased variance
-// and updates the buffers running_mean (zeros at start), running_var
-// (ones; updated with the unbiased variance) and num_batches_tracked
-// (Int64); in eval it uses the running statistics.
+// statistics). It is one op (tensor.BatchNorm, PyTorch's
+// native_batch_norm). In training it uses the batch's mean and biased
+// variance, saves the input and a mean and 1/σ per feature, and updates
+// the buffers running_mean (zeros at start), running_var (ones; updated
+// with the unbiased variance) and num_batches_tracked (Int64); in eval it
+// uses the running statistics.
 type BatchNorm1d struct {
 	Base
 	Features                            int
@@ -205,26 +171,14 @@ func (b *BatchNorm1d) Forward(x *tensor.Tensor) *tensor.Tensor {
 		panic(errorf("BatchNorm1d: input of shape %v, expected [N, %d]", x.Shape(), b.Features))
 	}
 	if !b.Training() {
-		xhat := normalize(x, nil, b.Eps, b.RunningMean, b.RunningVar)
-		defer xhat.Release()
-		return affine(xhat, b.Weight, b.Bias)
+		return tensor.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, false, b.Momentum, b.Eps)
 	}
-	n := x.Size(0)
-	if n < 2 {
+	if x.Size(0) < 2 {
 		panic(errorf("BatchNorm1d: expected more than 1 value per channel when training, got input of shape %v", x.Shape()))
 	}
-	xhat := normalize(x, []int{0}, b.Eps, nil, nil)
-	defer xhat.Release()
-	tensor.NoGrad(func() {
-		mean := x.MeanDims([]int{0}, false)
-		v := x.Var([]int{0}, false, true)
-		b.RunningMean.MulInPlace(1 - b.Momentum).AddInPlace(mean.MulInPlace(b.Momentum))
-		b.RunningVar.MulInPlace(1 - b.Momentum).AddInPlace(v.MulInPlace(b.Momentum))
-		b.NumTracked.AddInPlace(1)
-		mean.Release()
-		v.Release()
-	})
-	return affine(xhat, b.Weight, b.Bias)
+	y := tensor.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, true, b.Momentum, b.Eps)
+	tensor.NoGrad(func() { b.NumTracked.AddInPlace(1) })
+	return y
 }
 
 // Dropout zeroes elements with probability P in training

@@ -259,3 +259,68 @@ func recoverMsg(r any) string {
 	}
 	return "unexpected panic"
 }
+
+// LayerNorm and BatchNorm1d keep what PyTorch's native_layer_norm and
+// native_batch_norm save: the input (already allocated), weight and bias
+// (parameters), and two float32 statistics per row (LayerNorm: mean and
+// rstd, [64, 1] = 256 bytes, one 512-byte block each) or per feature
+// (BatchNorm in training: save_mean and save_invstd, [1024] = 4096 bytes
+// each). In eval BatchNorm normalises with its buffers and keeps nothing
+// new. Backward frees the statistics.
+func TestNormSavesWhatPyTorchSaves(t *testing.T) {
+	const rows, dim = 64, 1024
+	bn := func(dev *device.Device) nn.Module { return nn.NewBatchNorm1d(dim, tensor.On(dev)) }
+	tests := []struct {
+		name  string
+		build func(*device.Device) nn.Module
+		eval  bool
+		saved int64
+		node  string
+	}{
+		{"LayerNorm", func(dev *device.Device) nn.Module { return nn.NewLayerNorm(dim, tensor.On(dev)) }, false, 2 * 512, "NativeLayerNormBackward0"},
+		{"BatchNorm1d", bn, false, 2 * dim * 4, "NativeBatchNormBackward0"},
+		{"BatchNorm1dEval", bn, true, 0, "NativeBatchNormBackward0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := newDev(t)
+			m := tc.build(dev)
+			if tc.eval {
+				nn.Eval(m)
+			}
+			x := tensor.Randn([]int{rows, dim}, tensor.On(dev), tensor.RequiresGrad())
+			base := dev.MemoryAllocated()
+			y := m.Forward(x)
+			assert.Equal(t, tc.node, y.GradFn())
+			assert.EqualValues(t, rows*dim*4+tc.saved, dev.MemoryAllocated()-base, "output and saved statistics")
+			loss := y.Sum()
+			y.Release()
+			assert.EqualValues(t, 512+tc.saved, dev.MemoryAllocated()-base, "the 0-d loss and the saved statistics")
+			loss.Backward()
+			loss.Release()
+			grads := int64(rows*dim*4 + 2*dim*4) // x, weight and bias
+			assert.EqualValues(t, grads, dev.MemoryAllocated()-base, "backward freed the statistics")
+			runtime.KeepAlive(x)
+		})
+	}
+}
+
+// Linear's weight gradient is computed as (gᵀ x)ᵀ, in the weight's own
+// layout (PyTorch's mm_mat2_backward for W.t()), so it becomes .grad
+// as it is: backward never holds a second, transposed copy of it.
+func TestLinearWeightGradNeedsNoCopy(t *testing.T) {
+	dev := newDev(t)
+	l := nn.NewLinear(256, 256, true, tensor.On(dev))
+	x := tensor.Randn([]int{32, 256}, tensor.On(dev))
+	y := l.Forward(x)
+	loss := y.Sum()
+	y.Release()
+	base := dev.MemoryAllocated()
+	dev.ResetPeakStats()
+	loss.Backward()
+	const weightGrad = 256 * 256 * 4
+	assert.True(t, l.Weight.Grad().IsContiguous())
+	assert.Less(t, dev.MaxMemoryAllocated()-base, int64(2*weightGrad), "one weight gradient at a time")
+	assert.GreaterOrEqual(t, dev.MaxMemoryAllocated()-base, int64(weightGrad))
+	runtime.KeepAlive(x)
+}

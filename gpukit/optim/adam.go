@@ -61,10 +61,14 @@ type adamState struct {
 //
 // exp_avg and exp_avg_sq, each the size of the parameter, are allocated
 // at the parameter's first step, which is when a real card's memory grows
-// by twice the model's size. The update itself uses two temporaries of
-// one parameter's size at a time (PyTorch's single-tensor
-// implementation; its default foreach one holds temporaries for a whole
-// group at once).
+// by twice the model's size. The update itself is one fused kernel per
+// parameter (tensor.FusedAdam, PyTorch's fused=True) that allocates
+// nothing; PyTorch's default foreach implementation would also hold
+// temporaries for a whole group at once. Where the step cannot be fused
+// (float16 or bfloat16 parameters, non-contiguous ones, a cuda device) it
+// is composed of elementwise ops, as PyTorch's single-tensor
+// implementation is, with two temporaries of one parameter's size at a
+// time.
 type Adam struct {
 	groups    []Group[AdamConfig]
 	decoupled bool
@@ -114,6 +118,18 @@ func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
 		o.state[p] = s
 	}
 	s.step++
+	sc := tensor.AdamScalars{LR: c.LR, Beta1: c.Betas[0], Beta2: c.Betas[1], Eps: c.Eps,
+		WeightDecay: c.WeightDecay, Decoupled: o.decoupled, Step: s.step}
+	if !tensor.FusedAdam(p, p.Grad(), s.expAvg, s.expAvgSq, sc) {
+		o.composedUpdate(p, s, c)
+	}
+}
+
+// composedUpdate is the step as separate elementwise ops (PyTorch's
+// single-tensor implementation), for what FusedAdam cannot fuse: half
+// precision, non-contiguous tensors, cuda. It holds two temporaries of
+// the parameter's size at a time.
+func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 	b1, b2 := c.Betas[0], c.Betas[1]
 	var g *tensor.Tensor
 	if o.decoupled {

@@ -219,3 +219,42 @@ func TestSchedules(t *testing.T) {
 	_, err = optim.NewCosineLR(opt, 0, 0)
 	assert.ErrorContains(t, err, "T_max must be positive")
 }
+
+// A contiguous parameter takes the fused kernel, a transposed one the
+// composed elementwise ops: both give bitwise the same values, and the
+// fused step allocates nothing once the state exists (fused=True in
+// PyTorch), while the composed one holds temporaries.
+func TestAdamFusedEqualsComposed(t *testing.T) {
+	for _, w := range []bool{false, true} {
+		dev := newDev(t)
+		gen := tensor.NewGenerator(3)
+		init := tensor.Randn([]int{48, 64}, tensor.On(dev), tensor.WithGenerator(gen))
+		dense := init.Clone().SetRequiresGrad(true)
+		strided := init.T().Contiguous().T().Detach().SetRequiresGrad(true) // same values, column-major
+		require.False(t, strided.IsContiguous())
+		cfg := optim.DefaultAdam()
+		cfg.WeightDecay = 0.05
+		build := optim.NewAdam
+		if w {
+			build = optim.NewAdamW
+		}
+		fused, err := build([]*tensor.Tensor{dense}, cfg)
+		require.NoError(t, err)
+		composed, err := build([]*tensor.Tensor{strided}, cfg)
+		require.NoError(t, err)
+		for step := range 3 {
+			g := tensor.Randn([]int{48, 64}, tensor.On(dev), tensor.WithGenerator(gen))
+			dense.SetGrad(g.Clone())
+			strided.SetGrad(g.T().Contiguous().T())
+			before := dev.Stats()["allocation.all.allocated"]
+			fused.Step()
+			if step > 0 {
+				assert.Equal(t, before, dev.Stats()["allocation.all.allocated"], "a fused step allocates nothing")
+			}
+			before = dev.Stats()["allocation.all.allocated"]
+			composed.Step()
+			assert.Greater(t, dev.Stats()["allocation.all.allocated"], before, "the composed step allocates temporaries")
+			assert.Equal(t, dense.Float64s(), strided.Float64s(), "step %d, AdamW %v", step+1, w)
+		}
+	}
+}

@@ -12,9 +12,10 @@ import (
 //
 //   - lower precision (matmul-like): Matmul runs in the autocast dtype;
 //   - float32 (numerically sensitive): Softmax, LogSoftmax, Exp, Log, Pow,
-//     Sum, SumDims, MSELoss, CrossEntropy;
+//     Sum, SumDims, MSELoss, CrossEntropy, LayerNorm;
 //   - widest input (ops whose inputs must agree): Add, Sub, Mul, Div,
-//     Maximum, Minimum, Where;
+//     Maximum, Minimum, Where, and the ops of PyTorch's "promote" list
+//     that gpukit has: Cat, Stack, ScatterAdd;
 //   - every other op runs in the dtype of its input.
 //
 // Float64 tensors are never cast (they are not eligible, as in PyTorch).

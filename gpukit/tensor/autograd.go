@@ -518,7 +518,10 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 		}
 		// Take one reference per use of each returned gradient, then drop
 		// the ones the backward function handed us (several inputs may get
-		// the very same tensor, e.g. Add).
+		// the very same tensor, e.g. Add) and the incoming gradient, so
+		// that a fresh gradient reaching a leaf is referenced by its use
+		// alone and AccumulateGrad can take it without a copy.
+		uses := make([]*Tensor, len(next))
 		for i, e := range next {
 			gi := ins[i]
 			if !e.needed() || gi == nil {
@@ -527,7 +530,19 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			if !slices.Equal(gi.shape, n.shapes[i]) {
 				panic(fmt.Sprintf("tensor: internal error: %s returned a gradient of shape %s for input %d of shape %s", n.name, fmtShape(gi.shape), i, fmtShape(n.shapes[i])))
 			}
-			ga := gi.alias()
+			uses[i] = gi.alias()
+		}
+		// inFlight holds g and the gradients the backward function made.
+		for _, t := range inFlight {
+			t.Release()
+		}
+		inFlight = append(inFlight[:0], uses...) // released if a use panics
+		for i, e := range next {
+			ga := uses[i]
+			if ga == nil {
+				continue
+			}
+			inFlight[i] = nil // handed over
 			if e.leaf != nil {
 				accumulateLeaf(e.leaf, ga)
 				continue
@@ -543,10 +558,6 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			if deps[e.fn] == 0 {
 				ready = append(ready, e.fn)
 			}
-		}
-		// inFlight holds g and the gradients the backward function made.
-		for _, t := range inFlight {
-			t.Release()
 		}
 		inFlight = inFlight[:0]
 	}

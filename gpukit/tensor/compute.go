@@ -544,6 +544,45 @@ func maskScaleKernel(out, a, mask *Tensor, scale float64) {
 	})
 }
 
+// reluBackwardKernel writes out = y ≤ 0 ? 0 : g (PyTorch's
+// threshold_backward for ReLU's output y); out, g and y have one shape
+// and one dtype.
+func reluBackwardKernel(out, g, y *Tensor) {
+	if out.Numel() == 0 || noBytes(out, g, y) {
+		return
+	}
+	n := out.Numel()
+	if g.IsContiguous() && y.IsContiguous() {
+		switch out.dtype {
+		case Float32:
+			d, gs, ys := f32s(out.st.data)[:n], f32s(g.st.data)[g.offset:g.offset+n], f32s(y.st.data)[y.offset:y.offset+n]
+			for i := range d {
+				d[i] = 0
+				if !(ys[i] <= 0) {
+					d[i] = gs[i]
+				}
+			}
+			return
+		case Float64:
+			d, gs, ys := f64s(out.st.data)[:n], f64s(g.st.data)[g.offset:g.offset+n], f64s(y.st.data)[y.offset:y.offset+n]
+			for i := range d {
+				d[i] = 0
+				if !(ys[i] <= 0) {
+					d[i] = gs[i]
+				}
+			}
+			return
+		}
+	}
+	forEachOffset(out.shape, []int{out.offset, g.offset, y.offset}, [][]int{out.strides, g.strides, y.strides}, func(_ int, o []int) {
+		v := 0.0
+		if !(load(y.dtype, y.st.data, o[2]) <= 0) {
+			v = load(g.dtype, g.st.data, o[1])
+		}
+		store(out.dtype, out.st.data, o[0], v)
+	})
+}
+
 // bernoulliKernel fills the Bool mask with 1 where a uniform draw from g
 // is ≥ p (keep), 0 elsewhere.
 func bernoulliKernel(mask *Tensor, p float64, g *Generator) {

@@ -195,6 +195,16 @@
 // CrossEntropy(logits [N, C], targets [N]) (mean, saves the [N, C]
 // log-softmax).
 //
+// Normalisation (ops_norm.go), one node each as in PyTorch: LayerNorm
+// (NativeLayerNormBackward0: saves the input, weight, bias and a float32
+// mean and rstd per row) and BatchNorm (NativeBatchNormBackward0: in
+// training saves the input, weight and a save_mean and save_invstd per
+// channel, and updates the running statistics in place; in eval uses and
+// saves them).
+//
+// Optimizer kernels (ops_optim.go): FusedAdam, one pass over a parameter,
+// its gradient and Adam's state, allocating nothing (fused=True).
+//
 // Out-of-place ops on pinned host tensors produce pageable host tensors,
 // as in PyTorch.
 package tensor

@@ -126,6 +126,9 @@ func (t *Tensor) Gather(dim int, index *Tensor) *Tensor {
 // src (gathered at index). It saves index for backward only when src
 // requires grad (t's gradient does not use it).
 func (t *Tensor) ScatterAdd(dim int, index, src *Tensor) *Tensor {
+	if y, ok := autocast2(castPromote, t, src, func(a, b *Tensor) *Tensor { return a.ScatterAdd(dim, index, b) }); ok {
+		return y
+	}
 	t.live("ScatterAdd")
 	src.live("ScatterAdd")
 	checkPair("ScatterAdd", t, src)
@@ -211,6 +214,9 @@ func catShape(op string, tensors []*Tensor, dim int, stack bool) ([]int, int) {
 // dim) along dim into a new tensor (torch.cat). Each input's gradient is
 // its slice of the output's gradient.
 func Cat(tensors []*Tensor, dim int) *Tensor {
+	if y, ok := autocastN(castPromote, tensors, func(c []*Tensor) *Tensor { return Cat(c, dim) }); ok {
+		return y
+	}
 	shape, d := catShape("Cat", tensors, dim, false)
 	out := empty(tensors[0].outMem(), shape, tensors[0].dtype)
 	sizes := make([]int, len(tensors))
@@ -238,6 +244,9 @@ func Cat(tensors []*Tensor, dim int) *Tensor {
 // dimension dim (torch.stack): the result has shape[dim] = len(tensors).
 // Each input's gradient is its Select of the output's gradient.
 func Stack(tensors []*Tensor, dim int) *Tensor {
+	if y, ok := autocastN(castPromote, tensors, func(c []*Tensor) *Tensor { return Stack(c, dim) }); ok {
+		return y
+	}
 	shape, d := catShape("Stack", tensors, dim, true)
 	out := empty(tensors[0].outMem(), shape, tensors[0].dtype)
 	for i, t := range tensors {

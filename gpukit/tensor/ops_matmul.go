@@ -56,21 +56,57 @@ func (t *Tensor) Matmul(b *Tensor) *Tensor {
 		name = "BmmBackward0"
 	}
 	save := []*Tensor{savedIf(t, b), savedIf(b, t)}
+	// An operand that is a column-major matrix (W.T() in Linear) gets its
+	// gradient computed transposed, so that it comes out in the operand's
+	// own layout: PyTorch's mm_mat1_backward and mm_mat2_backward. Then
+	// the weight's gradient is dense in the weight's layout and becomes
+	// its .grad without a copy.
+	mm := len(as) == 2 && len(bs) == 2
+	colA, colB := mm && columnMajor(t), mm && columnMajor(b)
 	return record(out, name, []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 		a, b := saved[0], saved[1]
 		return []*Tensor{
-			when(needs[0], func() *Tensor { // g @ bᵀ
-				bt := b.Transpose(-1, -2)
+			when(needs[0], func() *Tensor {
+				if colA { // (b @ gᵀ)ᵀ
+					return transposedProduct(b, g, false)
+				}
+				bt := b.Transpose(-1, -2) // g @ bᵀ
 				defer bt.Release()
 				return reduced(g.Matmul(bt), as)
 			}),
-			when(needs[1], func() *Tensor { // aᵀ @ g
-				at := a.Transpose(-1, -2)
+			when(needs[1], func() *Tensor {
+				if colB { // (gᵀ @ a)ᵀ
+					return transposedProduct(g, a, true)
+				}
+				at := a.Transpose(-1, -2) // aᵀ @ g
 				defer at.Release()
 				return reduced(at.Matmul(g), bs)
 			}),
 		}
 	})
+}
+
+// columnMajor reports whether t is a dense column-major matrix (strides
+// [1, rows]): a 2-d transpose of a contiguous one.
+func columnMajor(t *Tensor) bool {
+	return len(t.shape) == 2 && t.shape[0] > 1 && t.shape[1] > 1 && t.strides[0] == 1 && t.strides[1] == t.shape[0]
+}
+
+// transposedProduct returns (x @ yᵀ)ᵀ, or (xᵀ @ y)ᵀ when transposeX, as
+// a transposed view of the product.
+func transposedProduct(x, y *Tensor, transposeX bool) *Tensor {
+	var p *Tensor
+	if transposeX {
+		xt := x.Transpose(0, 1)
+		p = xt.Matmul(y)
+		xt.Release()
+	} else {
+		yt := y.Transpose(0, 1)
+		p = x.Matmul(yt)
+		yt.Release()
+	}
+	defer p.Release()
+	return p.Transpose(0, 1)
 }
 
 // MatmulOut writes a @ b into the preallocated out and returns out. It

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -395,4 +396,48 @@ func TestContiguousTransposedFloat32(t *testing.T) {
 		assert.Equal(t, x.At(ij[1], ij[0]), c.At(ij[0], ij[1]))
 	}
 	assert.Equal(t, x.Sum().Item(), c.Sum().Item())
+}
+
+// ReLU's backward is PyTorch's threshold_backward: one pass that
+// allocates only the gradient, no mask tensor, and passes the gradient
+// where the output is positive (or NaN).
+func TestReluBackwardAllocatesOnlyTheGradient(t *testing.T) {
+	dev := newDev(t)
+	x := tensor.FromSlice([]float32{-1, 0, 2, float32(math.NaN())}, []int{4}, tensor.On(dev), tensor.RequiresGrad())
+	y := x.Relu()
+	g := tensor.FromSlice([]float32{5, 6, 7, 8}, []int{4}, tensor.On(dev))
+	y.Backward(tensor.WithGradient(g))
+	assert.Equal(t, []float64{0, 0, 7, 8}, x.Grad().Float64s())
+
+	big := tensor.Randn([]int{64, 64}, tensor.On(dev), tensor.RequiresGrad())
+	r := big.Relu()
+	gr := tensor.Ones([]int{64, 64}, tensor.On(dev))
+	base := dev.MemoryAllocated()
+	dev.ResetPeakStats()
+	r.Backward(tensor.WithGradient(gr))
+	assert.EqualValues(t, 64*64*4, dev.MaxMemoryAllocated()-base, "the gradient only, which becomes big.Grad()")
+}
+
+// FusedAdam updates in place: nothing is allocated, versions move, and on
+// a meta device it runs (no values) instead of refusing; a strided
+// parameter is left to the caller's composed update.
+func TestFusedAdam(t *testing.T) {
+	s := tensor.AdamScalars{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
+	for _, dev := range []*device.Device{newDev(t), newMeta(t)} {
+		p := tensor.Zeros([]int{8, 4}, tensor.On(dev))
+		g, m, v := tensor.Ones([]int{8, 4}, tensor.On(dev)), tensor.Zeros([]int{8, 4}, tensor.On(dev)), tensor.Zeros([]int{8, 4}, tensor.On(dev))
+		before, version := dev.Stats()["allocation.all.allocated"], p.Storage().Version()
+		require.True(t, tensor.FusedAdam(p, g, m, v, s))
+		assert.Equal(t, before, dev.Stats()["allocation.all.allocated"], dev.Name())
+		assert.Greater(t, p.Storage().Version(), version)
+		if !p.IsMeta() {
+			assert.InDelta(t, -0.1, p.At(0, 0), 1e-6, "the first step moves by lr·sign(g)")
+		}
+		pt := tensor.Zeros([]int{4, 8}, tensor.On(dev)).T()
+		assert.False(t, tensor.FusedAdam(pt, g, m, v, s), "strided: not fused")
+	}
+	dev := newDev(t)
+	assert.Contains(t, panicMsg(func() {
+		tensor.FusedAdam(tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{4}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), s)
+	}), "does not match the gradient's [4]")
 }

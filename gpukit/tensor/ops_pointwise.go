@@ -221,9 +221,17 @@ func (t *Tensor) Relu() *Tensor {
 	out := unary("Relu", kernels.Relu, t)
 	return record(out, "ReluBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			mask := scalarOp("Greater", kernels.Greater, saved[0], 0, false)
-			defer mask.Release()
-			return []*Tensor{g.Mul(mask)}
+			y := saved[0]
+			if c, _ := devCompute(y); c != nil || g.dtype != y.dtype { // composed of the device's kernels
+				mask := scalarOp("Greater", kernels.Greater, y, 0, false)
+				defer mask.Release()
+				return []*Tensor{g.Mul(mask)}
+			}
+			// threshold_backward: one pass, no mask tensor
+			out := empty(g.outMem(), y.shape, g.dtype)
+			reluBackwardKernel(out, g, y)
+			out.charge("ReluBackward", int64(out.Numel()), g, y)
+			return []*Tensor{out}
 		})
 }
 

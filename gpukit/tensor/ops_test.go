@@ -109,6 +109,23 @@ func TestGradcheck(t *testing.T) {
 		{"ScatterAdd", func(in []*tensor.Tensor) *tensor.Tensor { return in[0].ScatterAdd(0, scatterIdx, in[1]) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4), randn(2, 4)} }},
 		{"Cat", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.Cat([]*tensor.Tensor{in[0], in[1], in[0]}, 1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 2), randn(2, 3)} }},
 		{"Stack", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.Stack([]*tensor.Tensor{in[0], in[1].T()}, -1) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3), randn(3, 2)} }},
+		// normalisation (native_layer_norm, native_batch_norm)
+		{"LayerNorm", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.LayerNorm(in[0], []int{4}, in[1], in[2], 1e-5) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(3, 4), randn(4), randn(4)} }},
+		{"LayerNorm 2-d shape transposed", func(in []*tensor.Tensor) *tensor.Tensor {
+			return tensor.LayerNorm(in[0].Transpose(1, 2), []int{3, 2}, in[1], nil, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 2, 3), randn(3, 2)} }},
+		{"LayerNorm no affine", func(in []*tensor.Tensor) *tensor.Tensor { return tensor.LayerNorm(in[0], []int{5}, nil, nil, 1e-5) }, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 5)} }},
+		{"BatchNorm train", func(in []*tensor.Tensor) *tensor.Tensor {
+			return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3), randn(3), randn(3)} }},
+		{"BatchNorm train 3-d", func(in []*tensor.Tensor) *tensor.Tensor {
+			return tensor.BatchNorm(in[0], in[1], in[2], nil, nil, true, 0.1, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(2, 3, 4), randn(3), randn(3)} }},
+		{"BatchNorm eval", func(in []*tensor.Tensor) *tensor.Tensor {
+			rm := tensor.FromSlice([]float64{0.5, -1, 0}, []int{3}, tensor.On(dev))
+			rv := tensor.FromSlice([]float64{2, 0.5, 1}, []int{3}, tensor.On(dev))
+			return tensor.BatchNorm(in[0], in[1], in[2], rm, rv, false, 0.1, 1e-5)
+		}, func() []*tensor.Tensor { return []*tensor.Tensor{randn(4, 3), randn(3), randn(3)} }},
 		// in place on non-leaves
 		{"SubInPlace", func(in []*tensor.Tensor) *tensor.Tensor {
 			y := in[0].Mul(2)

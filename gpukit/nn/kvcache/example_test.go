@@ -40,6 +40,6 @@ func ExampleNewDecoder() {
 			dev.MaxMemoryAllocated()-base, dev.MemoryReserved()-dev.MemoryAllocated())
 	}
 	// Output:
-	// preallocated cache 524288 B, allocations 4226, peak above the model 569344 B, reserved-allocated 517632 B
-	// concat       cache 524288 B, allocations 4480, peak above the model 798720 B, reserved-allocated 2614784 B
+	// preallocated cache 524288 B, allocations 2818, peak above the model 569344 B, reserved-allocated 517632 B
+	// concat       cache 524288 B, allocations 3072, peak above the model 798720 B, reserved-allocated 2614784 B
 }

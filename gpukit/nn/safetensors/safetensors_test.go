@@ -195,6 +195,33 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
+// A tensor large enough to be read in several pieces at once comes back
+// byte for byte; a file cut short after Open is refused, naming the file,
+// and no tensor is returned.
+func TestLoadLargeAndTruncatedAfterOpen(t *testing.T) {
+	const n = 40 << 20 // bytes: several read chunks
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	path := filepath.Join(t.TempDir(), "large.safetensors")
+	require.NoError(t, safetensors.Write(path, []safetensors.Tensor{{Name: "w", Dtype: "F32", Shape: []int{n / 4}, Data: data}}, nil))
+	f, err := safetensors.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	x, err := f.Load(f.Tensors[0])
+	require.NoError(t, err)
+	assert.True(t, string(data) == string(x.Storage().Bytes()[:n]), "loaded bytes differ from the file's")
+	x.Release()
+
+	require.NoError(t, os.Truncate(path, int64(n/2)))
+	x, err = f.Load(f.Tensors[0])
+	require.Error(t, err)
+	assert.Nil(t, x)
+	assert.ErrorContains(t, err, path)
+	assert.ErrorContains(t, err, "reading w: unexpected EOF")
+}
+
 // BenchmarkLoad256MiB reads a 256 MiB tensor into host memory through
 // Open and Load; BenchmarkIOCopy256MiB copies the same file to
 // io.Discard. The target is Load at ≥ 0.5× io.Copy's throughput.
