@@ -7,7 +7,9 @@
 #   docker build -t gpumem-course .
 #   docker run --rm -p 8888:8888 gpumem-course
 #
-# On a machine with an NVIDIA GPU (and the NVIDIA container toolkit):
+# The GPU variant (GPUKIT_TAGS=cuda) adds CUDA 11.8 from Debian (make
+# image-cuda), or uses NVIDIA's CUDA image as its base; it runs on a machine
+# with an NVIDIA GPU and the NVIDIA container toolkit:
 #   docker build --build-arg BASE=nvidia/cuda:12.4.1-devel-ubuntu22.04 --build-arg GPUKIT_TAGS=cuda -t gpumem-course:cuda .
 #   docker run --rm --gpus all -p 8888:8888 gpumem-course:cuda
 # gorgonia.org/cu v0.9.6 compiles against CUDA 11.8 and 12.x headers, not 13.

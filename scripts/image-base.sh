@@ -9,9 +9,10 @@
 # Each is made once and then reused from podman's image store, which outlives
 # the clones CI runs in. The base's tag carries a key of everything it is made
 # from (the mirror, the debootstrap command, the CA certificates' contents), so
-# a change to any of them makes a new base instead of reusing a stale one. CI and `make image` call it; a machine
-# that can pull from Docker Hub does not need it (the Dockerfile's defaults
-# are the public debian and golang images).
+# a change to any of them makes a new base instead of reusing a stale one.
+# CI and `make image` call it; a machine that can pull from Docker Hub does
+# not need it (the Dockerfile's defaults are the public debian and golang
+# images).
 #
 # Environment: DEBIAN_MIRROR (default: the first URI of this machine's apt
 # sources, else http://deb.debian.org/debian); GOROOT_DIR (default

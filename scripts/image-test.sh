@@ -5,7 +5,7 @@
 #   - it runs as uid 1000, not root (the container's user and Jupyter's process);
 #   - Jupyter serves on 8888, refuses requests without its token, and lists
 #     the gonb kernel in /api/kernelspecs;
-#   - every notebook executes top to bottom (scripts/run-notebooks.sh);
+#   - gopls is on the gonb kernel's PATH;
 #   - jupyterhub-singleuser (what a hub, deploy/k8s, starts per student) runs;
 #   - `grader check` works inside;
 #   - every notebook executes top to bottom (scripts/run-notebooks.sh);
