@@ -40,7 +40,7 @@ done; then
 	exit 1
 fi
 # Earlier builds' final images, untagged by this one, would otherwise pile
-# up on a machine that builds on every CI run (about 0.5 GB each); the layers
+# up on a machine that builds on every CI run (about 140 MB each); the layers
 # of tagged images, the cache of the next build, are kept.
 podman image prune -f >/dev/null 2>&1 || true
 echo "image: built $image in $(($(date +%s) - start))s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
