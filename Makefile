@@ -107,7 +107,7 @@ image-test: image
 # The GPU variant, gpumem-course:cuda: the same image with Debian's CUDA 11.8
 # headers and gpukit built with -tags cuda. image-cuda-test checks, without a
 # GPU, that the cuda build compiles, vets and links inside it and that NVRTC
-# compiles every kernel. Not in CI: it adds about 2.5 GB and many minutes.
+# compiles every kernel. Not in CI: 7 GB and about 7 minutes more (docs/instructors.md).
 image-cuda:
 	@IMAGE=gpumem-course:cuda GPUKIT_TAGS=cuda bash scripts/image-build.sh
 
