@@ -7,7 +7,9 @@
 #   docker build -t gpumem-course .
 #   docker run --rm -p 8888:8888 gpumem-course
 #
-# On a machine with an NVIDIA GPU (and the NVIDIA container toolkit):
+# The GPU variant (GPUKIT_TAGS=cuda) adds CUDA 11.8 from Debian (make
+# image-cuda), or uses NVIDIA's CUDA image as its base; it runs on a machine
+# with an NVIDIA GPU and the NVIDIA container toolkit:
 #   docker build --build-arg BASE=nvidia/cuda:12.4.1-devel-ubuntu22.04 --build-arg GPUKIT_TAGS=cuda -t gpumem-course:cuda .
 #   docker run --rm --gpus all -p 8888:8888 gpumem-course:cuda
 # gorgonia.org/cu v0.9.6 compiles against CUDA 11.8 and 12.x headers, not 13.
@@ -21,14 +23,9 @@ ARG BASE=debian:bookworm
 FROM ${GO_IMAGE} AS go
 
 FROM ${BASE}
-ARG GPUKIT_TAGS=
 ARG NB_USER=jovyan
 ARG NB_UID=1000
 ARG NB_GID=100
-# Where Go fetches modules while the image is built: Go's default, or a
-# mirror or proxy of your own (--build-arg BUILD_GOPROXY=...). The running
-# image never fetches (GOPROXY=off at the end).
-ARG BUILD_GOPROXY=https://proxy.golang.org,direct
 
 USER root
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -43,14 +40,26 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # stub; at run time the NVIDIA container toolkit provides the real driver.)
 
 COPY --from=go /usr/local/go /usr/local/go
-# Debian's packages, as root: the build tools, and Jupyter through the same
-# script `make lab`, `make test` and CI run (its --apt-only part).
+# Debian's packages, as root: the build tools, Jupyter through the same
+# script `make lab`, `make test` and CI run (its --apt-only part), and
+# jupyterhub-singleuser, the server JupyterHub (deploy/k8s) starts per student.
+# The hub's proxy runs elsewhere (its own pod under Zero to JupyterHub), so an
+# empty package stands in for node-configurable-http-proxy: it would bring
+# nodejs, 190 MB, into every student's image for nothing.
 COPY scripts/setup.sh /tmp/setup.sh
 # (--error-on=any: without the network, stop at the mirror it could not reach,
-# not later at "Unable to locate package".)
-RUN apt-get update --error-on=any && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
+# not later at "Unable to locate package"; Acquire::Retries rides out a
+# dropped connection.)
+RUN echo 'Acquire::Retries "3";' >/etc/apt/apt.conf.d/80-retries \
+    && { apt-get update --error-on=any || { echo "image: could not fetch Debian's package lists from $(grep -h -o 'http[^ ]*' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | sort -u | tr '\n' ' '): no network, or the mirror is unreachable" >&2; exit 1; }; } \
+    && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
     && HOME=/root bash /tmp/setup.sh --apt-only \
-    && rm -rf /var/lib/apt/lists/* /tmp/setup.sh \
+    && mkdir -p /tmp/chp/DEBIAN \
+    && printf '%s\n' 'Package: node-configurable-http-proxy' 'Version: 0~gpumem' 'Architecture: all' \
+        'Maintainer: gpumem course' 'Description: empty stand-in: the hub and its proxy run outside this image' >/tmp/chp/DEBIAN/control \
+    && dpkg-deb -b /tmp/chp /tmp/chp.deb >/dev/null && dpkg -i /tmp/chp.deb >/dev/null \
+    && apt-get install -y --no-install-recommends jupyterhub \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/setup.sh /tmp/chp /tmp/chp.deb \
     && (getent group ${NB_GID} || groupadd -g ${NB_GID} users) \
     && useradd -m -s /bin/bash -u ${NB_UID} -g ${NB_GID} ${NB_USER} \
     && install -d -o ${NB_UID} -g ${NB_GID} ${JUPYTER_DATA_DIR} /home/${NB_USER}/course
@@ -59,13 +68,42 @@ RUN apt-get update --error-on=any && apt-get install -y --no-install-recommends 
 USER ${NB_UID}
 WORKDIR /home/${NB_USER}/course
 # The tools (GoNB, goimports, gopls) and the module cache depend only on the
-# go.mod files and the setup script: they stay cached while lessons change.
+# go.mod files and the setup script: they stay cached while lessons change,
+# and both variants (below) share them.
 COPY --chown=${NB_UID}:${NB_GID} go.mod go.sum ./
 COPY --chown=${NB_UID}:${NB_GID} tools/ tools/
 COPY --chown=${NB_UID}:${NB_GID} scripts/setup.sh scripts/
+# Where Go fetches modules while the image is built: Go's default, or a
+# mirror or proxy of your own (--build-arg BUILD_GOPROXY=...). The running
+# image never fetches (GOPROXY=off at the end).
+ARG BUILD_GOPROXY=https://proxy.golang.org,direct
 # (GOSUMDB=off: the downloads are checked against go.sum; setup then skips
 # caching checksum answers for notebooks, which GOSUMDB=off below makes moot.)
-RUN GOPROXY=${BUILD_GOPROXY} GOSUMDB=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} bash scripts/setup.sh --no-apt
+# The tools compile in a build cache that stays outside the image (a cache
+# mount, kept by the builder between builds): students need the binaries,
+# not the compiler's objects for them, 340 MB. A dropped connection
+# is retried twice; setup names the module and the proxy it could not reach.
+RUN --mount=type=cache,target=/home/${NB_USER}/.cache/go-tools,uid=${NB_UID},gid=${NB_GID} \
+    for try in 1 2 3; do \
+        GOPROXY=${BUILD_GOPROXY} GOSUMDB=off GOCACHE=/home/${NB_USER}/.cache/go-tools bash scripts/setup.sh --no-apt && exit 0; \
+        [ "$try" = 3 ] || { echo "image: setup failed (attempt $try of 3), retrying in 10 s" >&2; sleep 10; }; \
+    done; exit 1
+
+# The GPU variant adds the CUDA headers and driver stub the cuda build tag
+# compiles against: Debian's nvidia-cuda-dev and libcuda1 (CUDA 11.8, from
+# contrib and non-free) unless the base image has them (nvidia/cuda images
+# keep cuda.h in /usr/local/cuda/include). Declared here, the build argument
+# leaves every layer above shared by both variants. (The chown: the cache
+# mount above made ~/.cache, where Go's build cache and gopls's live, as root.)
+ARG GPUKIT_TAGS=
+USER root
+COPY scripts/install-cuda-headers.sh /tmp/install-cuda-headers.sh
+RUN case ",${GPUKIT_TAGS}," in *,cuda,*) \
+        [ -f /usr/local/cuda/include/cuda.h ] || bash /tmp/install-cuda-headers.sh ;; esac \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/install-cuda-headers.sh \
+    && chown ${NB_UID}:${NB_GID} /home/${NB_USER}/.cache
+USER ${NB_UID}
+
 COPY --chown=${NB_UID}:${NB_GID} . .
 # A build of every package warms the build cache, so a notebook's first
 # cell compiles in seconds. Nothing is fetched here: setup downloaded it all.

@@ -10,7 +10,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test deploy-check
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test deploy-check
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -104,8 +104,20 @@ image:
 image-test: image
 	@bash scripts/image-test.sh
 
-# The Kubernetes manifests decoded strictly into k8s.io/api types (their own
-# module, deploy/k8s/validate) and the grading Job's sharding checked.
+# The GPU variant, gpumem-course:cuda: the same image with Debian's CUDA 11.8
+# headers and gpukit built with -tags cuda. image-cuda-test checks, without a
+# GPU, that the cuda build compiles, vets and links inside it and that NVRTC
+# compiles every kernel. Not in CI: 7 GB and about 7 minutes more (docs/instructors.md).
+image-cuda:
+	@IMAGE=gpumem-course:cuda GPUKIT_TAGS=cuda bash scripts/image-build.sh
+
+image-cuda-test: image-cuda
+	@IMAGE=gpumem-course:cuda bash scripts/image-cuda-test.sh
+
+# The Kubernetes manifests decoded strictly into k8s.io/api types, values.yaml
+# validated against the Zero to JupyterHub chart's values schema (vendored,
+# chart 4.2.0), both in their own module (deploy/k8s/validate), and the grading
+# Job's sharding checked.
 deploy-check:
 	@bash deploy/k8s/test-shard.sh
 	cd deploy/k8s/validate && $(GO) test ./...

@@ -6,7 +6,7 @@
 #   scripts/image-build.sh [extra podman build flags]
 #
 # Environment: IMAGE (default gpumem-course), GPUKIT_TAGS (cuda for the GPU
-# variant; needs a CUDA BASE, see the Dockerfile). The build fetches Go
+# variant, which adds Debian's CUDA headers; make image-cuda). The build fetches Go
 # modules through this machine's `go env GOPROXY` and Debian packages from
 # the base image's mirror; this machine's extra CA certificates are in the
 # base image (image-base.sh), never in the Dockerfile.
@@ -24,12 +24,23 @@ start=$(date +%s)
 # --isolation chroot: podman's default OCI runtime refuses the hybrid cgroup
 # layout of some hosts (this CI machine's among them); chroot isolation needs
 # no cgroups and is enough for a build.
+# Each step's line is prefixed with the seconds since the build began, so
+# the log shows where the time goes.
 # shellcheck disable=SC2086
-podman build --isolation chroot $base_args \
+if ! podman build --isolation chroot $base_args \
 	--build-arg BUILD_GOPROXY="$(go env GOPROXY)" \
 	--build-arg GPUKIT_TAGS="${GPUKIT_TAGS:-}" \
-	-t "$image" "$@" . || {
-	echo "image: the build failed; the step and its error are above." >&2
+	-t "$image" "$@" . 2>&1 | while IFS= read -r line; do
+	case $line in
+	*STEP\ *) printf '[%4ds] %s\n' "$(($(date +%s) - start))" "$line" ;;
+	*) printf '%s\n' "$line" ;;
+	esac
+done; then
+	echo "image: the build of $image failed; the step and its error are above." >&2
 	exit 1
-}
+fi
+# Earlier builds' final images, untagged by this one, would otherwise pile
+# up on a machine that builds on every CI run (about 140 MB each); the layers
+# of tagged images, the cache of the next build, are kept.
+podman image prune -f >/dev/null 2>&1 || true
 echo "image: built $image in $(($(date +%s) - start))s ($(podman image inspect --format '{{.Size}}' "$image" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"

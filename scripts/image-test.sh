@@ -5,18 +5,25 @@
 #   - it runs as uid 1000, not root (the container's user and Jupyter's process);
 #   - Jupyter serves on 8888, refuses requests without its token, and lists
 #     the gonb kernel in /api/kernelspecs;
+#   - gopls is on the gonb kernel's PATH;
+#   - jupyterhub-singleuser (what a hub, deploy/k8s, starts per student) runs;
+#   - `grader check` works inside;
 #   - every notebook executes top to bottom (scripts/run-notebooks.sh);
-#   - `grader check` works inside (once grader/cmd/grader exists);
 #   - the image's size.
 #
+# and, before the container starts, that a second build with nothing changed
+# reuses every cached layer (the image's ID stays the same). The quick checks
+# come first, the notebooks (minutes) last.
+#
 # `make image-test` builds the image first, then runs this. Environment:
-# IMAGE (default gpumem-course).
+# IMAGE (default gpumem-course); IMAGE_TEST_REBUILD=0 skips the second build.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 image=${IMAGE:-gpumem-course}
 name=gpumem-image-test-$$
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 failed=0
+test_start=$(date +%s)
 
 ok() { printf 'image-test: ok    %s\n' "$*"; }
 bad() {
@@ -24,6 +31,17 @@ bad() {
 	failed=1
 }
 in_box() { podman exec "$name" "$@"; }
+
+if [ "${IMAGE_TEST_REBUILD:-1}" != 0 ]; then
+	before=$(podman image inspect --format '{{.Id}}' "$image")
+	rebuild_start=$(date +%s)
+	if log=$(bash scripts/image-build.sh 2>&1) && [ "$(podman image inspect --format '{{.Id}}' "$image")" = "$before" ]; then
+		ok "a second build reuses the cache: $(grep -c 'Using cache' <<<"$log") steps from cache, the same image, $(($(date +%s) - rebuild_start)) s"
+	else
+		bad "a second build with nothing changed did not reuse the cache:"
+		grep -v 'Using cache' <<<"$log" | tail -n 30 | sed 's/^/    /'
+	fi
+fi
 
 # --runtime runc: podman's default runtime (crun) refuses this CI machine's
 # hybrid cgroup layout; runc runs the container. The explicit ulimits: runc
@@ -80,12 +98,13 @@ fi
 gopls=$(in_box bash -c 'PATH=$(python3 -c "import json; print(json.load(open(\"$JUPYTER_DATA_DIR/kernels/gonb/kernel.json\"))[\"env\"][\"PATH\"])") command -v gopls')
 [ -n "$gopls" ] && ok "the gonb kernel's PATH finds gopls ($gopls)" || bad "gopls is not on the gonb kernel's PATH"
 
-network=$(podman inspect --format '{{.HostConfig.NetworkMode}}' "$name")
-echo "image-test: notebooks, with network mode '$network':"
-if in_box bash scripts/run-notebooks.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
-	ok "every notebook executes top to bottom offline"
+# The hub (deploy/k8s) starts each student's server as
+# jupyterhub-singleuser, as the image's user.
+version=$(in_box jupyterhub-singleuser --version 2>&1)
+if [ $? = 0 ] && [ "$(in_box id -u)" = 1000 ]; then
+	ok "jupyterhub-singleuser --version runs as uid 1000: $(tail -n 1 <<<"$version")"
 else
-	bad "a notebook failed offline (above)"
+	bad "jupyterhub-singleuser --version failed: $(head -c 300 <<<"$version")"
 fi
 
 if in_box test -d grader/cmd/grader; then
@@ -98,10 +117,19 @@ if in_box test -d grader/cmd/grader; then
 		bad "grader check $exercise failed (above)"
 	fi
 else
-	echo "image-test: SKIP  grader check: grader/cmd/grader is not in this image yet"
+	bad "grader/cmd/grader is not in the image"
+fi
+
+network=$(podman inspect --format '{{.HostConfig.NetworkMode}}' "$name")
+echo "image-test: notebooks, with network mode '$network':"
+if in_box bash scripts/run-notebooks.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "every notebook executes top to bottom offline"
+else
+	bad "a notebook failed offline (above)"
 fi
 
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "image-test: image $image is $(awk -v s="$size" 'BEGIN { printf "%.0f MB", s / 1e6 }')"
+echo "image-test: the checks took $(($(date +%s) - test_start)) s"
 [ "$failed" = 0 ] && echo "image-test: passed" || echo "image-test: FAILED"
 exit "$failed"

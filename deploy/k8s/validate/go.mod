@@ -5,6 +5,7 @@ module github.com/gpumem/course/deploy/k8s/validate
 go 1.26
 
 require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	k8s.io/api v0.34.1
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -1,8 +1,11 @@
 package validate
 
 import (
+	"bytes"
 	"os"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -88,5 +91,64 @@ func TestValuesInitContainer(t *testing.T) {
 	}
 	if len(init.VolumeMounts) != 1 || init.VolumeMounts[0].Name != "home" {
 		t.Errorf("the init container must mount the chart's home volume, got %+v", init.VolumeMounts)
+	}
+}
+
+// TestValuesSchema checks values.yaml against the chart's own values schema,
+// and that the check refuses what helm would refuse.
+func TestValuesSchema(t *testing.T) {
+	values, err := os.ReadFile("../values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckValues(values); err != nil {
+		t.Fatalf("values.yaml: %v", err)
+	}
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"misspelt top-level key", "\ncull:\n", "\ncul:\n", "cul"},
+		{"misspelt nested key", "    limit: 2G\n", "    limt: 2G\n", "limt"},
+		{"misplaced key", "  defaultUrl: /tree/course/notebooks\n", "  defaultUrl: /tree/course/notebooks\n  timeout: 3600\n", "timeout"},
+		{"wrong type", "  timeout: 3600\n", "  timeout: an hour\n", "/cull/timeout"},
+		{"key given twice", "  every: 300\n", "  every: 300\n  every: 600\n", "every"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !bytes.Contains(values, []byte(tt.old)) {
+				t.Fatalf("values.yaml no longer contains %q; update the test", tt.old)
+			}
+			bad := bytes.Replace(values, []byte(tt.old), []byte(tt.new), 1)
+			err := CheckValues(bad)
+			if err == nil {
+				t.Fatalf("accepted values.yaml with %s", tt.name)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("the error does not name %q: %v", tt.want, err)
+			}
+		})
+	}
+}
+
+func TestCoalesce(t *testing.T) {
+	defaults := map[string]any{
+		"a": map[string]any{"x": 1, "y": 2},
+		"l": []any{1, 2},
+		"d": "gone",
+	}
+	got := coalesce(defaults, map[string]any{
+		"a": map[string]any{"y": 3, "z": 4},
+		"l": []any{5},
+		"d": nil,
+	})
+	want := map[string]any{
+		"a": map[string]any{"x": 1, "y": 3, "z": 4},
+		"l": []any{5},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("coalesce = %v, want %v", got, want)
+	}
+	if defaults["d"] != "gone" {
+		t.Error("coalesce changed the defaults")
 	}
 }
