@@ -555,22 +555,10 @@ func reluBackwardKernel(out, g, y *Tensor) {
 	if g.IsContiguous() && y.IsContiguous() {
 		switch out.dtype {
 		case Float32:
-			d, gs, ys := f32s(out.st.data)[:n], f32s(g.st.data)[g.offset:g.offset+n], f32s(y.st.data)[y.offset:y.offset+n]
-			for i := range d {
-				d[i] = 0
-				if !(ys[i] <= 0) {
-					d[i] = gs[i]
-				}
-			}
+			thresholdBackward(f32s(out.st.data)[:n], f32s(g.st.data)[g.offset:g.offset+n], f32s(y.st.data)[y.offset:y.offset+n])
 			return
 		case Float64:
-			d, gs, ys := f64s(out.st.data)[:n], f64s(g.st.data)[g.offset:g.offset+n], f64s(y.st.data)[y.offset:y.offset+n]
-			for i := range d {
-				d[i] = 0
-				if !(ys[i] <= 0) {
-					d[i] = gs[i]
-				}
-			}
+			thresholdBackward(f64s(out.st.data)[:n], f64s(g.st.data)[g.offset:g.offset+n], f64s(y.st.data)[y.offset:y.offset+n])
 			return
 		}
 	}
@@ -581,6 +569,17 @@ func reluBackwardKernel(out, g, y *Tensor) {
 		}
 		store(out.dtype, out.st.data, o[0], v)
 	})
+}
+
+// thresholdBackward is d = g where y > 0, else 0 (NaN in y passes g, as
+// PyTorch's threshold_backward does).
+func thresholdBackward[F float32 | float64](d, g, y []F) {
+	for i := range d {
+		d[i] = 0
+		if !(y[i] <= 0) {
+			d[i] = g[i]
+		}
+	}
 }
 
 // bernoulliKernel fills the Bool mask with 1 where a uniform draw from g
