@@ -312,6 +312,55 @@ func gemmLayout(rows, cols, rs, cs int) (trans bool, ld int, ok bool) {
 	return false, 0, false
 }
 
+// gemmBatch runs gemm on every matrix of a batched product whose output
+// is row-major. An operand whose matrix no BLAS layout fits (an expanded
+// gradient with stride 0, a slice with a step) is first packed row-major
+// into scratch memory, as PyTorch's prepare_matrix_for_cublas clones it.
+// The scratch is the kernel's own: like PyTorch's clone it is freed when
+// the product is done, but the sim does not count it as device memory.
+func gemmBatch[F float32 | float64](gemm func(ta, tb bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int),
+	cd, ad, bd []F, out, a, b *Tensor, m, n, k int, offs []int, strides [][]int) {
+	r := len(out.shape)
+	_, ldc, _ := gemmLayout(m, n, out.strides[r-2], out.strides[r-1])
+	ta, lda, okA := gemmLayout(m, k, a.strides[r-2], a.strides[r-1])
+	tb, ldb, okB := gemmLayout(k, n, b.strides[r-2], b.strides[r-1])
+	var packedA, packedB []F
+	if !okA {
+		packedA, ta, lda = make([]F, m*k), false, k
+	}
+	if !okB {
+		packedB, tb, ldb = make([]F, k*n), false, n
+	}
+	forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
+		am, bm := ad[o[1]:], bd[o[2]:]
+		if !okA {
+			packRowMajor(packedA, ad, o[1], m, k, a.strides[r-2], a.strides[r-1])
+			am = packedA
+		}
+		if !okB {
+			packRowMajor(packedB, bd, o[2], k, n, b.strides[r-2], b.strides[r-1])
+			bm = packedB
+		}
+		gemm(ta, tb, m, n, k, 1, am, lda, bm, ldb, 0, cd[o[0]:], ldc)
+	})
+}
+
+// packRowMajor copies the rows×cols matrix at off in src, with strides rs
+// and cs, into dst row-major.
+func packRowMajor[F float32 | float64](dst, src []F, off, rows, cols, rs, cs int) {
+	for i := range rows {
+		row := dst[i*cols : (i+1)*cols]
+		at := off + i*rs
+		if cs == 1 {
+			copy(row, src[at:at+cols])
+			continue
+		}
+		for j := range row {
+			row[j] = src[at+j*cs]
+		}
+	}
+}
+
 // matmulKernel computes out[..., m, n] = a[..., m, k] @ b[..., k, n]; the
 // batch dimensions of a and b are already broadcast to out's (stride 0).
 func matmulKernel(out, a, b *Tensor) {
@@ -324,23 +373,14 @@ func matmulKernel(out, a, b *Tensor) {
 	r := len(out.shape)
 	m, n, k := out.shape[r-2], out.shape[r-1], a.shape[r-1]
 	batch := out.shape[:r-2]
-	ta, lda, okA := gemmLayout(m, k, a.strides[r-2], a.strides[r-1])
-	tb, ldb, okB := gemmLayout(k, n, b.strides[r-2], b.strides[r-1])
-	tc, ldc, okC := gemmLayout(m, n, out.strides[r-2], out.strides[r-1])
-	fast := okA && okB && okC && !tc
+	tc, _, okC := gemmLayout(m, n, out.strides[r-2], out.strides[r-1])
 	offs := []int{out.offset, a.offset, b.offset}
 	strides := [][]int{out.strides[:r-2], a.strides[:r-2], b.strides[:r-2]}
 	switch {
-	case fast && sameDtype(Float32, out, a, b):
-		cd, ad, bd := f32s(out.st.data), f32s(a.st.data), f32s(b.st.data)
-		forEachOffset(batch, offs, strides, func(_ int, o []int) {
-			kernels.Sgemm(ta, tb, m, n, k, 1, ad[o[1]:], lda, bd[o[2]:], ldb, 0, cd[o[0]:], ldc)
-		})
-	case fast && sameDtype(Float64, out, a, b):
-		cd, ad, bd := f64s(out.st.data), f64s(a.st.data), f64s(b.st.data)
-		forEachOffset(batch, offs, strides, func(_ int, o []int) {
-			kernels.Dgemm(ta, tb, m, n, k, 1, ad[o[1]:], lda, bd[o[2]:], ldb, 0, cd[o[0]:], ldc)
-		})
+	case okC && !tc && sameDtype(Float32, out, a, b):
+		gemmBatch(kernels.Sgemm, f32s(out.st.data), f32s(a.st.data), f32s(b.st.data), out, a, b, m, n, k, offs, strides)
+	case okC && !tc && sameDtype(Float64, out, a, b):
+		gemmBatch(kernels.Dgemm, f64s(out.st.data), f64s(a.st.data), f64s(b.st.data), out, a, b, m, n, k, offs, strides)
 	default:
 		f32 := computeIn(out.dtype) == Float32
 		forEachOffset(batch, offs, strides, func(_ int, o []int) {
