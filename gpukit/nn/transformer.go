@@ -52,33 +52,47 @@ func (m *MultiheadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
 	if x.Dim() != 3 || x.Size(2) != m.Dim {
 		panic(errorf("MultiheadAttention: input of shape %v, expected [B, T, %d]", x.Shape(), m.Dim))
 	}
+	q, k, v, release := m.ProjectHeads(x)
+	defer release()
+	return m.Attend(q, k, v, m.Causal)
+}
+
+// ProjectHeads is the packed input projection of x [B, T, D], split into
+// the query, key and value heads, each [B, H, T, D/H] (views of one
+// projected tensor). release releases them and what made them; call it
+// once they are no longer needed.
+func (m *MultiheadAttention) ProjectHeads(x *tensor.Tensor) (q, k, v *tensor.Tensor, release func()) {
 	b, t, h, hd := x.Size(0), x.Size(1), m.Heads, m.Dim/m.Heads
 	w := tensor.AutocastParam(m.InProjWeight)
-	defer w.Release()
 	wt := w.T()
-	defer wt.Release()
 	xw := x.Matmul(wt)
-	defer xw.Release()
 	bias := tensor.AutocastParam(m.InProjBias)
-	defer bias.Release()
 	qkv := xw.Add(bias) // [B, T, 3D]
-	defer qkv.Release()
 	split := qkv.View(b, t, 3, h, hd)
-	defer split.Release()
 	heads := split.Permute(2, 0, 3, 1, 4) // [3, B, H, T, hd]
-	defer heads.Release()
-	q, k, v := heads.Select(0, 0), heads.Select(0, 1), heads.Select(0, 2)
-	defer q.Release()
-	defer k.Release()
-	defer v.Release()
-	kt := k.Transpose(-1, -2)
+	q, k, v = heads.Select(0, 0), heads.Select(0, 1), heads.Select(0, 2)
+	return q, k, v, func() {
+		for _, made := range []*tensor.Tensor{v, k, q, heads, split, qkv, bias, xw, wt, w} {
+			made.Release()
+		}
+	}
+}
+
+// Attend is softmax(q kᵀ/√d_head) v for the query heads q [B, H, C, hd]
+// against keys and values [B, H, L, hd], with the heads merged and put
+// through out_proj: [B, C, D]. With causal, query i, at position L-C+i,
+// sees the positions up to its own: the whole sequence when C = L, or a
+// chunk of new tokens after L-C cached ones.
+func (m *MultiheadAttention) Attend(q, keys, values *tensor.Tensor, causal bool) *tensor.Tensor {
+	b, c, hd, total := q.Size(0), q.Size(2), q.Size(3), keys.Size(2)
+	kt := keys.Transpose(-1, -2)
 	defer kt.Release()
-	raw := q.Matmul(kt)
+	raw := q.Matmul(kt) // [B, H, C, L]
 	defer raw.Release()
-	scores := raw.Mul(1 / math.Sqrt(float64(hd))) // [B, H, T, T]
+	scores := raw.Mul(1 / math.Sqrt(float64(hd)))
 	defer scores.Release()
-	if m.Causal {
-		mask := causalMask(t, scores)
+	if causal {
+		mask := causalMask(c, total, scores)
 		defer mask.Release()
 		masked := scores.Add(mask)
 		defer masked.Release()
@@ -86,25 +100,26 @@ func (m *MultiheadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
 	}
 	probs := scores.Softmax(-1)
 	defer probs.Release()
-	ctx := probs.Matmul(v) // [B, H, T, hd]
+	ctx := probs.Matmul(values) // [B, H, C, hd]
 	defer ctx.Release()
-	ctxT := ctx.Transpose(1, 2) // [B, T, H, hd]
+	ctxT := ctx.Transpose(1, 2) // [B, C, H, hd]
 	defer ctxT.Release()
-	merged := ctxT.Reshape(b, t, m.Dim)
+	merged := ctxT.Reshape(b, c, m.Dim)
 	defer merged.Release()
 	return m.OutProj.Forward(merged)
 }
 
-// causalMask is a [T, T] tensor with 0 on and below the diagonal and -inf
-// above it, like like's dtype and device.
-func causalMask(t int, like *tensor.Tensor) *tensor.Tensor {
-	vals := make([]float64, t*t)
-	for i := range t {
-		for j := i + 1; j < t; j++ {
-			vals[i*t+j] = math.Inf(-1)
+// causalMask is the [C, L] mask of C queries at the end of L positions:
+// 0 where query i (position L-C+i) may look, -inf after its position,
+// like like's dtype and device.
+func causalMask(c, total int, like *tensor.Tensor) *tensor.Tensor {
+	vals := make([]float64, c*total)
+	for i := range c {
+		for j := total - c + i + 1; j < total; j++ {
+			vals[i*total+j] = math.Inf(-1)
 		}
 	}
-	m := tensor.FromSlice(vals, []int{t, t}, tensor.On(like.Device()))
+	m := tensor.FromSlice(vals, []int{c, total}, tensor.On(like.Device()))
 	defer m.Release()
 	return m.ToDtype(like.Dtype())
 }

@@ -160,50 +160,12 @@ func ChunkForBudget(block *nn.Block, batch, length int, budget int64) int {
 // attend is the block's attention for the new tokens n [B, C, D],
 // against the cache and themselves.
 func (d *Decoder) attend(n *tensor.Tensor) *tensor.Tensor {
-	m := d.Block.Attn
-	b, c, h, hd := n.Size(0), n.Size(1), m.Heads, m.Dim/m.Heads
-	wt := m.InProjWeight.T()
-	defer wt.Release()
-	xw := n.Matmul(wt)
-	defer xw.Release()
-	qkv := xw.Add(m.InProjBias)
-	defer qkv.Release()
-	split := qkv.View(b, c, 3, h, hd)
-	defer split.Release()
-	heads := split.Permute(2, 0, 3, 1, 4) // [3, B, H, C, hd]
-	defer heads.Release()
-	q, k, v := heads.Select(0, 0), heads.Select(0, 1), heads.Select(0, 2)
-	defer q.Release()
-	defer k.Release()
-	defer v.Release()
-
+	q, k, v, release := d.Block.Attn.ProjectHeads(n)
+	defer release()
 	keys, values := d.append(k, v)
 	defer keys.Release()
 	defer values.Release()
-	total := d.Len
-
-	kt := keys.Transpose(-1, -2)
-	defer kt.Release()
-	raw := q.Matmul(kt) // [B, H, C, total]
-	defer raw.Release()
-	scores := raw.Mul(1 / math.Sqrt(float64(hd)))
-	defer scores.Release()
-	if c > 1 {
-		mask := chunkMask(c, total, scores)
-		defer mask.Release()
-		masked := scores.Add(mask)
-		defer masked.Release()
-		scores = masked
-	}
-	probs := scores.Softmax(-1)
-	defer probs.Release()
-	ctx := probs.Matmul(values) // [B, H, C, hd]
-	defer ctx.Release()
-	ctxT := ctx.Transpose(1, 2)
-	defer ctxT.Release()
-	merged := ctxT.Reshape(b, c, m.Dim)
-	defer merged.Release()
-	return m.OutProj.Forward(merged)
+	return d.Block.Attn.Attend(q, keys, values, n.Size(1) > 1)
 }
 
 // append adds the new keys and values [B, H, C, hd] to the cache and
@@ -230,20 +192,6 @@ func (d *Decoder) append(k, v *tensor.Tensor) (keys, values *tensor.Tensor) {
 	d.k, d.v = grow(d.k, k), grow(d.v, v)
 	d.Len += c
 	return d.k.Narrow(2, 0, d.Len), d.v.Narrow(2, 0, d.Len)
-}
-
-// chunkMask is the [C, total] mask of a chunk of C new tokens at the end
-// of total: token i (position total-C+i) sees positions up to its own.
-func chunkMask(c, total int, like *tensor.Tensor) *tensor.Tensor {
-	vals := make([]float64, c*total)
-	for i := range c {
-		for j := total - c + i + 1; j < total; j++ {
-			vals[i*total+j] = math.Inf(-1)
-		}
-	}
-	m := tensor.FromSlice(vals, []int{c, total}, tensor.On(like.Device()))
-	defer m.Release()
-	return m.ToDtype(like.Dtype())
 }
 
 // fits reports whether the product of sizes fits an int.
