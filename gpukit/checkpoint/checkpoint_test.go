@@ -9,19 +9,12 @@ import (
 
 	"github.com/gpumem/course/gpukit/checkpoint"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device {
-	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
-}
+func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
 
 // mlp is Linear → ReLU → Dropout → Linear → GELU → Linear, seeded.
 func mlp(dev *device.Device, width int) *nn.Sequential {

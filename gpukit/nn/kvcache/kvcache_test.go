@@ -7,20 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/kvcache"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device {
-	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
-}
+func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
 
 func block(dev *device.Device, dt tensor.Dtype) *nn.Block {
 	b := nn.NewBlock(16, 4, tensor.On(dev), dt, tensor.WithGenerator(tensor.NewGenerator(1)))

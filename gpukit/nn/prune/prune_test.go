@@ -8,20 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/prune"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device {
-	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
-}
+func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
 
 // linearWith returns a Linear whose weight holds w (rows of in values).
 func linearWith(t testing.TB, dev *device.Device, w [][]float64, bias bool) *nn.Linear {
