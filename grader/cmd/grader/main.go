@@ -154,6 +154,19 @@ func (c *common) open(stderr io.Writer, defaultMode grader.SandboxMode) (*grader
 	return g, nil
 }
 
+// openExercise opens the grader as open does and finds the exercise name.
+func (c *common) openExercise(stderr io.Writer, defaultMode grader.SandboxMode, name string) (*grader.Grader, *grader.Exercise, error) {
+	g, err := c.open(stderr, defaultMode)
+	if err != nil {
+		return nil, nil, err
+	}
+	ex, err := g.Course.Exercise(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, ex, nil
+}
+
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var c common
@@ -171,11 +184,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage{"check takes one exercise name, like: grader check 01-storage-views"}
 	}
 	// The code is the student's own: rlimits and a timeout, no namespaces.
-	g, err := c.open(stderr, grader.SandboxLimits)
-	if err != nil {
-		return err
-	}
-	ex, err := g.Course.Exercise(pos[0])
+	g, ex, err := c.openExercise(stderr, grader.SandboxLimits, pos[0])
 	if err != nil {
 		return err
 	}
@@ -234,11 +243,7 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	g, err := c.open(stderr, grader.SandboxAuto)
-	if err != nil {
-		return err
-	}
-	ex, err := g.Course.Exercise(*exercise)
+	g, ex, err := c.openExercise(stderr, grader.SandboxAuto, *exercise)
 	if err != nil {
 		return err
 	}
@@ -285,11 +290,7 @@ func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *jobs < 1 || *jobs > 64 {
 		return errUsage{"--jobs must be between 1 and 64"}
 	}
-	g, err := c.open(stderr, grader.SandboxAuto)
-	if err != nil {
-		return err
-	}
-	ex, err := g.Course.Exercise(*exercise)
+	g, ex, err := c.openExercise(stderr, grader.SandboxAuto, *exercise)
 	if err != nil {
 		return err
 	}
@@ -314,11 +315,7 @@ func cmdBundle(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) > 0 || *exercise == "" {
 		return errUsage{"bundle needs --exercise NN-name"}
 	}
-	g, err := c.open(io.Discard, grader.SandboxLimits)
-	if err != nil {
-		return err
-	}
-	ex, err := g.Course.Exercise(*exercise)
+	g, ex, err := c.openExercise(io.Discard, grader.SandboxLimits, *exercise)
 	if err != nil {
 		return err
 	}
