@@ -322,7 +322,7 @@ func buildEnv() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "GOFLAGS", "GOPROXY", "GOWORK", "GONOSUMDB", "GOSUMDB", "GONOSUMCHECK", "GOINSECURE", "GOPRIVATE", "GONOPROXY":
+		case "CGO_ENABLED", "GOFLAGS", "GOPROXY", "GOWORK", "GONOSUMDB", "GOSUMDB", "GONOSUMCHECK", "GOINSECURE", "GOPRIVATE", "GONOPROXY":
 			continue
 		}
 		env = append(env, kv)
@@ -333,7 +333,11 @@ func buildEnv() []string {
 	if p := os.Getenv("GOPROXY"); strings.HasPrefix(p, "file://") && !strings.ContainsAny(p, ",|") {
 		proxy = p
 	}
-	return append(env, "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY="+proxy, "GOWORK=off", "GOSUMDB=off")
+	// Without cgo a test binary is static and makes its threads itself:
+	// no C thread stacks or malloc arenas eat into the address-space
+	// limit, so how much memory a test may use does not depend on how
+	// many threads the runtime happens to start.
+	return append(env, "CGO_ENABLED=0", "GOFLAGS=-mod=mod -buildvcs=false", "GOPROXY="+proxy, "GOWORK=off", "GOSUMDB=off")
 }
 
 // cleanCompilerOutput shortens the temporary paths in the compiler's output

@@ -69,6 +69,9 @@ func (g *Grader) Bundle(ctx context.Context, ex *Exercise, opts BundleOptions) (
 		return info, err
 	}
 	download := filepath.Join(strings.TrimSpace(modcache), "cache", "download")
+	if err := fetchMissingModules(ctx, g.Course.Root, goCmd, download, modules); err != nil {
+		return info, err
+	}
 
 	err = atomicfile.Write(opts.Out, 0o644, func(w io.Writer) error {
 		zw := zip.NewWriter(w)
@@ -116,7 +119,7 @@ func (g *Grader) Bundle(ctx context.Context, ex *Exercise, opts BundleOptions) (
 					if ext == ".info" {
 						continue
 					}
-					return fmt.Errorf("grader: module %s@%s is not in the module cache (%v); run go mod download", m.path, m.version, err)
+					return fmt.Errorf("grader: module %s@%s is not in the module cache (%v); run go mod download %s@%s", m.path, m.version, err, m.path, m.version)
 				}
 				if err := add("modcache/"+m.escaped+"/@v/"+m.version+ext, 0o644, data); err != nil {
 					return err
@@ -227,6 +230,35 @@ func (g *Grader) bundleModules(ctx context.Context, ex *Exercise) ([]bundleModul
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].path+mods[i].version < mods[j].path+mods[j].version })
 	return mods, nil
+}
+
+// fetchMissingModules downloads the module files the bundle needs that the
+// module cache lacks. Plain "go mod download" fetches what the course's own
+// packages build with, not every go.mod that go.sum names, so a machine
+// that only ran setup can lack a few.
+func fetchMissingModules(ctx context.Context, root, goCmd, download string, modules []bundleModule) error {
+	var missing []string
+	for _, m := range modules {
+		base := filepath.Join(download, m.escaped, "@v", m.version)
+		need := []string{".mod"}
+		if m.zip {
+			need = append(need, ".zip", ".ziphash")
+		}
+		for _, ext := range need {
+			if _, err := os.Stat(base + ext); err != nil {
+				missing = append(missing, m.path+"@"+m.version)
+				break
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := goOutput(ctx, root, goCmd, append([]string{"mod", "download"}, missing...)...); err != nil {
+		return fmt.Errorf("grader: the bundle needs %d module(s) that are not in the module cache (%s), and downloading them failed; connect to the module proxy once and retry: %w",
+			len(missing), strings.Join(missing, ", "), err)
+	}
+	return nil
 }
 
 // escapeModulePath is the module cache's case encoding: each upper-case

@@ -124,3 +124,23 @@ func TestBundleOffline(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &res))
 	assert.Equal(t, 7.0, res.Score, string(data))
 }
+
+// A module file the bundle needs but the cache lacks is downloaded; when
+// that fails, the error names the module and what to do.
+func TestFetchMissingModules(t *testing.T) {
+	download := t.TempDir()
+	present := bundleModule{path: "example.com/present", escaped: "example.com/present", version: "v1.0.0"}
+	require.NoError(t, os.MkdirAll(filepath.Join(download, present.escaped, "@v"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(download, present.escaped, "@v", "v1.0.0.mod"), []byte("module example.com/present\n"), 0o644))
+	absent := bundleModule{path: "example.invalid/absent", escaped: "example.invalid/absent", version: "v1.2.3", zip: true}
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOFLAGS", "-mod=mod")
+
+	ctx := context.Background()
+	require.NoError(t, fetchMissingModules(ctx, "..", "go", download, []bundleModule{present}), "nothing to fetch")
+	err := fetchMissingModules(ctx, "..", "go", download, []bundleModule{present, absent})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "example.invalid/absent@v1.2.3")
+	assert.Contains(t, err.Error(), "connect to the module proxy once and retry")
+	assert.NotContains(t, err.Error(), "example.com/present")
+}

@@ -295,7 +295,7 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 			lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
 			require.NoError(t, err)
 			if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-				assert.Zero(t, countTasks(uid), "processes of uid %d outlived grading", uid)
+				assert.Zero(t, liveTasks(uid), "processes of uid %d outlived grading", uid)
 			}
 			lock.Close()
 		}

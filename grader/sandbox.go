@@ -227,11 +227,16 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 	}
 
+	// RLIMIT_NPROC counts every task of the real uid, zombies included
+	// until they are reaped, and is checked at every level of nested user
+	// namespaces: leave room for what the uid holds already (this user's
+	// own processes, or a pool uid's dead tasks that a lazy init has not
+	// reaped yet).
 	procs := r.limits.Procs
-	if uid < 0 && s.bwrap == "" {
-		// RLIMIT_NPROC counts every task of the uid; leave room for the
-		// ones this user runs already.
-		procs += countTasks(os.Getuid())
+	if uid >= 0 {
+		procs += chargedTasks(uid)
+	} else {
+		procs += chargedTasks(os.Getuid())
 	}
 	argv := []string{s.prlimit,
 		"--cpu=" + strconv.Itoa(int(r.limits.CPU/time.Second)),
@@ -373,6 +378,9 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 			}
 			continue
 		}
+		// A grader that died without cleaning up may have left processes
+		// running as this uid: they are nobody's now.
+		killUID(uid)
 		return uid, func() {
 			lock.Close() // releases the lock
 			s.uids <- uid
@@ -399,9 +407,10 @@ func isUnder(path string, roots ...string) bool {
 	return false
 }
 
-// procUIDs calls fn with the pid and real uid of every process, and the
-// count of its threads.
-func procUIDs(fn func(pid, uid, threads int)) {
+// procUIDs calls fn with the pid and real uid of every process, the count
+// of its threads, and whether it is a zombie (dead, holding no resources
+// but still counted against its uid's process limit until it is reaped).
+func procUIDs(fn func(pid, uid, threads int, zombie bool)) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -415,14 +424,11 @@ func procUIDs(fn func(pid, uid, threads int)) {
 		if err != nil {
 			continue
 		}
-		uid, threads := -1, 1
+		uid, threads, zombie := -1, 1, false
 		for _, line := range strings.Split(string(data), "\n") {
 			if rest, ok := strings.CutPrefix(line, "State:"); ok {
-				// A zombie holds no resources; its parent reaps it.
-				if state := strings.TrimSpace(rest); strings.HasPrefix(state, "Z") || strings.HasPrefix(state, "X") {
-					uid = -1
-					break
-				}
+				state := strings.TrimSpace(rest)
+				zombie = strings.HasPrefix(state, "Z") || strings.HasPrefix(state, "X")
 			} else if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
 				if f := strings.Fields(rest); len(f) > 0 {
 					uid, _ = strconv.Atoi(f[0])
@@ -431,14 +437,26 @@ func procUIDs(fn func(pid, uid, threads int)) {
 				threads, _ = strconv.Atoi(strings.TrimSpace(rest))
 			}
 		}
-		fn(pid, uid, threads)
+		fn(pid, uid, threads, zombie)
 	}
 }
 
-// countTasks counts the tasks (threads) that uid runs now.
-func countTasks(uid int) int {
+// liveTasks counts the tasks (threads) that uid runs now.
+func liveTasks(uid int) int {
 	n := 0
-	procUIDs(func(_, u, threads int) {
+	procUIDs(func(_, u, threads int, zombie bool) {
+		if u == uid && !zombie {
+			n += threads
+		}
+	})
+	return n
+}
+
+// chargedTasks counts the tasks that RLIMIT_NPROC charges to uid now: the
+// live ones and the zombies not yet reaped.
+func chargedTasks(uid int) int {
+	n := 0
+	procUIDs(func(_, u, threads int, _ bool) {
 		if u == uid {
 			n += threads
 		}
@@ -451,8 +469,8 @@ func countTasks(uid int) int {
 func killUID(uid int) {
 	for range 100 {
 		found := false
-		procUIDs(func(pid, u, _ int) {
-			if u == uid {
+		procUIDs(func(pid, u, _ int, zombie bool) {
+			if u == uid && !zombie {
 				found = true
 				syscall.Kill(pid, syscall.SIGKILL)
 			}

@@ -1,0 +1,78 @@
+package grader
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A pool uid can still be charged for tasks when its turn comes: zombies
+// that a lazy init has not reaped yet (on some machines init reaps orphans
+// only now and then), or what a grader that died left running. RLIMIT_NPROC
+// counts all of them, so a test on that uid must still get its full budget
+// of processes, and live leftovers must be gone before it starts.
+func TestSandboxUIDWithLeftovers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the pool of uids is used only by a grader running as root")
+	}
+	for _, mode := range []SandboxMode{SandboxAuto, SandboxLimits} {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			s, err := NewSandbox(mode, nil)
+			require.NoError(t, err)
+			uid, release, err := s.acquireUID(context.Background())
+			require.NoError(t, err)
+			// The sandbox gets only this uid: release hands it back into
+			// a pool of one, where the test's run must take it.
+			s.uids = make(chan int, 1)
+
+			const zombies = 300
+			before := chargedTasks(uid) // an earlier run's zombies, maybe
+			var children []*exec.Cmd
+			t.Cleanup(func() {
+				for _, c := range children {
+					c.Process.Kill()
+					c.Wait()
+				}
+			})
+			for range zombies {
+				c := exec.Command("/bin/true")
+				c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+				require.NoError(t, c.Start())
+				children = append(children, c) // not waited for: a zombie until Cleanup
+			}
+			live := exec.Command("/bin/sleep", "600")
+			live.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+			require.NoError(t, live.Start())
+			children = append(children, live)
+			require.Eventually(t, func() bool { return liveTasks(uid) == 1 }, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, before+zombies+1, chargedTasks(uid))
+			release()
+
+			// The test forks a handful of processes and waits for them.
+			dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			require.NoError(t, os.Chmod(dir, 0o755)) // the uid must reach the script
+			script := filepath.Join(dir, "forks")
+			require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.01 & done\nwait && echo forked\n"), 0o755))
+			out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+				Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+				AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16,
+			}})
+			require.NoError(t, err)
+			assert.Equal(t, 0, out.exitCode, "%s", out.output)
+			assert.Equal(t, "forked", strings.TrimSpace(string(out.output)))
+			// The sleeping leftover was killed when the uid was taken.
+			assert.Zero(t, liveTasks(uid))
+		})
+	}
+}
