@@ -313,52 +313,20 @@ func gemmLayout(rows, cols, rs, cs int) (trans bool, ld int, ok bool) {
 }
 
 // gemmBatch runs gemm on every matrix of a batched product whose output
-// is row-major. An operand whose matrix no BLAS layout fits (an expanded
-// gradient with stride 0, a slice with a step) is first packed row-major
-// into scratch memory, as PyTorch's prepare_matrix_for_cublas clones it.
-// The scratch is the kernel's own: like PyTorch's clone it is freed when
-// the product is done, but the sim does not count it as device memory.
+// is row-major and whose operands' matrices BLAS reads (matmulInto copies
+// any other operand contiguous first).
 func gemmBatch[F float32 | float64](gemm func(ta, tb bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int),
 	cd, ad, bd []F, out, a, b *Tensor, m, n, k int, offs []int, strides [][]int) {
 	r := len(out.shape)
 	_, ldc, _ := gemmLayout(m, n, out.strides[r-2], out.strides[r-1])
 	ta, lda, okA := gemmLayout(m, k, a.strides[r-2], a.strides[r-1])
 	tb, ldb, okB := gemmLayout(k, n, b.strides[r-2], b.strides[r-1])
-	var packedA, packedB []F
-	if !okA {
-		packedA, ta, lda = make([]F, m*k), false, k
-	}
-	if !okB {
-		packedB, tb, ldb = make([]F, k*n), false, n
+	if !okA || !okB {
+		panic("tensor: internal error: gemm operand in a layout BLAS cannot read")
 	}
 	forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
-		am, bm := ad[o[1]:], bd[o[2]:]
-		if !okA {
-			packRowMajor(packedA, ad, o[1], m, k, a.strides[r-2], a.strides[r-1])
-			am = packedA
-		}
-		if !okB {
-			packRowMajor(packedB, bd, o[2], k, n, b.strides[r-2], b.strides[r-1])
-			bm = packedB
-		}
-		gemm(ta, tb, m, n, k, 1, am, lda, bm, ldb, 0, cd[o[0]:], ldc)
+		gemm(ta, tb, m, n, k, 1, ad[o[1]:], lda, bd[o[2]:], ldb, 0, cd[o[0]:], ldc)
 	})
-}
-
-// packRowMajor copies the rows×cols matrix at off in src, with strides rs
-// and cs, into dst row-major.
-func packRowMajor[F float32 | float64](dst, src []F, off, rows, cols, rs, cs int) {
-	for i := range rows {
-		row := dst[i*cols : (i+1)*cols]
-		at := off + i*rs
-		if cs == 1 {
-			copy(row, src[at:at+cols])
-			continue
-		}
-		for j := range row {
-			row[j] = src[at+j*cs]
-		}
-	}
 }
 
 // matmulKernel computes out[..., m, n] = a[..., m, k] @ b[..., k, n]; the

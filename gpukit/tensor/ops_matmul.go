@@ -20,12 +20,34 @@ func matmulShapes(op string, a, b *Tensor) (out, batch []int) {
 
 // matmulInto runs the kernel for out = a @ b with batch broadcasting.
 func matmulInto(out, a, b *Tensor, batch []int) {
+	a, releaseA := blasOperand(a)
+	defer releaseA()
+	b, releaseB := blasOperand(b)
+	defer releaseB()
 	ra, rb := len(a.shape), len(b.shape)
 	al := a.layoutAs(append(slices.Clone(batch), a.shape[ra-2:]...))
 	bl := b.layoutAs(append(slices.Clone(batch), b.shape[rb-2:]...))
 	matmulKernel(out, al, bl)
 	m, n, k := out.shape[len(out.shape)-2], out.shape[len(out.shape)-1], a.shape[ra-1]
 	out.charge("Matmul", 2*int64(numel(batch))*int64(m)*int64(n)*int64(k), a, b)
+}
+
+// blasOperand returns t when its matrices are in a layout BLAS reads
+// (row- or column-major, any leading dimension), else a contiguous copy of
+// it and the function that frees the copy. The copy is PyTorch's: cuBLAS
+// reads only those layouts, so prepare_matrix_for_cublas clones an expanded
+// gradient (stride 0) or a stepped slice. It is device memory, served by
+// the allocator and given back when the product is done, so it shows in
+// peak memory as in PyTorch.
+func blasOperand(t *Tensor) (*Tensor, func()) {
+	r := len(t.shape)
+	if _, _, ok := gemmLayout(t.shape[r-2], t.shape[r-1], t.strides[r-2], t.strides[r-1]); ok || t.Numel() == 0 {
+		return t, func() {}
+	}
+	c := empty(t.outMem(), t.shape, t.dtype)
+	copyKernel(c, t)
+	c.charge("copy", 0, t)
+	return c, c.Release
 }
 
 // Matmul returns the matrix product t @ b for 2-d tensors, or the batched
@@ -109,9 +131,11 @@ func transposedProduct(x, y *Tensor, transposeX bool) *Tensor {
 	return p.Transpose(0, 1)
 }
 
-// MatmulOut writes a @ b into the preallocated out and returns out. It
-// allocates nothing (check Stats()["allocation.all.allocated"]), which is
-// what preallocated buffers are for (lesson 04).
+// MatmulOut writes a @ b into the preallocated out and returns out. For
+// operands in a layout BLAS reads (contiguous, or transposed) it allocates
+// nothing (check Stats()["allocation.all.allocated"]), which is what
+// preallocated buffers are for (lesson 04); any other operand is first
+// copied contiguous, as in PyTorch.
 func MatmulOut(out, a, b *Tensor) *Tensor {
 	a.live("MatmulOut")
 	b.live("MatmulOut")
