@@ -10,7 +10,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test deploy-check
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test chart-hub-test deploy-check
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -113,6 +113,13 @@ image-cuda:
 
 image-cuda-test: image-cuda
 	@IMAGE=gpumem-course:cuda bash scripts/image-cuda-test.sh
+
+# values.yaml and the image against the chart's JupyterHub (5.x, from Debian
+# trixie) without a cluster: students log in, start servers, run a cell and
+# keep their work across a restart (deploy/k8s/test-chart-hub.sh). Not in CI:
+# the hub image takes about 6 minutes to make the first time.
+chart-hub-test: image
+	@bash deploy/k8s/test-chart-hub.sh
 
 # The Kubernetes manifests decoded strictly into k8s.io/api types, values.yaml
 # validated against the Zero to JupyterHub chart's values schema (vendored,

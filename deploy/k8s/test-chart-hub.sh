@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# test-chart-hub.sh checks deploy/k8s/values.yaml and the classroom image
+# against the JupyterHub that the Zero to JupyterHub chart 4.x runs (5.x),
+# without a cluster. The image's jupyterhub-singleuser is Debian bookworm's
+# 3.0; this is the test that they work together, as root:
+#
+#   1. a hub image: Debian trixie's JupyterHub 5 and configurable-http-proxy
+#      (debootstrap and apt, about 6 minutes once; kept in podman's image
+#      store under a key of its inputs, like scripts/image-base.sh);
+#   2. the hub in a container, configured from values.yaml as the chart
+#      configures it (chart-hub/jupyterhub_config.py); each student's "pod"
+#      (the init container that copies the course, then the server with a
+#      persistent volume at ~/work, uid 1000, the memory and CPU limits) is
+#      run with podman by chart-hub/launcher.py;
+#   3. two students log in on the login page, start their servers from the
+#      hub, reach them through the hub's OAuth login, find the course in
+#      ~/work/course and save a file (chart-hub/student.py);
+#   4. a gonb kernel runs the course's first cells through the hub;
+#   5. a server is stopped and started again through the REST API, and the
+#      student's file is still there.
+#
+# Environment: IMAGE (default gpumem-course; `make image` builds it),
+# DEBIAN_MIRROR (as scripts/image-base.sh). `make chart-hub-test` runs it.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+course=$(cd "$here/../.." && pwd)
+image=${IMAGE:-gpumem-course}
+students="ada grace"
+port=18100
+hub=http://127.0.0.1:$port
+failed=0
+start=$(date +%s)
+
+ok() { printf 'chart-hub-test: ok    %s\n' "$*"; }
+bad() {
+	printf 'chart-hub-test: FAIL  %s\n' "$*"
+	failed=1
+}
+die() {
+	printf 'chart-hub-test: %s\n' "$*" >&2
+	exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "run as root (podman and debootstrap need it)."
+for tool in podman debootstrap python3; do
+	command -v "$tool" >/dev/null 2>&1 || die "$tool not found: apt-get install -y podman runc debootstrap"
+done
+podman image exists "$image" || die "no image $image: build it first (make image)."
+# runc, and limits runc may set, as in scripts/image-test.sh.
+run=(podman run --runtime runc --ulimit nofile=16384:16384 --ulimit nproc=16384:16384)
+
+# 1. The hub image.
+mirror=${DEBIAN_MIRROR:-}
+if [ -z "$mirror" ]; then
+	mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+	mirror=${mirror:-http://deb.debian.org/debian}
+fi
+hub_packages="jupyterhub python3-yaml"
+key=$({
+	printf '%s\n' "$mirror" trixie "$hub_packages"
+	cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
+} | sha256sum | cut -c1-12)
+hub_image=localhost/gpumem-chart-hub:trixie-$key
+if podman image exists "$hub_image"; then
+	ok "hub image $hub_image: present"
+else
+	t0=$(date +%s)
+	rootfs=$(mktemp -d /var/tmp/gpumem-hub-rootfs.XXXXXX)
+	trap 'umount "$rootfs/proc" 2>/dev/null; rm -rf "$rootfs"' EXIT
+	debootstrap --variant=minbase --include=ca-certificates trixie "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
+		tail -n 20 "$rootfs.log" >&2
+		die "debootstrap of trixie could not fetch its packages from $mirror (no network, or the mirror is unreachable)."
+	}
+	rm -f "$rootfs.log"
+	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+		cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+		chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
+	fi
+	cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+	mount --bind /proc "$rootfs/proc"
+	chroot "$rootfs" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $hub_packages" >"$rootfs.apt.log" 2>&1 || {
+		tail -n 20 "$rootfs.apt.log" >&2
+		die "installing $hub_packages from Debian trixie failed (the last lines of apt's log are above)."
+	}
+	umount "$rootfs/proc"
+	rm -f "$rootfs.apt.log" "$rootfs/etc/resolv.conf"
+	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+	tar -C "$rootfs" --numeric-owner -c . | podman import --quiet - "$hub_image" >/dev/null
+	rm -rf "$rootfs"
+	trap - EXIT
+	ok "hub image $hub_image: made in $(($(date +%s) - t0)) s"
+fi
+hub_version=$("${run[@]}" --rm "$hub_image" jupyterhub --version 2>/dev/null)
+su_version=$("${run[@]}" --rm "$image" jupyterhub-singleuser --version 2>/dev/null | tail -n 1)
+echo "chart-hub-test: hub: JupyterHub $hub_version (Debian trixie); servers: $image, jupyterhub-singleuser $su_version"
+
+# 2. The hub and the launcher.
+state=$(mktemp -d /var/tmp/gpumem-chart-hub.XXXXXX)
+mkdir "$state/hub" "$state/spawn"
+token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cleanup() {
+	[ -n "${launcher_pid:-}" ] && kill "$launcher_pid" 2>/dev/null
+	podman rm -f -t 2 gpumem-chart-hub >/dev/null 2>&1
+	for s in $students; do
+		podman rm -f -t 2 "gpumem-chart-$s" >/dev/null 2>&1
+		podman volume rm -f "gpumem-chart-home-$s" >/dev/null 2>&1
+	done
+	rm -rf "$state"
+}
+trap cleanup EXIT
+/usr/bin/python3 "$here/chart-hub/launcher.py" "$state/spawn" "$image" >"$state/launcher.log" 2>&1 &
+launcher_pid=$!
+"${run[@]}" -d --name gpumem-chart-hub --network host \
+	-v "$here/chart-hub:/chart-hub:ro" -v "$here/values.yaml:/values.yaml:ro" \
+	-v "$state/hub:/state" -v "$state/spawn:/spawn" \
+	-e GPUMEM_VALUES=/values.yaml -e GPUMEM_STATE=/state -e GPUMEM_ADMIN_TOKEN="$token" -e GPUMEM_HUB_PORT=$port \
+	"$hub_image" jupyterhub -f /chart-hub/jupyterhub_config.py >/dev/null || die "the hub's container did not start."
+
+api() { # api METHOD PATH: prints the body, fails on an HTTP error
+	/usr/bin/python3 - "$1" "$hub/hub/api$2" "$token" <<'PY'
+import sys, urllib.request
+method, url, token = sys.argv[1:]
+req = urllib.request.Request(url, method=method, headers={"Authorization": "token " + token})
+if method in ("POST", "DELETE"):
+    req.data = b"{}" if method == "POST" else None
+with urllib.request.urlopen(req, timeout=30) as r:
+    print(r.read().decode())
+PY
+}
+for _ in $(seq 60); do
+	api GET / >/dev/null 2>&1 && break
+	sleep 1
+done
+if api GET / >/dev/null 2>&1; then
+	ok "the hub answers on $hub"
+else
+	bad "the hub did not start:"
+	podman logs gpumem-chart-hub 2>&1 | tail -n 30
+	exit 1
+fi
+
+# 3. Students log in and start their servers as in a browser.
+for s in $students; do
+	/usr/bin/python3 "$here/chart-hub/student.py" "$hub" "$s" first | sed 's/^/chart-hub-test: /' || failed=1
+done
+
+# 4. A gonb kernel through the hub.
+sed -n '/^```go/,/^```/p' "$course/lessons/00-welcome.md" | awk '/^```go/ { n++; next } /^```/ { next } { print > (dir "/cell" n ".go") }' dir="$state"
+s=${students%% *}
+t0=$(date +%s)
+if out=$(/usr/bin/python3 "$course/deploy/hub/run_cell.py" "$hub/user/$s/" "$token" course/notebooks/00-welcome.ipynb "$state/cell1.go" "$state/cell2.go" 2>&1) &&
+	grep -q 'device: *sim:0' <<<"$out"; then
+	ok "$s: a gonb kernel ran the course's first cells through the hub in $(($(date +%s) - t0)) s ($(grep -m1 'device:' <<<"$out" | tr -s ' '))"
+else
+	bad "$s: running a cell failed:"
+	sed "s/^/    /" <<<"$out" | grep -v "^ *$" | tail -n 20
+fi
+
+# 5. Stop and start again: the volume keeps the student's work.
+api DELETE "/users/$s/server" >/dev/null 2>&1
+for _ in $(seq 60); do
+	[ "$(api GET "/users/$s" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["servers"]))')" = 0 ] && break
+	sleep 1
+done
+if podman container exists "gpumem-chart-$s"; then
+	bad "$s: the server's container is still there after the hub stopped it"
+else
+	ok "$s: the hub stopped the server (its container is gone, its volume kept)"
+fi
+/usr/bin/python3 "$here/chart-hub/student.py" "$hub" "$s" again | sed 's/^/chart-hub-test: /' || failed=1
+
+if [ "$failed" != 0 ]; then
+	echo "chart-hub-test: the hub's log ends with:"
+	podman logs gpumem-chart-hub 2>&1 | tail -n 40 | sed 's/^/    /'
+	echo "chart-hub-test: the launcher's log:"
+	tail -n 20 "$state/launcher.log" | sed 's/^/    /'
+fi
+warning=$(podman logs gpumem-chart-hub 2>&1 | grep -m1 -o 'jupyterhub version .* != jupyterhub-singleuser version [0-9.]*')
+[ -n "$warning" ] && echo "chart-hub-test: the hub logged \"$warning\" (the checks above are what matters)"
+echo "chart-hub-test: finished in $(($(date +%s) - start)) s"
+exit "$failed"
