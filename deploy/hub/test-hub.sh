@@ -59,15 +59,7 @@ GPUMEM_HUB_STATE=$state GPUMEM_ADMIN_TOKEN_FILE=$state/token GPUMEM_AUTHENTICATO
 hub_pid=$!
 
 api() { # api METHOD PATH: prints the body, fails on an HTTP error
-	/usr/bin/python3 - "$1" "$hub/hub/api$2" "$token" <<'PY'
-import sys, urllib.request
-method, url, token = sys.argv[1:]
-req = urllib.request.Request(url, method=method, headers={"Authorization": "token " + token})
-if method == "POST":
-    req.data = b"{}"
-with urllib.request.urlopen(req, timeout=30) as r:
-    print(r.read().decode())
-PY
+	/usr/bin/python3 "$here/hub_api.py" "$1" "$hub/hub/api$2" "$token"
 }
 for _ in $(seq 60); do
 	api GET / >/dev/null 2>&1 && break

@@ -116,15 +116,7 @@ launcher_pid=$!
 	"$hub_image" jupyterhub -f /chart-hub/jupyterhub_config.py >/dev/null || die "the hub's container did not start."
 
 api() { # api METHOD PATH: prints the body, fails on an HTTP error
-	/usr/bin/python3 - "$1" "$hub/hub/api$2" "$token" <<'PY'
-import sys, urllib.request
-method, url, token = sys.argv[1:]
-req = urllib.request.Request(url, method=method, headers={"Authorization": "token " + token})
-if method in ("POST", "DELETE"):
-    req.data = b"{}" if method == "POST" else None
-with urllib.request.urlopen(req, timeout=30) as r:
-    print(r.read().decode())
-PY
+	/usr/bin/python3 "$course/deploy/hub/hub_api.py" "$1" "$hub/hub/api$2" "$token"
 }
 for _ in $(seq 60); do
 	api GET / >/dev/null 2>&1 && break
