@@ -441,17 +441,6 @@ func procUIDs(fn func(pid, uid, threads int, zombie bool)) {
 	}
 }
 
-// liveTasks counts the tasks (threads) that uid runs now.
-func liveTasks(uid int) int {
-	n := 0
-	procUIDs(func(_, u, threads int, zombie bool) {
-		if u == uid && !zombie {
-			n += threads
-		}
-	})
-	return n
-}
-
 // chargedTasks counts the tasks that RLIMIT_NPROC charges to uid now: the
 // live ones and the zombies not yet reaped.
 func chargedTasks(uid int) int {
