@@ -93,7 +93,15 @@ hub_version=$("${run[@]}" --rm "$hub_image" jupyterhub --version 2>/dev/null)
 su_version=$("${run[@]}" --rm "$image" jupyterhub-singleuser --version 2>/dev/null | tail -n 1)
 echo "chart-hub-test: hub: JupyterHub $hub_version (Debian trixie); servers: $image, jupyterhub-singleuser $su_version"
 
-# 2. The hub and the launcher.
+# 2. The hub and the launcher. A run that was killed may have left its
+# containers; something else on the hub's ports would make the hub fail.
+podman rm -f -t 2 gpumem-chart-hub $(for s in $students; do echo "gpumem-chart-$s"; done) >/dev/null 2>&1
+for s in $students; do podman volume rm -f "gpumem-chart-home-$s" >/dev/null 2>&1; done
+for p in $port $((port + 1)) $((port + 81)); do
+	if (: </dev/tcp/127.0.0.1/$p) 2>/dev/null; then
+		die "port $p on 127.0.0.1 is in use (another chart-hub-test?); the test needs $port, $((port + 1)) and $((port + 81))."
+	fi
+done
 state=$(mktemp -d /var/tmp/gpumem-chart-hub.XXXXXX)
 mkdir "$state/hub" "$state/spawn"
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
