@@ -117,7 +117,7 @@ image-cuda-test: image-cuda
 # values.yaml and the image against the chart's JupyterHub (5.x, from Debian
 # trixie) without a cluster: students log in, start servers, run a cell and
 # keep their work across a restart (deploy/k8s/test-chart-hub.sh). Not in CI:
-# the hub image takes about 6 minutes to make the first time.
+# the hub image takes about 4 minutes to make the first time.
 chart-hub-test: image
 	@bash deploy/k8s/test-chart-hub.sh
 

@@ -5,8 +5,8 @@
 # 3.0; this is the test that they work together, as root:
 #
 #   1. a hub image: Debian trixie's JupyterHub 5 and configurable-http-proxy
-#      (debootstrap and apt, about 6 minutes once; kept in podman's image
-#      store under a key of its inputs, like scripts/image-base.sh);
+#      (scripts/debian-image.sh: debootstrap and apt, about 4 minutes
+#      once; kept in podman's image store under a key of its inputs);
 #   2. the hub in a container, configured from values.yaml as the chart
 #      configures it (chart-hub/jupyterhub_config.py); each student's "pod"
 #      (the init container that copies the course, then the server with a
@@ -20,7 +20,7 @@
 #      student's file is still there.
 #
 # Environment: IMAGE (default gpumem-course; `make image` builds it),
-# DEBIAN_MIRROR (as scripts/image-base.sh). `make chart-hub-test` runs it.
+# DEBIAN_MIRROR (as scripts/debian-image.sh). `make chart-hub-test` runs it.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 course=$(cd "$here/../.." && pwd)
@@ -49,46 +49,11 @@ podman image exists "$image" || die "no image $image: build it first (make image
 run=(podman run --runtime runc --ulimit nofile=16384:16384 --ulimit nproc=16384:16384)
 
 # 1. The hub image.
-mirror=${DEBIAN_MIRROR:-}
-if [ -z "$mirror" ]; then
-	mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-	mirror=${mirror:-http://deb.debian.org/debian}
-fi
-hub_packages="jupyterhub python3-yaml"
-key=$({
-	printf '%s\n' "$mirror" trixie "$hub_packages"
-	cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
-} | sha256sum | cut -c1-12)
-hub_image=localhost/gpumem-chart-hub:trixie-$key
-if podman image exists "$hub_image"; then
-	ok "hub image $hub_image: present"
-else
-	t0=$(date +%s)
-	rootfs=$(mktemp -d /var/tmp/gpumem-hub-rootfs.XXXXXX)
-	trap 'umount "$rootfs/proc" 2>/dev/null; rm -rf "$rootfs"' EXIT
-	debootstrap --variant=minbase --include=ca-certificates trixie "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
-		tail -n 20 "$rootfs.log" >&2
-		die "debootstrap of trixie could not fetch its packages from $mirror (no network, or the mirror is unreachable)."
-	}
-	rm -f "$rootfs.log"
-	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
-		cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
-		chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
-	fi
-	cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
-	mount --bind /proc "$rootfs/proc"
-	chroot "$rootfs" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $hub_packages" >"$rootfs.apt.log" 2>&1 || {
-		tail -n 20 "$rootfs.apt.log" >&2
-		die "installing $hub_packages from Debian trixie failed (the last lines of apt's log are above)."
-	}
-	umount "$rootfs/proc"
-	rm -f "$rootfs.apt.log" "$rootfs/etc/resolv.conf"
-	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-	tar -C "$rootfs" --numeric-owner -c . | podman import --quiet - "$hub_image" >/dev/null
-	rm -rf "$rootfs"
-	trap - EXIT
-	ok "hub image $hub_image: made in $(($(date +%s) - t0)) s"
-fi
+say() { printf 'chart-hub-test: %s\n' "$*"; }
+# shellcheck source=scripts/debian-image.sh
+. "$course/scripts/debian-image.sh"
+debian_image gpumem-chart-hub trixie jupyterhub python3-yaml
+hub_image=$debian_image_tag
 hub_version=$("${run[@]}" --rm "$hub_image" jupyterhub --version 2>/dev/null)
 su_version=$("${run[@]}" --rm "$image" jupyterhub-singleuser --version 2>/dev/null | tail -n 1)
 echo "chart-hub-test: hub: JupyterHub $hub_version (Debian trixie); servers: $image, jupyterhub-singleuser $su_version"

@@ -1,0 +1,82 @@
+# debian-image.sh, sourced by scripts/image-base.sh and
+# deploy/k8s/test-chart-hub.sh, makes podman images of a minimal Debian
+# without an image registry: debootstrap, this machine's extra CA
+# certificates, optionally some packages, then `podman import`.
+#
+#   debian_image NAME SUITE [PACKAGE...]
+#
+# sets debian_image_tag to localhost/NAME:SUITE-KEY, where KEY is a hash of
+# everything the image is made from (the mirror, the debootstrap command,
+# the packages, the CA certificates' contents), and makes the image unless
+# podman's store has it already; a change to any input makes a new image
+# instead of reusing a stale one. It reports through the caller's say and
+# die. Environment: DEBIAN_MIRROR (default: the first URI of this machine's
+# apt sources, else http://deb.debian.org/debian).
+
+debian_mirror() {
+	local mirror=${DEBIAN_MIRROR:-}
+	if [ -z "$mirror" ]; then
+		mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+		mirror=${mirror:-http://deb.debian.org/debian}
+	fi
+	echo "$mirror"
+}
+
+debian_image() {
+	local name=$1 suite=$2
+	shift 2
+	local packages="$*" mirror key rootfs started try
+	mirror=$(debian_mirror)
+	local debootstrap_args=(--variant=minbase --include=ca-certificates "$suite")
+	key=$({
+		printf '%s\n' "$mirror" "${debootstrap_args[*]}"
+		[ -z "$packages" ] || printf '%s\n' "$packages"
+		cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
+	} | sha256sum | cut -c1-12)
+	debian_image_tag=localhost/$name:$suite-$key
+	if podman image exists "$debian_image_tag"; then
+		say "$debian_image_tag: present"
+		return
+	fi
+	say "$debian_image_tag: debootstrap $suite from $mirror${packages:+, then $packages}"
+	started=$(date +%s)
+	rootfs=$(mktemp -d /var/tmp/gpumem-rootfs.XXXXXX)
+	# shellcheck disable=SC2064 # the folder is known now
+	trap "umount '$rootfs/proc' 2>/dev/null; rm -rf '$rootfs' '$rootfs.log'" EXIT
+	# Two tries: a mirror that drops one connection should not fail CI.
+	for try in 1 2; do
+		debootstrap "${debootstrap_args[@]}" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 && break
+		if [ "$try" = 2 ]; then
+			tail -n 20 "$rootfs.log" >&2
+			die "debootstrap of $suite could not fetch its packages from $mirror (no network, or the mirror is unreachable; the last lines of its log are above)."
+		fi
+		say "debootstrap failed (attempt 1 of 2), retrying in 10 s: $(grep -m1 -E '^[EW]:' "$rootfs.log" || tail -n 1 "$rootfs.log")"
+		rm -rf "$rootfs" && mkdir "$rootfs"
+		sleep 10
+	done
+	# The extra certificate authorities this machine trusts (a proxy that
+	# inspects TLS, a private mirror) go into the base image, not into a
+	# Dockerfile, so published files stay free of them.
+	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+		cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+		chroot "$rootfs" update-ca-certificates >/dev/null
+		say "$debian_image_tag: added $(ls /usr/local/share/ca-certificates/*.crt | wc -l) extra CA certificate(s)"
+	fi
+	if [ -n "$packages" ]; then
+		cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+		mount --bind /proc "$rootfs/proc"
+		# shellcheck disable=SC2086 # a list of package names
+		chroot "$rootfs" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages" >"$rootfs.log" 2>&1 || {
+			tail -n 20 "$rootfs.log" >&2
+			die "installing $packages from Debian $suite failed (the last lines of apt's log are above)."
+		}
+		umount "$rootfs/proc"
+		rm -f "$rootfs/etc/resolv.conf"
+	fi
+	rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+	tar -C "$rootfs" --numeric-owner -c . | podman import --quiet - "$debian_image_tag" >/dev/null ||
+		die "podman import of $debian_image_tag failed."
+	rm -rf "$rootfs" "$rootfs.log"
+	trap - EXIT
+	say "$debian_image_tag: imported ($(($(date +%s) - started)) s)"
+}
