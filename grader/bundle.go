@@ -108,12 +108,8 @@ func (g *Grader) Bundle(ctx context.Context, ex *Exercise, opts BundleOptions) (
 			}
 		}
 		for _, m := range modules {
-			base := filepath.Join(download, m.escaped, "@v", m.version)
-			exts := []string{".mod", ".info"}
-			if m.zip {
-				exts = append(exts, ".zip", ".ziphash")
-			}
-			for _, ext := range exts {
+			base, needed := m.cacheFiles(download)
+			for _, ext := range append(needed, ".info") {
 				data, err := os.ReadFile(base + ext)
 				if err != nil {
 					if ext == ".info" {
@@ -167,6 +163,18 @@ func bundled(rel, name string) bool {
 type bundleModule struct {
 	path, escaped, version string
 	zip                    bool // its packages are compiled, not only its go.mod read
+}
+
+// cacheFiles are the module's files in the module cache's download folder
+// that the bundle needs (path without its extension, and the extensions).
+// The .info file is carried too when present; the go command can do
+// without it.
+func (m bundleModule) cacheFiles(download string) (base string, needed []string) {
+	needed = []string{".mod"}
+	if m.zip {
+		needed = append(needed, ".zip", ".ziphash")
+	}
+	return filepath.Join(download, m.escaped, "@v", m.version), needed
 }
 
 // bundleModules lists the modules that setup needs: the zips of those whose
@@ -239,12 +247,8 @@ func (g *Grader) bundleModules(ctx context.Context, ex *Exercise) ([]bundleModul
 func fetchMissingModules(ctx context.Context, root, goCmd, download string, modules []bundleModule) error {
 	var missing []string
 	for _, m := range modules {
-		base := filepath.Join(download, m.escaped, "@v", m.version)
-		need := []string{".mod"}
-		if m.zip {
-			need = append(need, ".zip", ".ziphash")
-		}
-		for _, ext := range need {
+		base, needed := m.cacheFiles(download)
+		for _, ext := range needed {
 			if _, err := os.Stat(base + ext); err != nil {
 				missing = append(missing, m.path+"@"+m.version)
 				break

@@ -232,12 +232,11 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	// namespaces: leave room for what the uid holds already (this user's
 	// own processes, or a pool uid's dead tasks that a lazy init has not
 	// reaped yet).
-	procs := r.limits.Procs
-	if uid >= 0 {
-		procs += chargedTasks(uid)
-	} else {
-		procs += chargedTasks(os.Getuid())
+	owner := uid // the uid the test runs as
+	if owner < 0 {
+		owner = os.Getuid()
 	}
+	procs := r.limits.Procs + chargedTasks(owner)
 	argv := []string{s.prlimit,
 		"--cpu=" + strconv.Itoa(int(r.limits.CPU/time.Second)),
 		"--as=" + strconv.FormatInt(r.limits.AddressSpace, 10),
