@@ -45,12 +45,12 @@ def volume(user):
 def start(spawn, image, user, req):
     if subprocess.run(["podman", "volume", "exists", volume(user)]).returncode != 0:
         subprocess.run(["podman", "volume", "create", volume(user)], check=True, capture_output=True)
-    for init in req.get("init", []):
-        # The volume belongs to root when new; the chart's fsGroup makes it
+        # A new volume belongs to root; the chart's fsGroup makes it
         # writable by the user's group, which a chown stands in for here.
         subprocess.run(RUN + ["--rm", "--user", "0", "-v", volume(user) + ":/mnt/work", image,
                               "chown", "%d:%d" % (req["uid"], req["fs_gid"]), "/mnt/work"],
                        check=True, capture_output=True)
+    for init in req.get("init", []):
         subprocess.run(RUN + ["--rm", "--user", str(init["uid"]), "-v", volume(user) + ":/mnt/work", image]
                        + init["command"], check=True, capture_output=True, timeout=300)
     env = []

@@ -17,6 +17,7 @@ import json
 import os
 
 from jupyterhub.spawner import Spawner
+from jupyterhub.utils import random_port
 from traitlets import Integer, List, Unicode, default
 
 
@@ -48,8 +49,6 @@ class KubeSpawner(Spawner):
     async def start(self):
         # Servers share the host's network here, so each needs its own port
         # (in a cluster each pod has its own address and uses 8888).
-        from jupyterhub.utils import random_port
-
         self.ip = "127.0.0.1"
         self.port = random_port()
         self._clear(".started", ".failed", ".exit", ".stopped")
