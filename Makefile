@@ -43,6 +43,7 @@ unit:
 	$(GO) test -race ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
 	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
+	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
 # The budget is a count of inputs, not a duration: Go 1.26's fuzzer can fail

@@ -4,21 +4,32 @@ with --check, verifies the figures the lesson's prose quotes.
     notebook-outputs.py EXECUTED.ipynb            print every cell's outputs
     notebook-outputs.py --check EXECUTED.ipynb... check quoted figures
 
-A lesson marks the figures its prose quotes from the outputs with an HTML
-comment after the paragraph (invisible when rendered):
+A code cell gets a name in the lesson's fence, which scripts/nbgen keeps in
+the cell's metadata ("name"):
 
-    <!-- outputs: "4000256" "20971520" -->
+    ```go fragmented
+    ...
+    ```
 
-Each quoted string must occur in the text output of some code cell above
-that markdown cell, so a change that moves a number fails the check instead
-of leaving the prose wrong. --check prints one line per notebook and exits 1
-when a figure is missing.
+and the prose after it quotes that cell's output with an HTML comment
+(invisible when rendered) that names the cell:
+
+    <!-- outputs fragmented: "96 blocks kept" "allocated   147.50 MiB" -->
+
+Several comments may follow one paragraph, one per cell. Each quoted string
+must occur within one line of the text that the named cell printed, and that
+cell must come before the comment, so a figure can pass only on the output
+it describes: neither a neighbour's line nor an earlier cell's figure
+satisfies it. A comment that names no cell, or a cell the notebook does not
+have, is an error. --check prints one line per notebook and exits 1 when a
+figure is missing.
 """
 import json
 import re
 import sys
 
-MARK = re.compile(r"<!--\s*outputs:(.*?)-->", re.S)
+MARK = re.compile(r"<!--\s*outputs\b(.*?)-->", re.S)
+NAMED = re.compile(r"^\s+([A-Za-z0-9_-]+):(.*)$", re.S)
 QUOTED = re.compile(r'"([^"]+)"')
 
 
@@ -33,12 +44,18 @@ def text_of(cell):
     return "".join(parts)
 
 
+def source_of(cell):
+    source = cell["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
 def show(path):
     nb = json.load(open(path))
     for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code":
             continue
-        print(f"=== cell {index}")
+        name = cell.get("metadata", {}).get("name")
+        print(f"=== cell {index}" + (f" ({name})" if name else ""))
         for o in cell.get("outputs", []):
             if "text" in o:
                 print("".join(o["text"]), end="")
@@ -48,22 +65,38 @@ def show(path):
                 print("[", ", ".join(o.get("data", {}).keys()), "]")
 
 
-def check(path):
-    """Returns the list of quoted figures missing from the outputs above them."""
-    nb = json.load(open(path))
-    seen = ""
+def check_cells(cells, label="notebook"):
+    """Returns (figures checked, problems) for a notebook's list of cells."""
+    lines = {}  # name of a code cell above -> the lines it printed
     missing, checked = [], 0
-    for index, cell in enumerate(nb["cells"]):
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    for index, cell in enumerate(cells):
         if cell["cell_type"] == "code":
-            seen += text_of(cell) + "\n"
+            name = cell.get("metadata", {}).get("name")
+            if name:
+                lines[name] = text_of(cell).splitlines()
             continue
-        for mark in MARK.findall(source):
-            for figure in QUOTED.findall(mark):
+        for mark in MARK.findall(source_of(cell)):
+            named = NAMED.match(mark)
+            if not named:
+                missing.append(f"{label}: markdown cell {index}: an outputs comment must name its cell: <!-- outputs NAME: \"...\" -->")
+                continue
+            name, quoted = named.groups()
+            figures = QUOTED.findall(quoted)
+            if not figures:
+                missing.append(f"{label}: markdown cell {index}: outputs {name}: quotes no figure")
+            if name not in lines:
+                missing.append(f"{label}: markdown cell {index}: no code cell named {name!r} comes before it")
+                continue
+            for figure in figures:
                 checked += 1
-                if figure not in seen:
-                    missing.append(f"{path}: markdown cell {index}: {figure!r} is quoted but no output above prints it")
+                if not any(figure in line for line in lines[name]):
+                    missing.append(f"{label}: markdown cell {index}: {figure!r} is quoted but no line of cell {name!r} prints it")
     return checked, missing
+
+
+def check(path):
+    """Returns the number of quoted figures and the list of those not found."""
+    return check_cells(json.load(open(path))["cells"], path)
 
 
 def main(argv):

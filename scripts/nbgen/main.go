@@ -1,7 +1,10 @@
 // Command nbgen turns the lesson texts into notebooks, so that each lesson
 // has one source of truth: lessons/NN-name.md is written by hand and
 // notebooks/NN-name.ipynb is generated from it. Every ```go block becomes a
-// code cell and the prose between blocks becomes markdown cells.
+// code cell and the prose between blocks becomes markdown cells. A block
+// opened with "```go NAME" gives its cell a name (kept in the cell's
+// metadata), which the prose's <!-- outputs NAME: "..." --> comments use to
+// quote that cell's output (scripts/notebook-outputs.py checks them).
 //
 //	go run ./scripts/nbgen          write notebooks/ from lessons/
 //	go run ./scripts/nbgen -check   fail if any notebook differs from its lesson
@@ -17,8 +20,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
+
+// cellName is what a code cell's name may be: scripts/notebook-outputs.py
+// reads it back from <!-- outputs NAME: ... --> comments.
+var cellName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // FirstCell is the GoNB recipe every lesson starts with: it points the
 // notebook's temporary module at this repository with both a require and a
@@ -103,6 +111,8 @@ func convert(text string) ([]byte, error) {
 	var cells []cell
 	var prose, code []string
 	inGo, inOther := false, false
+	name := ""
+	named := map[string]bool{}
 	flushProse := func() {
 		body := strings.Trim(strings.Join(prose, "\n"), "\n")
 		prose = nil
@@ -114,7 +124,11 @@ func convert(text string) ([]byte, error) {
 		trimmed := strings.TrimSpace(line)
 		switch {
 		case inGo && trimmed == "```":
-			cells = append(cells, newCell("code", strings.Join(code, "\n")))
+			c := newCell("code", strings.Join(code, "\n"))
+			if name != "" {
+				c["metadata"] = map[string]any{"name": name}
+			}
+			cells = append(cells, c)
 			code, inGo = nil, false
 		case inGo:
 			code = append(code, line)
@@ -123,7 +137,17 @@ func convert(text string) ([]byte, error) {
 			if trimmed == "```" {
 				inOther = false
 			}
-		case trimmed == "```go":
+		case trimmed == "```go" || strings.HasPrefix(trimmed, "```go "):
+			name = strings.TrimSpace(strings.TrimPrefix(trimmed, "```go"))
+			if name != "" && !cellName.MatchString(name) {
+				return nil, fmt.Errorf("code cell name %q: use letters, digits, - and _", name)
+			}
+			if named[name] {
+				return nil, fmt.Errorf("two code cells are named %q", name)
+			}
+			if name != "" {
+				named[name] = true
+			}
 			flushProse()
 			inGo = true
 		case strings.HasPrefix(trimmed, "```"):

@@ -48,12 +48,23 @@ func toStrings(v any) []string {
 	return out
 }
 
+func TestConvertNamesCellsFromTheFence(t *testing.T) {
+	cells := cellsOf(t, recipe+"\n```go peaks\n%%\nfmt.Println(1)\n```\n\n```go\n%%\n```\n")
+	require.Len(t, cells, 3)
+	assert.Equal(t, map[string]any{"name": "peaks"}, cells[1]["metadata"], "the fence's name goes to the cell's metadata")
+	assert.Equal(t, []any{"%%\n", "fmt.Println(1)"}, cells[1]["source"])
+	assert.Equal(t, map[string]any{}, cells[2]["metadata"], "an unnamed cell has no name")
+}
+
 func TestConvertRefusesBadLessons(t *testing.T) {
 	for name, lesson := range map[string]string{
 		"no recipe":      "# T\n\n```go\n%%\nfmt.Println(1)\n```\n",
 		"no code at all": "# T\n\njust text\n",
 		"unclosed fence": recipe + "```go\n%%\n",
 		"wrong recipe":   "```go\n!*go mod edit -replace=x=y\n```\n",
+		"named twice":    recipe + "```go a\n%%\n```\n```go a\n%%\n```\n",
+		"bad name":       recipe + "```go a b\n%%\n```\n",
+		"bad name chars": recipe + "```go a/b\n%%\n```\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := convert(lesson)
