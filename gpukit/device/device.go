@@ -89,8 +89,9 @@ func PeerPath(src, dst Profile) (link string, bandwidth float64) {
 type Option func(*options)
 
 type options struct {
-	profile *Profile
-	cfg     *alloc.Config
+	profile   *Profile
+	cfg       *alloc.Config
+	workspace *string // CUBLAS_WORKSPACE_CONFIG, see blas.go
 }
 
 // WithProfile sets the profile of a sim or meta device.
@@ -106,6 +107,10 @@ type Device struct {
 	b   Backend
 	a   *alloc.Allocator
 	cfg alloc.Config
+
+	wsSize int64 // bytes of each stream's cuBLAS workspace (blas.go); 0: none
+	wsMu   sync.Mutex
+	ws     map[alloc.Stream]*alloc.Block
 }
 
 var registry = struct {
@@ -265,7 +270,11 @@ func newDevice(b Backend, o options) (*Device, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("device: %s: %w", b.Name(), err)
 	}
-	return &Device{b: b, a: alloc.New(b, cfg, b.Index()), cfg: cfg}, nil
+	ws, err := workspaceSize(o, b.Profile())
+	if err != nil {
+		return nil, fmt.Errorf("device: %s: %w", b.Name(), err)
+	}
+	return &Device{b: b, a: alloc.New(b, cfg, b.Index()), cfg: cfg, wsSize: ws}, nil
 }
 
 // Name returns the device name, such as "sim:0".

@@ -145,6 +145,13 @@
 // GPUKIT_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF syntax) the allocator's
 // configuration.
 //
+// The allocator also serves library workspaces, as in PyTorch: the first
+// matrix product on a stream takes cuBLAS's workspace from it
+// (BlasWorkspace; blas.go cites CublasHandlePool.cpp), sized by
+// CUBLAS_WORKSPACE_CONFIG or PyTorch's default for Profile.ComputeMajor.
+// For now a device has one only when opened with WithCublasWorkspaceConfig
+// or while CUBLAS_WORKSPACE_CONFIG is set.
+//
 // # Layout
 //
 // DESIGN.md sketched one device folder. The shared types live in

@@ -46,6 +46,8 @@ func (m deviceMemory) launch(k kernelCost) {
 	m.d.Launch(m.d.DefaultStream(), device.Kernel{Name: k.name, Flops: k.flops, Bytes: k.bytes, Half: k.half})
 }
 
+func (m deviceMemory) blasWorkspace() error { return m.d.BlasWorkspace(m.d.DefaultStream()) }
+
 // hostMem is host memory: pageable Go memory, or a pinned buffer from the
 // default device (page-locked memory belongs to the driver).
 type hostMem struct{ pinned bool }
@@ -83,6 +85,8 @@ func (m hostMem) free(h any) {
 }
 
 func (m hostMem) launch(kernelCost) {}
+
+func (m hostMem) blasWorkspace() error { return nil }
 
 // On places a new tensor on device d. Without On or OnHost, tensors are
 // created on device.Default() (sim:0).

@@ -18,18 +18,26 @@ func matmulShapes(op string, a, b *Tensor) (out, batch []int) {
 	return out, batch
 }
 
-// matmulInto runs the kernel for out = a @ b with batch broadcasting.
-func matmulInto(out, a, b *Tensor, batch []int) {
+// matmulInto runs the kernel for out = a @ b with batch broadcasting. It
+// fails, computing nothing, only when the device cannot allocate the
+// stream's cuBLAS workspace, which the first product on a stream takes
+// after its output and its operands' copies, as PyTorch's gemm does when it
+// takes the cuBLAS handle (device.BlasWorkspace).
+func matmulInto(out, a, b *Tensor, batch []int) error {
 	a, releaseA := blasOperand(a)
 	defer releaseA()
 	b, releaseB := blasOperand(b)
 	defer releaseB()
+	if err := out.st.core.mem.blasWorkspace(); err != nil {
+		return err
+	}
 	ra, rb := len(a.shape), len(b.shape)
 	al := a.layoutAs(append(slices.Clone(batch), a.shape[ra-2:]...))
 	bl := b.layoutAs(append(slices.Clone(batch), b.shape[rb-2:]...))
 	matmulKernel(out, al, bl)
 	m, n, k := out.shape[len(out.shape)-2], out.shape[len(out.shape)-1], a.shape[ra-1]
 	out.charge("Matmul", 2*int64(numel(batch))*int64(m)*int64(n)*int64(k), a, b)
+	return nil
 }
 
 // blasOperand returns t when its matrices are in a layout BLAS reads
@@ -71,7 +79,10 @@ func (t *Tensor) Matmul(b *Tensor) *Tensor {
 	checkPair("Matmul", t, b)
 	shape, batch := matmulShapes("Matmul", t, b)
 	out := empty(t.outMem(), shape, t.dtype)
-	matmulInto(out, t, b, batch)
+	if err := matmulInto(out, t, b, batch); err != nil {
+		out.Release()
+		panicAlloc(err)
+	}
 	as, bs := t.shape, b.shape
 	name := "MmBackward0"
 	if len(as) > 2 || len(bs) > 2 {
@@ -145,7 +156,9 @@ func MatmulOut(out, a, b *Tensor) *Tensor {
 	if out.st == a.st || out.st == b.st {
 		panicf("MatmulOut: out shares storage with an input; the product would read what it writes")
 	}
-	matmulInto(out, a, b, batch)
+	if err := matmulInto(out, a, b, batch); err != nil {
+		panicAlloc(err)
+	}
 	out.bump()
 	return out
 }

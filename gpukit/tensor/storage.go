@@ -23,6 +23,10 @@ type memory interface {
 	hasBytes() bool
 	// launch charges the modelled cost of a kernel (no-op on the host).
 	launch(k kernelCost)
+	// blasWorkspace makes sure the stream that kernels run on has its
+	// cuBLAS workspace before a matrix product (device.BlasWorkspace; nil
+	// on the host).
+	blasWorkspace() error
 }
 
 // kernelCost is the modelled cost of one kernel, charged to the device.

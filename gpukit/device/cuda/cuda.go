@@ -98,7 +98,12 @@ func readProfile(dev cu.Device) (backend.Profile, error) {
 	if attrs, err := dev.Attributes(cu.MemoryClockRate, cu.GlobalMemoryBusWidth); err == nil && attrs[0] > 0 {
 		p.HBMBandwidth = float64(attrs[0]) * 1e3 * 2 * float64(attrs[1]) / 8
 	}
-	p.Source = "read from the device (cuDeviceGetName, cuDeviceTotalMem, memory clock rate and bus width); other figures from the built-in profile of the same card, if any"
+	// The compute capability sizes PyTorch's default cuBLAS workspace
+	// (device.CublasWorkspaceSize).
+	if attrs, err := dev.Attributes(cu.ComputeCapabilityMajor); err == nil {
+		p.ComputeMajor = attrs[0]
+	}
+	p.Source = "read from the device (cuDeviceGetName, cuDeviceTotalMem, memory clock rate and bus width, compute capability); other figures from the built-in profile of the same card, if any"
 	return p, nil
 }
 
