@@ -1,6 +1,7 @@
 package chunked
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -8,6 +9,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func card(t *testing.T, capacity int64) *device.Device {
@@ -75,6 +77,7 @@ func checkOutputs(t *testing.T, in, out []float32, width int) {
 // TestOutputsMatchTheModel: outputs are the model's, row by row, for
 // several budgets and a row count that is not a multiple of the chunk.
 func TestOutputsMatchTheModel(t *testing.T) {
+	noCollector(t)
 	const rows, width = 1237, 300
 	in := input(rows, width)
 	for _, budget := range []int64{8 << 10, 200 << 10, 3 << 20, 64 << 20} {
@@ -95,6 +98,7 @@ func TestOutputsMatchTheModel(t *testing.T) {
 // stay within the budget (small and large budgets, where the allocator
 // rounds blocks differently).
 func TestPeakWithinBudget(t *testing.T) {
+	noCollector(t)
 	const rows, width = 4000, 1024
 	in := input(rows, width)
 	for _, budget := range []int64{64 << 10, 1 << 20, 3 << 20, 5<<20 + 4096, 11<<20 + 600<<10} {
@@ -118,6 +122,7 @@ func TestPeakWithinBudget(t *testing.T) {
 // TestInputLargerThanDevice: 96 MiB of input through a 64 MiB card with
 // an 8 MiB budget.
 func TestInputLargerThanDevice(t *testing.T) {
+	noCollector(t)
 	const width = 1024
 	rows := (96 << 20) / (4 * width)
 	in := input(rows, width)
@@ -137,6 +142,7 @@ func TestInputLargerThanDevice(t *testing.T) {
 // TestBadArguments: a budget too small for one row, and an input that is
 // not whole rows, are errors; a valid call still works.
 func TestBadArguments(t *testing.T) {
+	noCollector(t)
 	d := card(t, 64<<20)
 	seen := 0
 	in := input(10, 64)
@@ -151,4 +157,17 @@ func TestBadArguments(t *testing.T) {
 	if _, err := Infer(d, in[:100], 64, 2, stats(64, &seen), 1<<20); err == nil || !strings.Contains(err.Error(), "row") {
 		t.Errorf("100 values are not whole rows of 64: got %v, want an error about rows", err)
 	}
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }
