@@ -25,6 +25,10 @@ func TestFragmentRequests(t *testing.T) {
 		{256 * MiB, 64 * MiB},
 		{96 * MiB, 3 * MiB},
 		{96 * MiB, 24 * MiB},
+		// Multiples of the smallest large-pool block (1 MiB + 512 B): a
+		// run of freed neighbours can be exactly the request.
+		{256 * MiB, 2 * (MiB + 512)},
+		{96 * MiB, 5 * (MiB + 512)},
 	} {
 		checkFragmented(t, c.capacity, c.request)
 	}
@@ -74,9 +78,10 @@ func TestLargestFreeBlock(t *testing.T) {
 }
 
 // Random patterns of large blocks, some freed (they merge with free
-// neighbours): the largest free block is exactly what the allocator can
-// serve without a new segment, and 512 B more needs one. The small pool is
-// apart, and an empty snapshot has nothing.
+// neighbours), beside a 30 MiB block in use, larger than any of them: the
+// largest free block is exactly what the allocator can serve without a
+// new segment, and 512 B more needs one. The small pool is apart, and an
+// empty snapshot has nothing.
 func TestLargestFreeBlockMeasured(t *testing.T) {
 	noCollector(t)
 	if got := LargestFreeBlock(alloc.Snapshot{}, "large"); got != 0 {
@@ -95,6 +100,9 @@ func TestLargestFreeBlockMeasured(t *testing.T) {
 		}
 		small, err := dev.Malloc(1000, dev.DefaultStream()) // a small-pool segment: 2 MiB, all but 1024 B free
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dev.Malloc(30*MiB, dev.DefaultStream()); err != nil { // in use: not a free block
 			t.Fatal(err)
 		}
 		for _, b := range blocks {
