@@ -52,6 +52,7 @@ func TestBuffersAndRelease(t *testing.T) {
 	x0, w, b := operands(dev, 40, 50)
 	snapshot := [][]byte{bits(x0), bits(w), bits(b)}
 	versions := []int64{x0.Version(), w.Version(), b.Version()}
+	refs := []int{x0.Storage().Refs(), w.Storage().Refs(), b.Storage().Refs()}
 	before, blocksBefore := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]
 
 	l := run(t, x0, w, b, 0)
@@ -82,6 +83,9 @@ func TestBuffersAndRelease(t *testing.T) {
 	for i, op := range []*tensor.Tensor{x0, w, b} {
 		if !bytes.Equal(bits(op), snapshot[i]) || op.Version() != versions[i] {
 			t.Errorf("operand %d was modified", i)
+		}
+		if got := op.Storage().Refs(); got != refs[i] {
+			t.Errorf("after Release operand %d's storage has %d references, %d before NewLoop: release every reference the loop took", i, got, refs[i])
 		}
 	}
 	if err := l.Step(); err == nil {
