@@ -33,8 +33,14 @@ func floats(d *device.Device, b *alloc.Block, n int) []float32 {
 // stats is a model with two outputs per row, sum and maximum; it counts
 // the rows it was given.
 func stats(width int, seen *int) Model {
+	return chunks(width, seen, new(int))
+}
+
+// chunks is stats that also keeps the largest chunk it was given.
+func chunks(width int, seen, largest *int) Model {
 	return func(d *device.Device, in, out *alloc.Block, rows int) {
 		*seen += rows
+		*largest = max(*largest, rows)
 		x, y := floats(d, in, rows*width), floats(d, out, 2*rows)
 		for i := range rows {
 			var s, m float32
@@ -96,7 +102,9 @@ func TestOutputsMatchTheModel(t *testing.T) {
 
 // TestPeakWithinBudget: the allocator's peak allocated bytes during Infer
 // stay within the budget (small and large budgets, where the allocator
-// rounds blocks differently).
+// rounds blocks differently), with chunks as large as the budget allows:
+// at least half the rows whose input and output bytes, as asked, fill the
+// budget (the allocator's rounding costs less than that).
 func TestPeakWithinBudget(t *testing.T) {
 	noCollector(t)
 	const rows, width = 4000, 1024
@@ -104,14 +112,17 @@ func TestPeakWithinBudget(t *testing.T) {
 	for _, budget := range []int64{64 << 10, 1 << 20, 3 << 20, 5<<20 + 4096, 11<<20 + 600<<10} {
 		d := card(t, 64<<20)
 		d.ResetPeakStats()
-		seen := 0
-		out, err := Infer(d, in, width, 2, stats(width, &seen), budget)
+		seen, largest := 0, 0
+		out, err := Infer(d, in, width, 2, chunks(width, &seen, &largest), budget)
 		if err != nil {
 			t.Fatalf("budget %d: %v", budget, err)
 		}
 		checkOutputs(t, in, out, width)
 		if peak := d.MaxMemoryAllocated(); peak > budget {
 			t.Errorf("budget %d bytes: the allocator's peak was %d bytes", budget, peak)
+		}
+		if upper := int(budget / (4 * (width + 2))); largest < min(rows, upper/2) {
+			t.Errorf("budget %d bytes: the largest chunk had %d rows; the budget holds up to %d rows as asked, so chunks of at least %d rows fit: use chunks as large as the budget allows", budget, largest, upper, upper/2)
 		}
 		if d.MemoryAllocated() != 0 {
 			t.Errorf("budget %d: %d bytes still allocated after Infer", budget, d.MemoryAllocated())
