@@ -83,16 +83,24 @@ func TestHiddenTopOpSingle(t *testing.T) {
 	dev := hiddenDev(t)
 	a := tensor.Ones([]int{300, 700}, tensor.On(dev)) // 840000 bytes, an 840192-byte block
 	b := tensor.Ones([]int{700, 50}, tensor.On(dev))
+	c := tensor.Ones([]int{200, 700}, tensor.On(dev)) // 560000 bytes, a 560128-byte block
+	var kept []*tensor.Tensor
 	phases := []Phase{
 		{"matmul", func() { c := a.Matmul(b); c.Release() }},  // 60000 bytes
 		{"sigmoid", func() { s := a.Sigmoid(); s.Release() }}, // 840192-byte block
 		{"tail", func() { c := b.Neg(); c.Release() }},
+		// A range whose total (3 × 560128 bytes kept) exceeds every op's
+		// self memory: it is not an op.
+		{"keep", func() { kept = append(kept, c.Mul(2), c.Exp(), c.Neg()) }},
 	}
 	report, err := FindPeak(dev, phases)
 	require.NoError(t, err)
-	require.Equal(t, "tensor::Sigmoid", report.TopOp)
+	require.Equal(t, "tensor::Sigmoid", report.TopOp, "the op with the most self device memory, not a range")
 	require.Equal(t, int64(840192), report.TopOpBytes)
-	require.Equal(t, "sigmoid", report.PeakPhase)
+	require.Equal(t, "keep", report.PeakPhase)
+	for _, k := range kept {
+		k.Release()
+	}
 }
 
 func TestHiddenTopOpSummedOverCalls(t *testing.T) {
@@ -134,6 +142,15 @@ func TestHiddenStopsItsProfile(t *testing.T) {
 	require.NoError(t, err)
 	p, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err, "FindPeak must stop the profile it started")
+	p.Stop()
+
+	// Also when a phase panics (the profile's Stop is deferred).
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = FindPeak(dev, []Phase{{"boom", func() { panic("a phase failed") }}})
+	}()
+	p, err = profiler.Start(profiler.Options{})
+	require.NoError(t, err, "a phase panicked: FindPeak must still stop the profile it started (defer)")
 	p.Stop()
 }
 
