@@ -1,6 +1,7 @@
 package batchsearch
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -54,6 +55,34 @@ func TestFailedTriesFreed(t *testing.T) {
 		assert.Zero(t, s, "try %d started with %d bytes left over from the tries before", i, s)
 	}
 	assert.Equal(t, base, dev.MemoryAllocated(), "nothing left allocated at the end")
+
+	// A step that fails after allocating, as a backward pass that runs out
+	// of memory half way does: only cleanUp frees what it left.
+	var left []*tensor.Tensor
+	starts = starts[:0]
+	b, err := LargestBatch(dev, 1000, func(b int) {
+		starts = append(starts, dev.MemoryAllocated()-base)
+		x := tensor.Zeros([]int{b, 256}, tensor.On(dev))
+		left = append(left, x)
+		if b > 300 {
+			tensor.Zeros([]int{1 << 40}, tensor.On(dev)) // out of memory
+		}
+		x.Release()
+		left = left[:len(left)-1]
+	}, func() {
+		for _, x := range left {
+			x.Release()
+		}
+		left = nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 300, b, "the largest batch of a step that fails above 300")
+	for i, s := range starts {
+		assert.Zero(t, s, "try %d started with %d bytes left over by a failed try: call cleanUp after a failed try", i, s)
+	}
+	// The model and its optimizer's state count in base: keep them alive
+	// until here, whatever the search collects.
+	runtime.KeepAlive(tr)
 }
 
 func TestCacheLeftAsFound(t *testing.T) {
@@ -65,6 +94,7 @@ func TestCacheLeftAsFound(t *testing.T) {
 	_, err := LargestBatch(dev, 1<<16, tr.Step, tr.CleanUp)
 	require.NoError(t, err)
 	assert.Equal(t, reserved, dev.MemoryReserved(), "reserved memory as found")
+	runtime.KeepAlive(tr) // its blocks are part of what was reserved
 }
 
 func TestFewTries(t *testing.T) {
