@@ -76,7 +76,6 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			start := time.Now()
 			out, err := v.exercise(ctx, name)
 			mu.Lock()
 			defer mu.Unlock()
@@ -97,7 +96,7 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 			} else {
 				verdict = "FAIL"
 			}
-			fmt.Fprintf(w, "verify %-28s %s  %s (%.1f s)\n", name, verdict, out.line, time.Since(start).Seconds())
+			fmt.Fprintf(w, "verify %-28s %s  %s (%.1f s of grading)\n", name, verdict, out.line, out.busy.Seconds())
 			if len(out.uncaught) > 0 {
 				fmt.Fprintf(w, "    no mutant fails %s\n", strings.Join(out.uncaught, ", "))
 			}
@@ -162,6 +161,7 @@ type verified struct {
 	extras   int
 	mutants  int
 	uncaught []string
+	busy     time.Duration // the time its submissions took to grade, added up
 }
 
 // graded is one submission of verify and its result.
@@ -243,6 +243,7 @@ func (v *verifier) exercise(ctx context.Context, name string) (verified, error) 
 		if gr.err != nil {
 			return out, gr.err
 		}
+		out.busy += gr.res.ExecutionTime
 	}
 
 	full := ex.Spec.MaxScore()
