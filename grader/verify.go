@@ -387,9 +387,16 @@ func layoutProblems(c *Course, ex *Exercise, variants []Variant) []string {
 	mutants, extras := 0, 0
 	for _, vr := range variants {
 		problems = append(problems, studentFilesOnly(rel(vr.Dir), vr.Dir, spec, false, false)...)
-		if vr.Says == "" {
-			word := map[bool]string{true: "Mutant", false: "Extra"}[vr.Mutant]
-			problems = append(problems, fmt.Sprintf("%s: its file must open with a line \"// %s: what it changes\"", rel(vr.Dir), word))
+		word := "// Extra: "
+		if vr.Mutant {
+			word = "// Mutant: "
+		}
+		files, _ := goFiles(vr.Dir, false)
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join(vr.Dir, f))
+			if first, _, _ := strings.Cut(string(data), "\n"); err != nil || !strings.HasPrefix(first, word) {
+				problems = append(problems, fmt.Sprintf("%s: it must open with a line \"%swhat it changes\"", rel(filepath.Join(vr.Dir, f)), word))
+			}
 		}
 		if vr.Mutant {
 			mutants++

@@ -55,7 +55,10 @@ func TestVerifyLayout(t *testing.T) {
 		}, "solutions/01-toy/mutants/empty lacks student files"},
 		{"a mutant that does not say its mistake", func(t *testing.T, root string) {
 			writeFile(t, root, "solutions/01-toy/mutants/silent/sum.go", toySum)
-		}, `solutions/01-toy/mutants/silent: its file must open with a line "// Mutant: what it changes"`},
+		}, `solutions/01-toy/mutants/silent/sum.go: it must open with a line "// Mutant: what it changes"`},
+		{"an extra with one silent file of two", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/extras/gc-and-helper/reverse.go", "package toy\n\nfunc Reverse(xs []int) error { return nil }\n")
+		}, `solutions/01-toy/extras/gc-and-helper/reverse.go: it must open with a line "// Extra: what it changes"`},
 		{"too few mutants", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "solutions/01-toy/mutants/sum-skips-last")))
 		}, "2 mutants in solutions/01-toy/mutants; an exercise needs at least 3"},
