@@ -239,6 +239,12 @@ func (v *verifier) exercise(ctx context.Context, name string) (verified, error) 
 		})
 	}
 	wg.Wait()
+	if pub.err != nil && ctx.Err() == nil {
+		// The exercise's public tests cannot run (none, or a layout the
+		// grader refuses): the exercise's problem, not the grader's.
+		out.problems = append(out.problems, "public tests on the solution: "+pub.err.Error())
+		pub.res, pub.err = &Result{}, nil
+	}
 	for _, gr := range append([]*graded{ref, stub, pub}, vars...) {
 		if gr.err != nil {
 			return out, gr.err

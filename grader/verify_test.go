@@ -85,20 +85,23 @@ func TestVerifyLayout(t *testing.T) {
 }
 
 // TestVerifyVariantsGraded: a mutant that keeps full marks, one that does
-// not compile, and extras that lose points all fail verify; the others
-// still count.
+// not compile, extras that lose points and an exercise without public
+// tests all fail verify; the others still count.
 func TestVerifyVariantsGraded(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
 	writeFile(t, c.Root, "solutions/01-toy/mutants/harmless/sum.go", "// Mutant: a comment that changes nothing.\n\n"+toySum)
 	writeFile(t, c.Root, "solutions/01-toy/mutants/broken/sum.go", "// Mutant: does not compile.\n\npackage toy\n\nfunc Sum(xs []int) (int, error) { return total(xs), nil }\n")
 	writeFile(t, c.Root, "solutions/01-toy/extras/wrong/reverse.go", "// Extra: not an extra at all.\n\npackage toy\n\nfunc Reverse(xs []int) error { return nil }\n")
+	require.NoError(t, os.Remove(filepath.Join(c.Root, "exercises/01-toy/toy_test.go")))
 	rep, out := verifyFixture(t, c)
 	assert.Zero(t, rep.Verified, out)
 	failed := strings.Join(rep.Failed, "\n")
 	assert.Contains(t, failed, "mutant harmless (a comment that changes nothing.) keeps full marks: no hidden test catches that mistake")
 	assert.Contains(t, failed, "mutant broken (does not compile.) must compile and be graded")
 	assert.Contains(t, failed, "extras wrong (not an extra at all.) fails TestReverse")
+	assert.Contains(t, failed, "public tests on the solution: grader: ")
+	assert.Contains(t, failed, "has no public tests")
 	assert.Equal(t, 1, rep.Extras, "gc-and-helper still keeps full marks")
 	assert.Equal(t, 3, rep.Mutants, "the three fixture mutants still lose points")
 	assert.Contains(t, out, "extras 7/7 4/7, mutants 3/7 7/7 4/7 6/7 4/7,", "sorted by name; broken is graded with the stub for sum.go")
