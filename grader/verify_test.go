@@ -200,3 +200,22 @@ func TestReleaseHasNoInstructorFiles(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestCourseLayout: the course's own exercises pass verify's layout checks
+// (student files only in solutions, extras and mutants that say what they
+// change, no package-level variable in hidden tests or given files); the
+// grading itself is make grader-verify's.
+func TestCourseLayout(t *testing.T) {
+	c, err := OpenCourse("..")
+	require.NoError(t, err)
+	names, err := c.Exercises()
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		ex, err := c.Exercise(name)
+		require.NoError(t, err)
+		variants, err := ex.Variants()
+		require.NoError(t, err)
+		assert.Empty(t, layoutProblems(c, ex, variants), name)
+	}
+}

@@ -39,8 +39,8 @@ func Predict(s Shape, mode Mode) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("saved: shape %+v: sizes overflow", s)
 	}
-	mask := hidden // dropout's keep-mask: one byte per element
-	loss := block(float32Size)   // the 0-d loss itself
+	mask := hidden             // dropout's keep-mask, as float32
+	loss := block(float32Size) // the 0-d loss itself
 
 	// Matmul saves both inputs; x, W1 and W2 are the model's, allocated
 	// anyway. Add saves nothing. MSELoss saves y and the target.
