@@ -13,8 +13,10 @@ import (
 
 const MiB = 1 << 20
 
-// newDevice opens a private simulated classroom card of the given capacity
-// (smaller than the real 2 GiB, so that filling it is quick and light).
+// newDevice opens a private classroom card of the given capacity (smaller
+// than the real 2 GiB, so that filling it is quick), in meta mode: the
+// allocator's accounting without backing bytes, which is all these tests
+// read, so that filling it costs no host memory.
 func newDevice(t *testing.T, capacity int64) *device.Device {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
@@ -22,7 +24,7 @@ func newDevice(t *testing.T, capacity int64) *device.Device {
 		t.Fatal(err)
 	}
 	p = p.Resized(capacity) // a made-up card: all of it is ours
-	dev, err := device.New(sim.New(0, p))
+	dev, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		t.Fatal(err)
 	}
