@@ -71,8 +71,9 @@ cuda:
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
 
-# Every reference solution scores full marks and every stub zero on the
-# hidden tests (grader/README.md).
+# Every reference solution and extras score full marks, every mutant loses
+# points (each test run twice) and every stub scores zero on the hidden
+# tests (grader/README.md); --jobs defaults to the number of CPUs.
 grader-verify:
 	$(GO) run ./grader/cmd/grader verify
 

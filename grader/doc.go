@@ -1,14 +1,16 @@
 // Package grader grades the course's exercises: a student's working copy
 // against the public tests (Check), a submission against the hidden tests
-// (Grade, Batch), every reference solution and stub (Verify), and the
+// (Grade, Batch), every reference solution, variant and stub (Verify), and the
 // course's student edition (Release) and Gradescope bundle (Bundle).
 //
 // # Formats
 //
 // An exercise is a Go package in exercises/NN-name (the stub the student
 // edits, given helpers and public tests), its reference solution in
-// solutions/NN-name, and its hidden tests with grade.json in
-// grader/hidden/NN-name (see Spec and grader/README.md).
+// solutions/NN-name (only the student files, laid over a copy of the
+// exercise), with right answers with harmless extras and plausible wrong
+// answers (mutants) beside it (see Variant), and its hidden tests with
+// grade.json in grader/hidden/NN-name (see Spec and grader/README.md).
 //
 // # How a submission is graded
 //

@@ -18,6 +18,7 @@ type Grader struct {
 	Course  *Course
 	Sandbox *Sandbox
 	Go      string // the go command; "go" when empty
+	runs    int    // verify runs each test this many times (runAgain); 0: once
 }
 
 // New returns a grader for course with a sandbox of the given mode; the
@@ -57,6 +58,7 @@ type Result struct {
 	Tests         []TestResult  `json:"tests"`
 	ExecutionTime time.Duration `json:"-"`
 	Seconds       float64       `json:"execution_time"`
+	unstable      []string      // tests whose outcome changed when run again (verify)
 }
 
 // TestResult is the result of one test.
@@ -184,6 +186,9 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			}
 		} else {
 			if err := g.runTest(ctx, built.bin, t.Name, limits, red, &tr); err != nil {
+				return nil, err
+			}
+			if err := g.runAgain(ctx, built.bin, limits, red, tr, res); err != nil {
 				return nil, err
 			}
 		}

@@ -78,8 +78,9 @@ func TestVerifyFixture(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Verified, out.String())
 	assert.Empty(t, rep.Failed)
-	assert.Contains(t, out.String(), "solution 7/7, stub 0/7, 2 public tests")
-	assert.Contains(t, out.String(), "1 of 1 exercises verified")
+	assert.Contains(t, out.String(), "solution 7/7, extras 7/7, mutants 4/7 6/7 4/7, stub 0/7, 2 public tests")
+	assert.Contains(t, out.String(), "1 of 1 exercises verified; 1 right answers with extras kept full marks, 3 mutants lost points (every test ran 2 times)")
+	assert.Equal(t, VerifyReport{Verified: 1, Extras: 1, Mutants: 3}, rep)
 }
 
 func TestVerifyFindsBrokenExercise(t *testing.T) {
@@ -122,7 +123,9 @@ func TestVerifyStudentEdition(t *testing.T) {
 	ex, err := c.Exercise("01-toy")
 	require.NoError(t, err)
 	assert.Nil(t, ex.Spec)
-	res, err := g.Check(context.Background(), ex, ex.SolutionDir)
+	dir, err := overlay(t.TempDir(), ex.SolutionDir, []string{"sum.go", "reverse.go"}, ex.Dir)
+	require.NoError(t, err)
+	res, err := g.Check(context.Background(), ex, dir)
 	require.NoError(t, err)
 	assert.Len(t, res.Tests, 2)
 	for _, tr := range res.Tests {

@@ -1,28 +1,49 @@
 package grader
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+)
+
+// What verify asks of every exercise.
+const (
+	// verifyRuns is how many times every graded test of a reference,
+	// extras or mutant runs on its build: a test whose outcome depends on
+	// when Go's collector runs, or on scheduling, shows as a difference.
+	verifyRuns = 2
+	minMutants = 3
+	minExtras  = 1
 )
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
 	Verified int      // exercises whose checks all passed
 	Failed   []string // "NN-name: what is wrong"
+	Extras   int      // right answers with harmless extras that kept full marks
+	Mutants  int      // mutants that lost points
+	// Uncaught lists, as "NN-name TestName", the graded tests that no
+	// mutant fails: a hint for authors (a test that catches nothing, or a
+	// mistake that has no mutant yet), not a failure.
+	Uncaught []string
 }
 
 // Verify checks the exercises named (all with hidden tests when names is
-// empty): each layout is sound, the reference solution scores full marks
-// and passes the public tests, and the untouched stub scores zero on every
-// hidden test. jobs exercises are checked at once; one line per exercise
-// goes to w.
+// empty): each layout is sound; the reference solution and each right
+// answer with harmless extras score full marks; each mutant loses points;
+// none of them changes a test's outcome when it runs again; the untouched
+// stub scores zero on every hidden test; and the public tests pass with
+// the reference laid over the exercise. jobs submissions are graded at
+// once, across exercises; one line per exercise goes to w.
 func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writer) (VerifyReport, error) {
 	var rep VerifyReport
 	if len(names) == 0 {
@@ -47,19 +68,15 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 		fmt.Fprintln(w, "verify: no exercise has hidden tests in grader/hidden: 0 exercises verified")
 		return rep, nil
 	}
-	jobs = max(1, jobs)
+	v := &verifier{g: g, again: g.withRuns(verifyRuns), sem: make(chan struct{}, max(1, jobs))}
 	var mu sync.Mutex
-	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	var fatal error
 	for _, name := range names {
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			start := time.Now()
-			line, problems, err := g.verifyOne(ctx, name)
+			out, err := v.exercise(ctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -68,13 +85,22 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 				}
 				return
 			}
-			if len(problems) == 0 {
-				rep.Verified++
-				fmt.Fprintf(w, "verify %-28s ok    %s (%.1f s)\n", name, line, time.Since(start).Seconds())
-				return
+			rep.Extras += out.extras
+			rep.Mutants += out.mutants
+			for _, t := range out.uncaught {
+				rep.Uncaught = append(rep.Uncaught, name+" "+t)
 			}
-			fmt.Fprintf(w, "verify %-28s FAIL  %s (%.1f s)\n", name, line, time.Since(start).Seconds())
-			for _, p := range problems {
+			verdict := "ok  "
+			if len(out.problems) == 0 {
+				rep.Verified++
+			} else {
+				verdict = "FAIL"
+			}
+			fmt.Fprintf(w, "verify %-28s %s  %s (%.1f s of grading)\n", name, verdict, out.line, out.busy.Seconds())
+			if len(out.uncaught) > 0 {
+				fmt.Fprintf(w, "    no mutant fails %s\n", strings.Join(out.uncaught, ", "))
+			}
+			for _, p := range out.problems {
 				fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(p, "\n", "\n    "))
 				rep.Failed = append(rep.Failed, name+": "+p)
 			}
@@ -84,110 +110,314 @@ func (g *Grader) Verify(ctx context.Context, names []string, jobs int, w io.Writ
 	if fatal != nil {
 		return rep, fatal
 	}
+	slices.Sort(rep.Uncaught)
 	fmt.Fprintf(w, "verify: %d of %d exercises verified", rep.Verified, len(names))
 	if n := len(names) - rep.Verified; n > 0 {
 		fmt.Fprintf(w, ", %d failed", n)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "; %d right answers with extras kept full marks, %d mutants lost points (every test ran %d times); %d graded tests no mutant fails\n",
+		rep.Extras, rep.Mutants, verifyRuns, len(rep.Uncaught))
 	return rep, nil
 }
 
-// verifyOne verifies one exercise. Problems are the exercise's; an error is
-// the grader's.
-func (g *Grader) verifyOne(ctx context.Context, name string) (string, []string, error) {
-	ex, err := g.Course.Exercise(name)
-	if err != nil {
-		return "", []string{err.Error()}, nil
-	}
-	if ex.Spec == nil {
-		return "", []string{"no grade.json in " + ex.HiddenDir}, nil
-	}
-	if problems := layoutProblems(ex); len(problems) > 0 {
-		return "layout", problems, nil
-	}
-	var problems []string
-	sol, err := g.Grade(ctx, ex, ex.SolutionDir)
-	if err != nil {
-		return "", nil, err
-	}
-	for _, t := range sol.Tests {
-		if !t.Passed() {
-			problems = append(problems, fmt.Sprintf("the solution fails %s:\n%s", t.Name, strings.TrimSpace(t.Output)))
-		}
-	}
-	if sol.Output != "" {
-		problems = append(problems, "grading the solution: "+sol.Output)
-	}
-	stub, err := g.Grade(ctx, ex, ex.Dir)
-	if err != nil {
-		return "", nil, err
-	}
-	for _, t := range stub.Tests {
-		if t.Passed() {
-			problems = append(problems, fmt.Sprintf("the stub passes %s: that test must fail until the exercise is done", t.Name))
-		}
-	}
-	if stub.Output != "" {
-		problems = append(problems, "grading the stub: "+stub.Output)
-	}
-	pub, err := g.Check(ctx, ex, ex.SolutionDir)
-	if err != nil {
-		problems = append(problems, "public tests on the solution: "+err.Error())
-	} else {
-		for _, t := range pub.Tests {
-			if !t.Passed() {
-				problems = append(problems, fmt.Sprintf("the solution fails the public test %s:\n%s", t.Name, strings.TrimSpace(t.Output)))
-			}
-		}
-		if pub.Output != "" {
-			problems = append(problems, "public tests on the solution: "+pub.Output)
-		}
-	}
-	line := fmt.Sprintf("solution %d/%d, stub %d/%d, %d public tests", sol.Score, sol.MaxScore, stub.Score, stub.MaxScore, len(pub.testsOrNil()))
-	return line, problems, nil
+// withRuns is a copy of g that runs every graded test n times and notes
+// in the Result the tests whose outcome changed.
+func (g *Grader) withRuns(n int) *Grader {
+	c := *g
+	c.runs = n
+	return &c
 }
 
-func (r *Result) testsOrNil() []TestResult {
-	if r == nil {
-		return nil
+// runAgain runs the test tr is the result of g.runs-1 more times on the
+// same binary and notes in res each run whose outcome differs from tr's.
+func (g *Grader) runAgain(ctx context.Context, bin *binary, limits Limits, red *redactor, tr TestResult, res *Result) error {
+	for i := 2; i <= g.runs; i++ {
+		again := TestResult{Name: tr.Name}
+		if err := g.runTest(ctx, bin, tr.Name, limits, red, &again); err != nil {
+			return err
+		}
+		if again.Status != tr.Status {
+			out := again.Output
+			if !again.Passed() {
+				out = tr.Output
+			}
+			res.unstable = append(res.unstable, fmt.Sprintf("%s %s on run 1 and %s on run %d: %s", tr.Name, tr.Status, again.Status, i, strings.TrimSpace(out)))
+		}
 	}
-	return r.Tests
+	return nil
+}
+
+// verifier verifies exercises; sem bounds the submissions graded at once.
+type verifier struct {
+	g     *Grader // runs each test once: the stub, the public tests
+	again *Grader // runs each test verifyRuns times: the reference, extras, mutants
+	sem   chan struct{}
+}
+
+// verified is what verifying one exercise found.
+type verified struct {
+	line     string
+	problems []string
+	extras   int
+	mutants  int
+	uncaught []string
+	busy     time.Duration // the time its submissions took to grade, added up
+}
+
+// graded is one submission of verify and its result.
+type graded struct {
+	label   string   // "the solution", "extras NAME (what it adds)", ...
+	variant *Variant // nil for the reference, the stub and the public tests
+	res     *Result
+	err     error
+}
+
+// exercise verifies one exercise. Problems are the exercise's; an error is
+// the grader's.
+func (v *verifier) exercise(ctx context.Context, name string) (verified, error) {
+	var out verified
+	ex, err := v.g.Course.Exercise(name)
+	if err != nil {
+		out.problems = []string{err.Error()}
+		return out, nil
+	}
+	if ex.Spec == nil {
+		out.problems = []string{"no grade.json in " + ex.HiddenDir}
+		return out, nil
+	}
+	variants, err := ex.Variants()
+	if err != nil {
+		return out, err
+	}
+	if out.problems = layoutProblems(v.g.Course, ex, variants); len(out.problems) > 0 {
+		out.line = "layout"
+		return out, nil
+	}
+	tmp, err := os.MkdirTemp("", "grader-verify-")
+	if err != nil {
+		return out, fmt.Errorf("grader: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	ref := &graded{label: "the solution"}
+	stub := &graded{label: "the stub"}
+	pub := &graded{label: "the public tests with the solution"}
+	vars := make([]*graded, len(variants))
+	var wg sync.WaitGroup
+	run := func(gr *graded, grade func() (*Result, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case v.sem <- struct{}{}:
+			case <-ctx.Done():
+				gr.err = ctx.Err()
+				return
+			}
+			defer func() { <-v.sem }()
+			gr.res, gr.err = grade()
+		}()
+	}
+	run(ref, func() (*Result, error) { return v.again.Grade(ctx, ex, ex.SolutionDir) })
+	run(stub, func() (*Result, error) { return v.g.Grade(ctx, ex, ex.Dir) })
+	run(pub, func() (*Result, error) {
+		dir, err := overlay(filepath.Join(tmp, "public"), ex.SolutionDir, ex.Spec.StudentFiles, ex.Dir)
+		if err != nil {
+			return nil, err
+		}
+		return v.g.Check(ctx, ex, dir)
+	})
+	for i := range variants {
+		vr := &variants[i]
+		vars[i] = &graded{label: fmt.Sprintf("%s %s (%s)", vr.Kind(), vr.Name, vr.Says), variant: vr}
+		run(vars[i], func() (*Result, error) {
+			dir, err := overlay(filepath.Join(tmp, vr.Kind()+"-"+vr.Name), vr.Dir, ex.Spec.StudentFiles, ex.SolutionDir)
+			if err != nil {
+				return nil, err
+			}
+			return v.again.Grade(ctx, ex, dir)
+		})
+	}
+	wg.Wait()
+	if pub.err != nil && ctx.Err() == nil {
+		// The exercise's public tests cannot run (none, or a layout the
+		// grader refuses): the exercise's problem, not the grader's.
+		out.problems = append(out.problems, "public tests on the solution: "+pub.err.Error())
+		pub.res, pub.err = &Result{}, nil
+	}
+	for _, gr := range append([]*graded{ref, stub, pub}, vars...) {
+		if gr.err != nil {
+			return out, gr.err
+		}
+		out.busy += gr.res.ExecutionTime
+	}
+
+	full := ex.Spec.MaxScore()
+	fullMarks := func(gr *graded) {
+		for _, t := range gr.res.Tests {
+			if !t.Passed() {
+				out.problems = append(out.problems, fmt.Sprintf("%s fails %s:\n%s", gr.label, t.Name, strings.TrimSpace(t.Output)))
+			}
+		}
+		if gr.res.Output != "" {
+			out.problems = append(out.problems, "grading "+gr.label+": "+gr.res.Output)
+		}
+	}
+	stable := func(gr *graded) {
+		for _, u := range gr.res.unstable {
+			out.problems = append(out.problems, fmt.Sprintf("%s is not graded the same twice: %s", gr.label, u))
+		}
+	}
+	fullMarks(ref)
+	stable(ref)
+	caught := map[string]bool{}
+	for _, gr := range vars {
+		stable(gr)
+		if !gr.variant.Mutant {
+			fullMarks(gr)
+			if len(gr.res.unstable) == 0 && gr.res.Score == full && gr.res.Output == "" {
+				out.extras++
+			}
+			continue
+		}
+		switch {
+		case gr.res.Status != "graded" || gr.res.Output != "":
+			out.problems = append(out.problems, fmt.Sprintf("%s must compile and be graded, as a student's plausible mistake would: %s", gr.label, gr.res.Output))
+		case gr.res.Score == full:
+			out.problems = append(out.problems, fmt.Sprintf("%s keeps full marks: no hidden test catches that mistake", gr.label))
+		case len(gr.res.unstable) == 0:
+			out.mutants++
+		}
+		for _, t := range gr.res.Tests {
+			if !t.Passed() {
+				caught[t.Name] = true
+			}
+		}
+	}
+	for _, t := range ex.Spec.Tests {
+		if !caught[t.Name] {
+			out.uncaught = append(out.uncaught, t.Name)
+		}
+	}
+	for _, t := range stub.res.Tests {
+		if t.Passed() {
+			out.problems = append(out.problems, fmt.Sprintf("the stub passes %s: that test must fail until the exercise is done", t.Name))
+		}
+	}
+	if stub.res.Output != "" {
+		out.problems = append(out.problems, "grading the stub: "+stub.res.Output)
+	}
+	for _, t := range pub.res.Tests {
+		if !t.Passed() {
+			out.problems = append(out.problems, fmt.Sprintf("the solution fails the public test %s:\n%s", t.Name, strings.TrimSpace(t.Output)))
+		}
+	}
+	if pub.res.Output != "" {
+		out.problems = append(out.problems, "public tests on the solution: "+pub.res.Output)
+	}
+	scores := func(mutant bool) string {
+		var list []string
+		for _, gr := range vars {
+			if gr.variant.Mutant == mutant {
+				list = append(list, fmt.Sprintf("%d/%d", gr.res.Score, full))
+			}
+		}
+		return strings.Join(list, " ")
+	}
+	out.line = fmt.Sprintf("solution %d/%d, extras %s, mutants %s, stub %d/%d, %d public tests",
+		ref.res.Score, full, scores(false), scores(true), stub.res.Score, stub.res.MaxScore, len(pub.res.Tests))
+	return out, nil
+}
+
+// overlay makes dir a submission folder: the .go files of base, with the
+// student files found in top replacing base's. It returns dir.
+func overlay(dir, top string, studentFiles []string, base string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	var names []string
+	for _, tests := range []bool{false, true} {
+		list, err := goFiles(base, tests)
+		if err != nil {
+			return "", err
+		}
+		names = append(names, list...)
+	}
+	for _, f := range names {
+		src := filepath.Join(base, f)
+		if contains(studentFiles, f) {
+			if _, err := os.Stat(filepath.Join(top, f)); err == nil {
+				src = filepath.Join(top, f)
+			}
+		}
+		if err := copyFile(src, filepath.Join(dir, f)); err != nil {
+			return "", err
+		}
+	}
+	for _, f := range studentFiles {
+		if contains(names, f) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(top, f)); err == nil {
+			if err := copyFile(filepath.Join(top, f), filepath.Join(dir, f)); err != nil {
+				return "", err
+			}
+		}
+	}
+	return dir, nil
 }
 
 // layoutProblems checks the exercise's folders against the format: the
-// student files exist in both editions, the given helpers and public tests
-// are the same in both, packages match, and every graded test exists.
-func layoutProblems(ex *Exercise) []string {
+// stub, the reference and every variant hold the student files (and a
+// solution or variant nothing else), packages match, every graded test
+// exists, and no hidden test or given file declares a package-level
+// variable the student's code could change.
+func layoutProblems(c *Course, ex *Exercise, variants []Variant) []string {
 	var problems []string
 	spec := ex.Spec
-	for _, dir := range []string{ex.Dir, ex.SolutionDir} {
-		for _, f := range spec.StudentFiles {
-			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-				problems = append(problems, fmt.Sprintf("student file %s is missing from %s", f, dir))
-			}
+	rel := func(p string) string {
+		if r, err := filepath.Rel(c.Root, p); err == nil {
+			return r
 		}
-		if pkg, err := packageOf(dir); err != nil || pkg != spec.Package {
-			problems = append(problems, fmt.Sprintf("%s is not package %s (grade.json's package)", dir, spec.Package))
+		return p
+	}
+	for _, f := range spec.StudentFiles {
+		if _, err := os.Stat(filepath.Join(ex.Dir, f)); err != nil {
+			problems = append(problems, fmt.Sprintf("student file %s is missing from %s", f, rel(ex.Dir)))
 		}
 	}
-	for _, tests := range []bool{false, true} {
-		inExercise, _ := goFiles(ex.Dir, tests)
-		inSolution, _ := goFiles(ex.SolutionDir, tests)
-		for _, f := range union(inExercise, inSolution) {
-			if spec.isStudentFile(f) {
-				continue
+	if pkg, err := packageOf(ex.Dir); err != nil || pkg != spec.Package {
+		problems = append(problems, fmt.Sprintf("%s is not package %s (grade.json's package)", rel(ex.Dir), spec.Package))
+	}
+	problems = append(problems, studentFilesOnly(rel(ex.SolutionDir), ex.SolutionDir, spec, true, true)...)
+	mutants, extras := 0, 0
+	for _, vr := range variants {
+		problems = append(problems, studentFilesOnly(rel(vr.Dir), vr.Dir, spec, false, false)...)
+		word := "// Extra: "
+		if vr.Mutant {
+			word = "// Mutant: "
+		}
+		files, _ := goFiles(vr.Dir, false)
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join(vr.Dir, f))
+			if first, _, _ := strings.Cut(string(data), "\n"); err != nil || !strings.HasPrefix(first, word) {
+				problems = append(problems, fmt.Sprintf("%s: it must open with a line \"%swhat it changes\"", rel(filepath.Join(vr.Dir, f)), word))
 			}
-			a, errA := os.ReadFile(filepath.Join(ex.Dir, f))
-			b, errB := os.ReadFile(filepath.Join(ex.SolutionDir, f))
-			if errA != nil || errB != nil || !bytes.Equal(a, b) {
-				problems = append(problems, fmt.Sprintf("%s differs between exercises/ and solutions/ (only the student files may differ)", f))
-			}
+		}
+		if vr.Mutant {
+			mutants++
+		} else {
+			extras++
 		}
 	}
-	for _, dir := range []string{ex.Dir, ex.SolutionDir} {
-		if _, err := testFuncs(dir, spec.Package); err != nil {
-			problems = append(problems, err.Error())
-		}
+	if mutants < minMutants {
+		problems = append(problems, fmt.Sprintf("%d mutants in %s; an exercise needs at least %d plausible wrong solutions that must lose points", mutants, rel(filepath.Join(ex.SolutionDir, mutantsDir)), minMutants))
+	}
+	if extras < minExtras {
+		problems = append(problems, fmt.Sprintf("%d right answers with extras in %s; an exercise needs at least %d that must keep full marks", extras, rel(filepath.Join(ex.SolutionDir, extrasDir)), minExtras))
+	}
+	if _, err := testFuncs(ex.Dir, spec.Package); err != nil {
+		problems = append(problems, err.Error())
 	}
 	funcs, err := testFuncs(ex.HiddenDir, spec.Package)
 	if err != nil {
@@ -200,19 +430,75 @@ func layoutProblems(ex *Exercise) []string {
 	}
 	nonTest, _ := goFiles(ex.HiddenDir, false)
 	if len(nonTest) > 0 {
-		problems = append(problems, fmt.Sprintf("%s holds non-test files %v; hidden files must be *_test.go", ex.HiddenDir, nonTest))
+		problems = append(problems, fmt.Sprintf("%s holds non-test files %v; hidden files must be *_test.go", rel(ex.HiddenDir), nonTest))
+	}
+	hidden, _ := goFiles(ex.HiddenDir, true)
+	given, _ := goFiles(ex.Dir, false)
+	for _, dir := range []struct {
+		path  string
+		files []string
+	}{{ex.HiddenDir, hidden}, {ex.Dir, given}} {
+		for _, f := range dir.files {
+			if spec.isStudentFile(f) {
+				continue
+			}
+			for _, name := range packageVars(filepath.Join(dir.path, f)) {
+				problems = append(problems, fmt.Sprintf("%s declares the package-level variable %s, which the student's code shares and could change (an init that sets it); declare it inside the functions that use it, or make it a constant", rel(filepath.Join(dir.path, f)), name))
+			}
+		}
 	}
 	return problems
 }
 
-func union(a, b []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range append(append([]string{}, a...), b...) {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
+// studentFilesOnly checks that dir holds some of the student files (all
+// of them when all is set) and nothing else but, where variants is set,
+// the extras and mutants folders.
+func studentFilesOnly(name, dir string, spec *Spec, all, variants bool) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: %v", name, err)}
+	}
+	var problems []string
+	found := 0
+	for _, e := range entries {
+		switch {
+		case e.Type().IsRegular() && spec.isStudentFile(e.Name()):
+			found++
+			if pkg, err := packageOf(filepath.Join(dir, e.Name())); err == nil && pkg != spec.Package {
+				problems = append(problems, fmt.Sprintf("%s/%s is package %s, not %s (grade.json's package)", name, e.Name(), pkg, spec.Package))
+			}
+		case e.IsDir() && variants && (e.Name() == extrasDir || e.Name() == mutantsDir):
+		default:
+			problems = append(problems, fmt.Sprintf("%s holds %s: it may hold only the student files %v (the grader lays them over the exercise)", name, e.Name(), spec.StudentFiles))
 		}
 	}
-	return out
+	if all && found < len(spec.StudentFiles) || found == 0 {
+		problems = append(problems, fmt.Sprintf("%s lacks student files: it holds %d of %v", name, found, spec.StudentFiles))
+	}
+	return problems
+}
+
+// packageVars lists the package-level variables the Go file at path
+// declares (blank ones aside); a file that does not parse has none here
+// (building it reports why).
+func packageVars(path string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			for _, n := range spec.(*ast.ValueSpec).Names {
+				if n.Name != "_" {
+					names = append(names, n.Name)
+				}
+			}
+		}
+	}
+	return names
 }

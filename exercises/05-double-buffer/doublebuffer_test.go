@@ -61,22 +61,27 @@ func TestValuesArriveIntact(t *testing.T) {
 	}
 }
 
+// TestCopiesOverlapCompute: 16 compute-bound batches take at most a
+// quarter of a step more than the ideal pipeline: the first copy, then
+// max(copy, compute) per batch but the last, then the last compute.
 func TestCopiesOverlapCompute(t *testing.T) {
 	d := classroom(t)
 	const n, size = 16, 3 << 20
 	host := batches(t, d, n, size)
 	model := device.Kernel{Name: "step", Flops: 600_000_000}
 	p := d.Profile()
-	ideal := max(p.CopyCost(size, true), p.KernelCost(model))
+	copyCost, computeCost := p.CopyCost(size, true), p.KernelCost(model)
+	step := max(copyCost, computeCost)
+	ideal := copyCost + computeCost + (n-1)*step
 	d.Synchronize()
 	start := d.Now()
 	if err := Run(d, host, func(*alloc.Block, int) { d.Launch(d.DefaultStream(), model) }); err != nil {
 		t.Fatal(err)
 	}
 	d.Synchronize()
-	step := (d.Now() - start) / n
-	if float64(step) > 1.10*float64(ideal) {
-		t.Fatalf("modelled step %v; with overlap it should be within 10%% of max(copy, compute) = %v", step, ideal)
+	total := d.Now() - start
+	if total > ideal+step/4 {
+		t.Fatalf("16 batches took %v, %v more than the ideal pipeline %v; want at most a quarter of a step (%v) more: does compute wait for its own batch's copy only?", total, total-ideal, ideal, step/4)
 	}
-	t.Logf("modelled step %v, max(copy, compute) %v", step, time.Duration(ideal))
+	t.Logf("16 batches in %v, the ideal pipeline %v (a step is %v)", total, ideal, time.Duration(step))
 }

@@ -4,7 +4,7 @@
 //	grader grade --exercise NN-name --submission DIR [--format text|json|gradescope] [--out FILE]
 //	grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR]
 //	grader bundle --exercise NN-name --out autograder.zip [--go-tarball FILE]
-//	grader verify [NN-name ...]           solutions score full marks, stubs zero
+//	grader verify [NN-name ...] [--jobs N] solutions and extras score full marks, mutants lose points, stubs zero
 //	grader release --out DIR              the student edition (no solutions, no hidden tests)
 //
 // Every command finds the course from the current folder, or takes
@@ -37,7 +37,7 @@ const usage = `usage: grader COMMAND [flags]
   grade                grade one submission against the hidden tests
   batch                grade a folder of submissions (one sub-folder per student) into a CSV
   bundle               write a Gradescope autograder zip for one exercise
-  verify [NN-name...]  check that every solution scores full marks and every stub zero
+  verify [NN-name...]  check that every solution scores full marks, every mutant loses points, every stub scores zero
   release              write the student edition of the course (no solutions, no hidden tests)
 
 Run grader COMMAND -h for a command's flags.
@@ -181,7 +181,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if len(pos) != 1 {
-		return errUsage{"check takes one exercise name, like: grader check 01-storage-views"}
+		return errUsage{"check takes one exercise name, like: grader check 01-shared-storage"}
 	}
 	// The code is the student's own: rlimits and a timeout, no namespaces.
 	g, ex, err := c.openExercise(stderr, grader.SandboxLimits, pos[0])
@@ -332,7 +332,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	jobs := fs.Int("jobs", max(1, runtime.NumCPU()/2), "exercises verified at once")
+	jobs := fs.Int("jobs", max(1, runtime.NumCPU()), "submissions (references, extras, mutants, stubs) graded at once")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

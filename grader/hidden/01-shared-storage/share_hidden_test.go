@@ -9,6 +9,7 @@ import (
 )
 
 func TestViewsShareStorage(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	for name, f := range map[string]op{
@@ -23,6 +24,7 @@ func TestViewsShareStorage(t *testing.T) {
 }
 
 func TestCopiesAllocate(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	want := block(30 * 40 * 4)
@@ -38,6 +40,7 @@ func TestCopiesAllocate(t *testing.T) {
 // Other shapes, dtypes and ops than the public tests: no answer can be
 // looked up by the op's name, only measured.
 func TestOtherShapesAndOps(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{4, 5, 6}, tensor.On(dev), tensor.Float64)
 	views := map[string]op{
@@ -82,6 +85,7 @@ func TestOtherShapesAndOps(t *testing.T) {
 // Classify releases what op returned: memory, live blocks and the input's
 // reference count are as before, for views and copies alike.
 func TestResultReleased(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{64, 64}, tensor.On(dev))
 	for name, f := range map[string]op{
@@ -109,6 +113,7 @@ func TestResultReleased(t *testing.T) {
 
 // Bad input and failing ops give errors, never a panic, and change nothing.
 func TestFailingOps(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{8, 9}, tensor.On(dev))
 	allocated := dev.MemoryAllocated()

@@ -2,11 +2,13 @@ package strided
 
 import (
 	"math/rand/v2"
+	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // newDevice opens a private simulated classroom card.
@@ -65,3 +67,16 @@ func reference(src []byte, itemsize int, shape, strides []int, offset int) []byt
 }
 
 func block(n int64) int64 { return alloc.Config{}.RoundSize(n) }
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
+}

@@ -8,12 +8,14 @@ import (
 )
 
 func TestFragmentSmallRequest(t *testing.T) {
+	noCollector(t)
 	checkFragmented(t, 256*MiB, 4*MiB)
 }
 
 // Requests from 2 MiB to a quarter of the device,
 // below and above a segment's size, on two capacities.
 func TestFragmentRequests(t *testing.T) {
+	noCollector(t)
 	for _, c := range []struct{ capacity, request int64 }{
 		{256 * MiB, 2 * MiB},
 		{256 * MiB, 2*MiB + 1},
@@ -23,6 +25,10 @@ func TestFragmentRequests(t *testing.T) {
 		{256 * MiB, 64 * MiB},
 		{96 * MiB, 3 * MiB},
 		{96 * MiB, 24 * MiB},
+		// Multiples of the smallest large-pool block (1 MiB + 512 B): a
+		// run of freed neighbours can be exactly the request.
+		{256 * MiB, 2 * (MiB + 512)},
+		{96 * MiB, 5 * (MiB + 512)},
 	} {
 		checkFragmented(t, c.capacity, c.request)
 	}
@@ -31,6 +37,7 @@ func TestFragmentRequests(t *testing.T) {
 // Requests outside the range, or a device already in use, are refused
 // without allocating.
 func TestFragmentRejects(t *testing.T) {
+	noCollector(t)
 	for _, request := range []int64{0, -5, MiB, 2*MiB - 1, 65*MiB + 1} {
 		dev := newDevice(t, 256*MiB)
 		if _, err := Fragment(dev, request); err == nil {
@@ -54,6 +61,7 @@ func TestFragmentRejects(t *testing.T) {
 }
 
 func TestLargestFreeBlock(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t, 256*MiB)
 	var blocks []*alloc.Block
 	for _, n := range []int64{4 * MiB, 6 * MiB, 2 * MiB} { // one 20 MiB segment, 8 MiB left at its end
@@ -70,10 +78,12 @@ func TestLargestFreeBlock(t *testing.T) {
 }
 
 // Random patterns of large blocks, some freed (they merge with free
-// neighbours): the largest free block is exactly what the allocator can
-// serve without a new segment, and 512 B more needs one. The small pool is
-// apart, and an empty snapshot has nothing.
+// neighbours), beside a 30 MiB block in use, larger than any of them: the
+// largest free block is exactly what the allocator can serve without a
+// new segment, and 512 B more needs one. The small pool is apart, and an
+// empty snapshot has nothing.
 func TestLargestFreeBlockMeasured(t *testing.T) {
+	noCollector(t)
 	if got := LargestFreeBlock(alloc.Snapshot{}, "large"); got != 0 {
 		t.Errorf("empty snapshot: %d, want 0", got)
 	}
@@ -90,6 +100,9 @@ func TestLargestFreeBlockMeasured(t *testing.T) {
 		}
 		small, err := dev.Malloc(1000, dev.DefaultStream()) // a small-pool segment: 2 MiB, all but 1024 B free
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dev.Malloc(30*MiB, dev.DefaultStream()); err != nil { // in use: not a free block
 			t.Fatal(err)
 		}
 		for _, b := range blocks {

@@ -2,17 +2,21 @@ package fragment
 
 import (
 	"errors"
+	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 const MiB = 1 << 20
 
-// newDevice opens a private simulated classroom card of the given capacity
-// (smaller than the real 2 GiB, so that filling it is quick and light).
+// newDevice opens a private classroom card of the given capacity (smaller
+// than the real 2 GiB, so that filling it is quick), in meta mode: the
+// allocator's accounting without backing bytes, which is all these tests
+// read, so that filling it costs no host memory.
 func newDevice(t *testing.T, capacity int64) *device.Device {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
@@ -20,7 +24,7 @@ func newDevice(t *testing.T, capacity int64) *device.Device {
 		t.Fatal(err)
 	}
 	p = p.Resized(capacity) // a made-up card: all of it is ours
-	dev, err := device.New(sim.New(0, p))
+	dev, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,4 +83,17 @@ func checkFragmented(t *testing.T, capacity, request int64) {
 	}
 	dev.Free(b)
 	dev.EmptyCache() // give the simulated memory back before the next case
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

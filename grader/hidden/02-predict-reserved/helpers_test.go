@@ -1,23 +1,27 @@
 package predict
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 const MiB = 1 << 20
 
-// newDevice opens a private simulated classroom card.
+// newDevice opens a private classroom card in meta mode: the allocator's
+// accounting without backing bytes, which is all these tests read, so
+// that hundreds of segments cost no host memory.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := device.New(sim.New(0, p))
+	dev, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,4 +47,17 @@ func measure(t *testing.T, requests []int64) Prediction {
 	}
 	dev.EmptyCache()
 	return held
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

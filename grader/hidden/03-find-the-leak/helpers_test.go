@@ -24,13 +24,6 @@ func newDevice(t *testing.T) *device.Device {
 	return d
 }
 
-// noCollector turns Go's garbage collector off for the test: memory must be
-// returned by Release, not by a collection that may or may not run.
-func noCollector(t *testing.T) {
-	old := debug.SetGCPercent(-1)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-}
-
 // problem is a model and data of the given sizes, from fixed seeds.
 type problem struct{ n, in, hidden, out, steps int }
 
@@ -83,4 +76,17 @@ func unchanged(t *testing.T, what string, dev *device.Device, allocated, live in
 	if got := dev.Stats()["allocation.all.current"]; got != live {
 		t.Errorf("%s: %d live blocks after Fit, %d before", what, got, live)
 	}
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

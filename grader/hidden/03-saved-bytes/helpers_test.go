@@ -2,10 +2,12 @@ package saved
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // measure runs Model.Loss on a private simulated classroom card and returns
@@ -39,4 +41,17 @@ func check(t *testing.T, s Shape, mode Mode) {
 	if want := measure(t, s, mode); got != want {
 		t.Errorf("%v %+v: predicted %d bytes, the allocator holds %d", mode, s, got, want)
 	}
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

@@ -10,6 +10,7 @@ import (
 )
 
 func TestMatchesReference(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 32, 64)
 	l := run(t, x0, w, b, 10)
@@ -19,6 +20,7 @@ func TestMatchesReference(t *testing.T) {
 // After the first step, steps make no allocation at all, hold no temporary
 // (the peak is the current value) and allocated memory stays put.
 func TestZeroSteadyStateAllocations(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 48, 96)
 	l := run(t, x0, w, b, 1)
@@ -45,10 +47,12 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 // NewLoop allocates at most two buffers of the state's size; Release gives
 // them all back; the operands are never modified; Step after Release fails.
 func TestBuffersAndRelease(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 40, 50)
 	snapshot := [][]byte{bits(x0), bits(w), bits(b)}
 	versions := []int64{x0.Version(), w.Version(), b.Version()}
+	refs := []int{x0.Storage().Refs(), w.Storage().Refs(), b.Storage().Refs()}
 	before, blocksBefore := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]
 
 	l := run(t, x0, w, b, 0)
@@ -80,6 +84,9 @@ func TestBuffersAndRelease(t *testing.T) {
 		if !bytes.Equal(bits(op), snapshot[i]) || op.Version() != versions[i] {
 			t.Errorf("operand %d was modified", i)
 		}
+		if got := op.Storage().Refs(); got != refs[i] {
+			t.Errorf("after Release operand %d's storage has %d references, %d before NewLoop: release every reference the loop took", i, got, refs[i])
+		}
 	}
 	if err := l.Step(); err == nil {
 		t.Error("Step after Release: got no error")
@@ -92,6 +99,7 @@ func TestBuffersAndRelease(t *testing.T) {
 // Other shapes and dtypes, zero steps, and bad operands: errors, never a
 // panic, and nothing left allocated.
 func TestShapesAndErrors(t *testing.T) {
+	noCollector(t)
 	dev := newDevice(t)
 	for _, s := range [][2]int{{1, 1}, {7, 3}, {100, 17}, {5, 130}} {
 		x0, w, b := operands(dev, s[0], s[1])

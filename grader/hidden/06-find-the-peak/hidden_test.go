@@ -6,6 +6,7 @@ package findpeak
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,14 +59,17 @@ func checkMLP(t *testing.T, batch int, sizes []int, adam bool) {
 }
 
 func TestHiddenPeakOfAdamStep(t *testing.T) {
+	noCollector(t)
 	checkMLP(t, 48, []int{256, 1024, 512, 32}, true)
 }
 
 func TestHiddenPeakOfWideSGDStep(t *testing.T) {
+	noCollector(t)
 	checkMLP(t, 512, []int{96, 1536, 12}, false)
 }
 
 func TestHiddenPeakEqualsStepPeak(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	phases := MLPStep(dev, 40, []int{128, 768, 768, 16}, true)
 	dev.ResetPeakStats()
@@ -75,22 +79,32 @@ func TestHiddenPeakEqualsStepPeak(t *testing.T) {
 }
 
 func TestHiddenTopOpSingle(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	a := tensor.Ones([]int{300, 700}, tensor.On(dev)) // 840000 bytes, an 840192-byte block
 	b := tensor.Ones([]int{700, 50}, tensor.On(dev))
+	c := tensor.Ones([]int{200, 700}, tensor.On(dev)) // 560000 bytes, a 560128-byte block
+	var kept []*tensor.Tensor
 	phases := []Phase{
 		{"matmul", func() { c := a.Matmul(b); c.Release() }},  // 60000 bytes
 		{"sigmoid", func() { s := a.Sigmoid(); s.Release() }}, // 840192-byte block
 		{"tail", func() { c := b.Neg(); c.Release() }},
+		// A range whose total (3 × 560128 bytes kept) exceeds every op's
+		// self memory: it is not an op.
+		{"keep", func() { kept = append(kept, c.Mul(2), c.Exp(), c.Neg()) }},
 	}
 	report, err := FindPeak(dev, phases)
 	require.NoError(t, err)
-	require.Equal(t, "tensor::Sigmoid", report.TopOp)
+	require.Equal(t, "tensor::Sigmoid", report.TopOp, "the op with the most self device memory, not a range")
 	require.Equal(t, int64(840192), report.TopOpBytes)
-	require.Equal(t, "sigmoid", report.PeakPhase)
+	require.Equal(t, "keep", report.PeakPhase)
+	for _, k := range kept {
+		k.Release()
+	}
 }
 
 func TestHiddenTopOpSummedOverCalls(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
@@ -112,6 +126,7 @@ func TestHiddenTopOpSummedOverCalls(t *testing.T) {
 }
 
 func TestHiddenNoPhases(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, []Phase{})
 	require.ErrorContains(t, err, "phase")
@@ -121,15 +136,26 @@ func TestHiddenNoPhases(t *testing.T) {
 }
 
 func TestHiddenStopsItsProfile(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, MLPStep(dev, 8, []int{16, 32, 4}, false))
 	require.NoError(t, err)
 	p, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err, "FindPeak must stop the profile it started")
 	p.Stop()
+
+	// Also when a phase panics (the profile's Stop is deferred).
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = FindPeak(dev, []Phase{{"boom", func() { panic("a phase failed") }}})
+	}()
+	p, err = profiler.Start(profiler.Options{})
+	require.NoError(t, err, "a phase panicked: FindPeak must still stop the profile it started (defer)")
+	p.Stop()
 }
 
 func TestHiddenRefusesInsideAProfile(t *testing.T) {
+	noCollector(t)
 	dev := hiddenDev(t)
 	outer, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err)
@@ -140,4 +166,17 @@ func TestHiddenRefusesInsideAProfile(t *testing.T) {
 	require.False(t, ran, "nothing runs when the profile cannot start")
 	_, err = profiler.Start(profiler.Options{})
 	require.Error(t, err, "the caller's profile is still running: FindPeak did not stop it")
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

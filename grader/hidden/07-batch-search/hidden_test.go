@@ -1,6 +1,8 @@
 package batchsearch
 
 import (
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +12,7 @@ import (
 )
 
 func TestFindsTheLimit(t *testing.T) {
+	noCollector(t)
 	for _, c := range []struct {
 		capacity int64
 		width    int
@@ -29,6 +32,7 @@ func TestFindsTheLimit(t *testing.T) {
 // Every try starts with the memory the search started with: a failed try
 // (whose gradients step leaves behind) is cleaned up before the next.
 func TestFailedTriesFreed(t *testing.T) {
+	noCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tensor.CollectGarbage()
@@ -51,9 +55,38 @@ func TestFailedTriesFreed(t *testing.T) {
 		assert.Zero(t, s, "try %d started with %d bytes left over from the tries before", i, s)
 	}
 	assert.Equal(t, base, dev.MemoryAllocated(), "nothing left allocated at the end")
+
+	// A step that fails after allocating, as a backward pass that runs out
+	// of memory half way does: only cleanUp frees what it left.
+	var left []*tensor.Tensor
+	starts = starts[:0]
+	b, err := LargestBatch(dev, 1000, func(b int) {
+		starts = append(starts, dev.MemoryAllocated()-base)
+		x := tensor.Zeros([]int{b, 256}, tensor.On(dev))
+		left = append(left, x)
+		if b > 300 {
+			tensor.Zeros([]int{1 << 40}, tensor.On(dev)) // out of memory
+		}
+		x.Release()
+		left = left[:len(left)-1]
+	}, func() {
+		for _, x := range left {
+			x.Release()
+		}
+		left = nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 300, b, "the largest batch of a step that fails above 300")
+	for i, s := range starts {
+		assert.Zero(t, s, "try %d started with %d bytes left over by a failed try: call cleanUp after a failed try", i, s)
+	}
+	// The model and its optimizer's state count in base: keep them alive
+	// until here, whatever the search collects.
+	runtime.KeepAlive(tr)
 }
 
 func TestCacheLeftAsFound(t *testing.T) {
+	noCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	dev.EmptyCache()
@@ -61,9 +94,11 @@ func TestCacheLeftAsFound(t *testing.T) {
 	_, err := LargestBatch(dev, 1<<16, tr.Step, tr.CleanUp)
 	require.NoError(t, err)
 	assert.Equal(t, reserved, dev.MemoryReserved(), "reserved memory as found")
+	runtime.KeepAlive(tr) // its blocks are part of what was reserved
 }
 
 func TestFewTries(t *testing.T) {
+	noCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tries := 0
@@ -73,6 +108,7 @@ func TestFewTries(t *testing.T) {
 }
 
 func TestMaxBatchAndErrors(t *testing.T) {
+	noCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	b, err := LargestBatch(dev, 5, tr.Step, tr.CleanUp)
@@ -82,4 +118,17 @@ func TestMaxBatchAndErrors(t *testing.T) {
 	assert.Error(t, err, "maxBatch < 1")
 	_, err = LargestBatch(dev, 8, func(int) { tr.Step(1 << 20) }, tr.CleanUp)
 	assert.Error(t, err, "nothing fits")
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends: what the test measures must not depend on when a
+// collection happens to run. Above 2 GiB of heap the collector runs anyway,
+// rather than the test running out of memory.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
 }

@@ -1,0 +1,221 @@
+package grader
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeFile writes data at the slash path rel under root, making folders.
+func writeFile(t *testing.T, root, rel, data string) {
+	t.Helper()
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
+}
+
+func verifyFixture(t *testing.T, c *Course) (VerifyReport, string) {
+	t.Helper()
+	g, _ := newGrader(t, c, SandboxAuto)
+	var out strings.Builder
+	rep, err := g.Verify(context.Background(), []string{"01-toy"}, 2, &out)
+	require.NoError(t, err)
+	return rep, out.String()
+}
+
+const toySum = "package toy\n\n// Sum returns the sum of xs.\nfunc Sum(xs []int) (int, error) {\n\ttotal := 0\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total, nil\n}\n"
+
+// TestVerifyLayout: what verify refuses before grading anything.
+func TestVerifyLayout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, root string)
+		want   string
+	}{
+		{"a solution with a given file", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/given.go", "package toy\n")
+		}, "solutions/01-toy holds given.go: it may hold only the student files [sum.go reverse.go]"},
+		{"a solution with a public test", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/toy_test.go", "package toy\n")
+		}, "solutions/01-toy holds toy_test.go"},
+		{"a solution without a student file", func(t *testing.T, root string) {
+			require.NoError(t, os.Remove(filepath.Join(root, "solutions/01-toy/reverse.go")))
+		}, "solutions/01-toy lacks student files: it holds 1 of [sum.go reverse.go]"},
+		{"a mutant with a helper file", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/mutants/sum-skips-last/helper.go", "package toy\n")
+		}, "solutions/01-toy/mutants/sum-skips-last holds helper.go"},
+		{"an empty mutant", func(t *testing.T, root string) {
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "solutions/01-toy/mutants/empty"), 0o755))
+		}, "solutions/01-toy/mutants/empty lacks student files"},
+		{"a mutant that does not say its mistake", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/mutants/silent/sum.go", toySum)
+		}, `solutions/01-toy/mutants/silent/sum.go: it must open with a line "// Mutant: what it changes"`},
+		{"an extra with one silent file of two", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/extras/gc-and-helper/reverse.go", "package toy\n\nfunc Reverse(xs []int) error { return nil }\n")
+		}, `solutions/01-toy/extras/gc-and-helper/reverse.go: it must open with a line "// Extra: what it changes"`},
+		{"too few mutants", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "solutions/01-toy/mutants/sum-skips-last")))
+		}, "2 mutants in solutions/01-toy/mutants; an exercise needs at least 3"},
+		{"no extras", func(t *testing.T, root string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "solutions/01-toy/extras")))
+		}, "0 right answers with extras in solutions/01-toy/extras"},
+		{"a hidden package-level variable", func(t *testing.T, root string) {
+			writeFile(t, root, "grader/hidden/01-toy/more_test.go", "package toy\n\nvar _ = 1\n\nvar (\n\twant, other = 14, 2\n)\n")
+		}, "grader/hidden/01-toy/more_test.go declares the package-level variable want, which the student's code shares and could change"},
+		{"a given package-level variable", func(t *testing.T, root string) {
+			writeFile(t, root, "exercises/01-toy/table.go", "package toy\n\nvar table = []int{1}\n")
+		}, "exercises/01-toy/table.go declares the package-level variable table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := fixtureCourse(t)
+			tc.change(t, c.Root)
+			rep, out := verifyFixture(t, c)
+			assert.Zero(t, rep.Verified, out)
+			assert.Contains(t, strings.Join(rep.Failed, "\n"), tc.want)
+			assert.Contains(t, out, "FAIL  layout")
+		})
+	}
+}
+
+// TestVerifyVariantsGraded: a mutant that keeps full marks, one that does
+// not compile, extras that lose points and an exercise without public
+// tests all fail verify; the others still count.
+func TestVerifyVariantsGraded(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	writeFile(t, c.Root, "solutions/01-toy/mutants/harmless/sum.go", "// Mutant: a comment that changes nothing.\n\n"+toySum)
+	writeFile(t, c.Root, "solutions/01-toy/mutants/broken/sum.go", "// Mutant: does not compile.\n\npackage toy\n\nfunc Sum(xs []int) (int, error) { return total(xs), nil }\n")
+	writeFile(t, c.Root, "solutions/01-toy/extras/wrong/reverse.go", "// Extra: not an extra at all.\n\npackage toy\n\nfunc Reverse(xs []int) error { return nil }\n")
+	require.NoError(t, os.Remove(filepath.Join(c.Root, "exercises/01-toy/toy_test.go")))
+	rep, out := verifyFixture(t, c)
+	assert.Zero(t, rep.Verified, out)
+	failed := strings.Join(rep.Failed, "\n")
+	assert.Contains(t, failed, "mutant harmless (a comment that changes nothing.) keeps full marks: no hidden test catches that mistake")
+	assert.Contains(t, failed, "mutant broken (does not compile.) must compile and be graded")
+	assert.Contains(t, failed, "extras wrong (not an extra at all.) fails TestReverse")
+	assert.Contains(t, failed, "public tests on the solution: grader: ")
+	assert.Contains(t, failed, "has no public tests")
+	assert.Equal(t, 1, rep.Extras, "gc-and-helper still keeps full marks")
+	assert.Equal(t, 3, rep.Mutants, "the three fixture mutants still lose points")
+	assert.Contains(t, out, "extras 7/7 4/7, mutants 3/7 7/7 4/7 6/7 4/7,", "sorted by name; broken is graded with the stub for sum.go")
+}
+
+// TestVerifyUncaughtTests: a test that no mutant fails is reported, not
+// failed.
+func TestVerifyUncaughtTests(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(c.Root, "solutions/01-toy/mutants/sum-refuses-empty")))
+	writeFile(t, c.Root, "solutions/01-toy/mutants/sum-doubles/sum.go", "// Mutant: counts every element twice.\n\n"+strings.Replace(toySum, "total += x", "total += 2 * x", 1))
+	rep, out := verifyFixture(t, c)
+	assert.Equal(t, 1, rep.Verified, out)
+	assert.Equal(t, []string{"01-toy TestSumEmpty"}, rep.Uncaught)
+	assert.Contains(t, out, "    no mutant fails TestSumEmpty\n")
+	assert.Contains(t, out, "1 graded tests no mutant fails")
+}
+
+// TestGradeAgainFindsUnstableTests: a submission whose result depends on
+// chance is caught when each test runs several times; a sound one is not.
+func TestGradeAgainFindsUnstableTests(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	flaky := t.TempDir()
+	// Wrong half of the time: twelve runs of a test agree with
+	// probability 2^-11.
+	writeFile(t, flaky, "sum.go", "package toy\n\nimport \"math/rand/v2\"\n\nfunc Sum(xs []int) (int, error) {\n\ttotal := rand.IntN(2)\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total, nil\n}\n")
+	res, err := g.withRuns(12).Grade(context.Background(), ex, flaky)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.unstable)
+	assert.Regexp(t, `^TestSum(Empty)? (passed|failed) on run 1 and (passed|failed) on run \d+: `, res.unstable[0])
+
+	res, err = g.withRuns(3).Grade(context.Background(), ex, ex.SolutionDir)
+	require.NoError(t, err)
+	assert.Empty(t, res.unstable)
+	assert.Equal(t, 7, res.Score)
+}
+
+// TestOverlay: a variant's files over the reference's, the reference's
+// over the exercise's.
+func TestOverlay(t *testing.T) {
+	c := fixtureCourse(t)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	files := []string{"sum.go", "reverse.go"}
+	dir, err := overlay(t.TempDir(), filepath.Join(ex.SolutionDir, "mutants", "reverse-stops-early"), files, ex.SolutionDir)
+	require.NoError(t, err)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"reverse.go", "sum.go"}, names, "the reference's folders of variants are not copied")
+	got, err := os.ReadFile(filepath.Join(dir, "reverse.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "// Mutant: ")
+	got, err = os.ReadFile(filepath.Join(dir, "sum.go"))
+	require.NoError(t, err)
+	assert.Equal(t, toySum, string(got))
+
+	dir, err = overlay(t.TempDir(), ex.SolutionDir, files, ex.Dir)
+	require.NoError(t, err)
+	for _, f := range []string{"given.go", "toy_test.go"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	got, err = os.ReadFile(filepath.Join(dir, "sum.go"))
+	require.NoError(t, err)
+	assert.Equal(t, toySum, string(got))
+}
+
+// TestReleaseHasNoInstructorFiles: the student edition holds no solution,
+// no mutant, no extras and no hidden test, and verify finds nothing to do
+// in it.
+func TestReleaseHasNoInstructorFiles(t *testing.T) {
+	c := fixtureCourse(t)
+	out := filepath.Join(t.TempDir(), "student")
+	_, err := c.Release(out)
+	require.NoError(t, err)
+	require.NoError(t, filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(out, p)
+		for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+			assert.NotContains(t, []string{"solutions", "mutants", "extras", "hidden"}, part, rel)
+		}
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.NotContains(t, string(data), "// Mutant: ", rel)
+			assert.NotContains(t, string(data), "secretMarkerOfTheHiddenTests", rel)
+		}
+		return nil
+	}))
+}
+
+// TestCourseLayout: the course's own exercises pass verify's layout checks
+// (student files only in solutions, extras and mutants that say what they
+// change, no package-level variable in hidden tests or given files); the
+// grading itself is make grader-verify's.
+func TestCourseLayout(t *testing.T) {
+	c, err := OpenCourse("..")
+	require.NoError(t, err)
+	names, err := c.Exercises()
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		ex, err := c.Exercise(name)
+		require.NoError(t, err)
+		variants, err := ex.Variants()
+		require.NoError(t, err)
+		assert.Empty(t, layoutProblems(c, ex, variants), name)
+	}
+}
