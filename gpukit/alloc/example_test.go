@@ -36,14 +36,14 @@ func ExampleParseConfig() {
 	fmt.Println(cfg, err)
 	fmt.Println(cfg.RoundSize(88_080_384))
 
-	_, err = alloc.ParseConfig("expandable_segments:True")
+	_, err = alloc.ParseConfig("expandable_segments:true")
 	fmt.Println(err)
 	_, err = alloc.ParseConfig("garbage_collection_threshold:1.5")
 	fmt.Println(err)
 	// Output:
 	// max_split_size_mb:128,roundup_power2_divisions:4 <nil>
 	// 100663296
-	// alloc: config expandable_segments:True: gpukit does not support expandable segments yet; use expandable_segments:False or leave the key out
+	// alloc: config expandable_segments:true: expected True or False
 	// alloc: config garbage_collection_threshold:1.5: must be a number in the open interval (0.0, 1.0)
 }
 
