@@ -27,6 +27,7 @@ func TestParseConfigGood(t *testing.T) {
 		{"roundup_power2_divisions:1", Config{RoundupPower2Divisions: all(1)}, "roundup_power2_divisions:1"},
 		{"expandable_segments:False", Config{}, ""},
 		{"expandable_segments:True", Config{ExpandableSegments: true}, "expandable_segments:True"},
+		{"expandable_segments:True,expandable_segments:False", Config{}, ""},
 		{"expandable_segments:True,max_split_size_mb:128", Config{ExpandableSegments: true, MaxSplitSize: 128 << 20}, "max_split_size_mb:128,expandable_segments:True"},
 		{"max_split_size_mb : 64 , garbage_collection_threshold : 0.5,", Config{MaxSplitSize: 64 << 20, GarbageCollectionThreshold: 0.5},
 			"max_split_size_mb:64,garbage_collection_threshold:0.5"},
