@@ -27,13 +27,13 @@ func TestExpandableGrowAndShrink(t *testing.T) {
 	// split; inactive_split is not counted for expandable segments.
 	x := mustMalloc(t, a, 30*MiB, 0)
 	expectStats(t, a, map[string]int64{
-		"reserved_bytes.all.current":       40 * MiB,
+		"reserved_bytes.all.current":        40 * MiB,
 		"reserved_bytes.large_pool.current": 40 * MiB,
-		"allocated_bytes.all.current":      30 * MiB,
-		"segment.all.current":              0,
-		"num_device_alloc":                 1,
-		"inactive_split.all.current":       0,
-		"inactive_split_bytes.all.current": 0,
+		"allocated_bytes.all.current":       30 * MiB,
+		"segment.all.current":               0,
+		"num_device_alloc":                  1,
+		"inactive_split.all.current":        0,
+		"inactive_split_bytes.all.current":  0,
 	})
 	if ranges, pages := mem.Reservations(); ranges != 1 || pages != 2 {
 		t.Fatalf("reservations %d, pages %d; want 1 and 2", ranges, pages)
