@@ -46,6 +46,8 @@ import (
 	"fmt"
 	"sort"
 
+	"gorgonia.org/cu"
+
 	"github.com/gpumem/course/gpukit/alloc"
 )
 
@@ -207,12 +209,15 @@ func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int)
 			return fmt.Errorf("cuda: %s: unmap of page 0x%x, which is not mapped", b.Name(), r.addr+uint64(int64(i)*pageSize))
 		}
 	}
-	cs, err := b.stream(s)
-	if err != nil {
-		return err
+	// A stream this backend did not create has no work queued; the
+	// allocator may still name it (streams are plain numbers to it): then
+	// the whole device is synchronized, as for cudaFree.
+	sync := cu.Synchronize
+	if cs, ok := b.streams[s]; ok {
+		sync = cs.Synchronize
 	}
 	err = b.do(func() error {
-		if err := cs.Synchronize(); err != nil {
+		if err := sync(); err != nil {
 			return err
 		}
 		for i := first; i < first+n; i++ {
