@@ -16,6 +16,11 @@ import (
 // costs; unmapping waits for the stream's work (as PyTorch waits with
 // cudaStreamSynchronize before cuMemUnmap) and costs what a free costs.
 //
+// Unlike segments' addresses, a released reservation's addresses are
+// reused by the next reservation of the same size: a reservation is 1 1/8
+// of the card, so a program that empties the cache of an expandable segment
+// again and again would otherwise run out of the device's address window.
+//
 // On sim the range's host memory is one anonymous mapping reserved without
 // commitment (hostmap_linux.go): a mapped page is committed when first
 // touched, an unmapped page's memory goes back to the host and reads as
@@ -49,14 +54,24 @@ func (b *Backend) Reserve(size int64) (uint64, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	addr := b.next
-	end := alignUp(addr+uint64(size), Alignment)
-	if end > b.base+Window || end < addr {
-		hostRelease(data)
-		return 0, fmt.Errorf("sim: %s: virtual address window of %d bytes exhausted: %w", b.Name(), Window, alloc.ErrDeviceFull)
+	var addr uint64
+	if l := b.freedResv[size]; len(l) > 0 {
+		addr = l[len(l)-1]
+		b.freedResv[size] = l[:len(l)-1]
+	} else {
+		addr = b.next
+		end := alignUp(addr+uint64(size), Alignment)
+		if end > b.base+Window || end < addr {
+			hostRelease(data)
+			return 0, fmt.Errorf("sim: %s: virtual address window of %d bytes exhausted: %w", b.Name(), Window, alloc.ErrDeviceFull)
+		}
+		b.next = end
 	}
-	b.next = end
-	b.resv = append(b.resv, &reservation{addr: addr, size: size, data: data}) // addresses only grow: sorted
+	r := &reservation{addr: addr, size: size, data: data}
+	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].addr > addr })
+	b.resv = append(b.resv, nil)
+	copy(b.resv[i+1:], b.resv[i:])
+	b.resv[i] = r
 	return addr, nil
 }
 
@@ -158,6 +173,10 @@ func (b *Backend) Unreserve(addr uint64, size int64) error {
 	}
 	hostRelease(r.data)
 	b.resv = append(b.resv[:i], b.resv[i+1:]...)
+	if b.freedResv == nil {
+		b.freedResv = map[int64][]uint64{}
+	}
+	b.freedResv[size] = append(b.freedResv[size], addr)
 	return nil
 }
 

@@ -79,6 +79,14 @@ func TestPages(t *testing.T) {
 	if n, mapped := b.Reservations(); n != 0 || mapped != 0 {
 		t.Errorf("%d reservations, %d bytes mapped after Unreserve", n, mapped)
 	}
+	// The addresses of a released reservation serve the next of its size.
+	again, err := b.Reserve(64 << 20)
+	if err != nil || again != addr {
+		t.Errorf("Reserve after Unreserve: 0x%x, %v; want the released 0x%x", again, err, addr)
+	}
+	if other, err := b.Reserve(32 << 20); err != nil || other == addr {
+		t.Errorf("Reserve of another size: 0x%x, %v", other, err)
+	}
 	if free, _ := b.MemInfo(); free != 16<<20-b.Profile().ContextSize {
 		t.Errorf("free %d after unmapping everything", free)
 	}

@@ -59,10 +59,11 @@ type Backend struct {
 	base  uint64
 
 	mu         sync.Mutex
-	next       uint64         // address of the next segment
-	segs       []segment      // live segments, sorted by address
-	resv       []*reservation // live reservations, sorted by address (pages.go)
-	used       int64          // bytes in live segments
+	next       uint64             // address of the next segment
+	segs       []segment          // live segments, sorted by address
+	resv       []*reservation     // live reservations, sorted by address (pages.go)
+	freedResv  map[int64][]uint64 // addresses of released reservations, by size
+	used       int64              // bytes in live segments
 	host       time.Duration
 	streams    map[alloc.Stream]time.Duration
 	nextStream alloc.Stream
