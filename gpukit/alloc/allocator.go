@@ -80,7 +80,8 @@ func (b *Block) Requested() int64 { return b.requested }
 // Stream is the stream the block was allocated on.
 func (b *Block) Stream() Stream { return b.stream }
 
-// Segment is the base address of the segment that holds the block.
+// Segment is the base address of the segment that holds the block: for an
+// expandable segment, the start of its reserved address range.
 func (b *Block) Segment() uint64 { return b.seg }
 
 // Offset is the block's offset inside its segment.
