@@ -24,11 +24,20 @@ type node struct {
 	gcBase     int64    // pool.getFreeBlocksCalls when cached
 	handle     *Block
 	frames     []Frame // stack of the allocation, when recorded
+	// unmapped marks a block of an expandable segment whose addresses have
+	// no physical pages (PyTorch's !mapped); it sits in its pool's unmapped
+	// set, never in blocks.
+	unmapped bool
+	// segFrames is the stack of the map that created an expandable
+	// segment's first mapped block (PyTorch's
+	// context_when_segment_allocated); plain segments keep it in segment.
+	segFrames []Frame
 }
 
 func (n *node) isSplit() bool { return n.prev != nil || n.next != nil }
 
-// segment is one raw device allocation.
+// segment is one raw device allocation, or the reserved address range of an
+// expandable segment (exp not nil).
 type segment struct {
 	addr   uint64
 	size   int64
@@ -36,11 +45,13 @@ type segment struct {
 	pool   *pool
 	head   *node // lowest-address block
 	frames []Frame
+	exp    *expandable
 }
 
 type pool struct {
 	small              bool
 	blocks             freeSet
+	unmapped           []*node // unmapped blocks of expandable segments, by stream and address
 	getFreeBlocksCalls int64
 }
 
@@ -69,7 +80,8 @@ func (b *Block) Requested() int64 { return b.requested }
 // Stream is the stream the block was allocated on.
 func (b *Block) Stream() Stream { return b.stream }
 
-// Segment is the base address of the segment that holds the block.
+// Segment is the base address of the segment that holds the block: for an
+// expandable segment, the start of its reserved address range.
 func (b *Block) Segment() uint64 { return b.seg }
 
 // Offset is the block's offset inside its segment.
@@ -103,7 +115,9 @@ type Allocator struct {
 	maxSplit int64 // math.MaxInt64 when unlimited
 
 	small, large pool
-	segments     map[uint64]*segment
+	segments     map[uint64]*segment // plain segments, by address
+	expSegs      []*segment          // expandable segments, in creation order
+	pages        PageMemory          // mem's page mapping; nil when it has none
 	pending      map[Stream][]pendingEvent
 	nPending     int
 
@@ -145,6 +159,12 @@ func New(mem Memory, cfg Config, device int) *Allocator {
 		a.maxSplit = cfg.MaxSplitSize
 	}
 	a.small.small = true
+	if pm, ok := mem.(PageMemory); ok {
+		a.pages = pm
+	}
+	if cfg.ExpandableSegments && a.pages == nil {
+		warnUnsupported()
+	}
 	return a
 }
 
@@ -221,13 +241,16 @@ func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 			a.garbageCollect(frames)
 		}
 		var err error
-		n, err = a.allocBlock(p, s, allocSize, false, frames)
+		// A new segment (or, with expandable segments, new pages); then
+		// free enough oversize cached blocks and retry; then free every
+		// cached whole segment (and unmap every free page) and retry.
+		n, err = a.allocBlock(p, s, rounded, allocSize, false, frames)
 		if n == nil && err == nil && a.releaseAvailable(p, s, rounded, frames) {
-			n, err = a.allocBlock(p, s, allocSize, false, frames)
+			n, err = a.allocBlock(p, s, rounded, allocSize, false, frames)
 		}
 		if n == nil && err == nil {
 			a.releaseCached(frames)
-			n, err = a.allocBlock(p, s, allocSize, true, frames)
+			n, err = a.allocBlock(p, s, rounded, allocSize, true, frames)
 		}
 		if err != nil {
 			return nil, err
@@ -251,6 +274,29 @@ func (a *Allocator) getFreeBlock(p *pool, s Stream, size int64) *node {
 	if n.stream != s {
 		return nil
 	}
+	if n.seg.exp != nil {
+		if a.expandableActive() {
+			// Best fit counts a block of an expandable segment at the size
+			// it can grow to, so a larger block may be the better fit.
+			for next := p.blocks.next(pos); n.seg.exp != nil && p.blocks.valid(next) &&
+				p.blocks.at(next).stream == s && expandableSize(p.blocks.at(next)) < expandableSize(n); next = p.blocks.next(next) {
+				pos, n = next, p.blocks.at(next)
+			}
+		} else {
+			// Expandable segments were switched off after some were made:
+			// only plain segments serve new allocations.
+			for {
+				pos = p.blocks.next(pos)
+				if !p.blocks.valid(pos) || p.blocks.at(pos).seg.exp == nil || p.blocks.at(pos).stream != s {
+					break
+				}
+			}
+			if !p.blocks.valid(pos) || p.blocks.at(pos).stream != s {
+				return nil
+			}
+			n = p.blocks.at(pos)
+		}
+	}
 	// A request below max_split_size never takes an oversize block, and an
 	// oversize request only takes a block less than 20 MiB larger.
 	if size < a.maxSplit && n.size >= a.maxSplit {
@@ -263,22 +309,37 @@ func (a *Allocator) getFreeBlock(p *pool, s Stream, size int64) *node {
 	return n
 }
 
+// shouldSplit is PyTorch's should_split: with expandable segments on, every
+// pool splits as the small pool does, whatever segment the block is in.
 func (a *Allocator) shouldSplit(n *node, p *pool, size int64) bool {
 	remaining := n.size - size
-	if p.small {
+	if p.small || a.expandableActive() {
 		return remaining >= MinBlockSize
 	}
 	return size < a.maxSplit && remaining > SmallSize
 }
 
-// allocBlock asks Memory for a new segment. It returns (nil, nil) when the
-// device (or the memory fraction) has no room.
-func (a *Allocator) allocBlock(p *pool, s Stream, size int64, retry bool, frames []Frame) (*node, error) {
+// allocBlock asks Memory for a new segment of size bytes or, with
+// expandable segments, maps the pages a block of rounded bytes needs. It
+// returns (nil, nil) when the device (or the memory fraction) has no room.
+// PyTorch's alloc_block: the memory fraction is checked against the segment
+// size even when pages are mapped instead.
+func (a *Allocator) allocBlock(p *pool, s Stream, rounded, size int64, retry bool, frames []Frame) (*node, error) {
 	if retry {
 		a.stats.numAllocRetries++
 	}
 	if a.limited && a.totalReserved+size > a.allowedMax {
 		return nil, nil
+	}
+	if a.expandableActive() {
+		n, err := a.tryAllocateExpandable(p, s, rounded, frames)
+		if !errors.Is(err, ErrPagesUnsupported) {
+			return n, err
+		}
+		// The device has no virtual memory management after all (a
+		// driver without it): warn, and use plain segments from now on.
+		a.pages = nil
+		warnUnsupported()
 	}
 	addr, err := a.mem.Malloc(size)
 	if err != nil {
@@ -319,13 +380,17 @@ func (a *Allocator) allocFound(n *node, p *pool, size, orig int64, split bool, f
 		rest.size -= size
 		rest.gcBase = p.getFreeBlocksCalls
 		p.blocks.insert(rest)
-		if alreadySplit {
+		// inactive_split leaves expandable segments out: their free pages
+		// can always be unmapped.
+		switch {
+		case n.seg.exp != nil:
+		case alreadySplit:
 			a.stats.inactiveSplitBytes.dec(p.small, size)
-		} else {
+		default:
 			a.stats.inactiveSplitBytes.inc(p.small, rest.size)
 			a.stats.inactiveSplit.inc(p.small, 1)
 		}
-	} else if alreadySplit {
+	} else if alreadySplit && n.seg.exp == nil {
 		a.stats.inactiveSplitBytes.dec(p.small, n.size)
 		a.stats.inactiveSplit.dec(p.small, 1)
 	}
@@ -502,6 +567,9 @@ func (a *Allocator) freeBlock(n *node, frames []Frame) {
 		dBlocks++
 		dBytes += n.size
 	}
+	if n.seg.exp != nil { // see allocFound
+		dBlocks, dBytes = 0, 0
+	}
 	switch {
 	case dBlocks > 0:
 		a.stats.inactiveSplit.inc(p.small, dBlocks)
@@ -522,11 +590,16 @@ func (a *Allocator) freeBlock(n *node, frames []Frame) {
 // tryMerge absorbs src into dst when src is cached, and returns the number of
 // bytes absorbed.
 func (a *Allocator) tryMerge(dst, src *node, p *pool) int64 {
-	if src == nil || src.allocated || src.eventCount > 0 || len(src.streamUses) > 0 {
+	if src == nil || src.allocated || src.eventCount > 0 || len(src.streamUses) > 0 || src.unmapped != dst.unmapped {
 		return 0
 	}
-	p.blocks.remove(src)
+	if src.unmapped {
+		p.removeUnmapped(src)
+	} else {
+		p.blocks.remove(src)
+	}
 	if dst.prev == src {
+		dst.segFrames = src.segFrames
 		dst.addr = src.addr
 		dst.prev = src.prev
 		if dst.prev != nil {
@@ -581,7 +654,7 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 	}
 	key := max(size, a.maxSplit)
 	pos := p.blocks.lowerBound(fkey{s, key, 0})
-	if p.blocks.valid(pos) && p.blocks.at(pos).stream == s {
+	if p.blocks.valid(pos) && p.blocks.at(pos).stream == s && p.blocks.at(pos).seg.exp == nil {
 		a.releaseBlock(p.blocks.at(pos), frames)
 		return true
 	}
@@ -589,7 +662,8 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 		return false
 	}
 	// No single block is large enough: release oversize blocks from the
-	// largest down until enough is freed.
+	// largest down until enough is freed. Blocks of expandable segments
+	// are passed over (PyTorch PR 134338).
 	var released int64
 	pos = p.blocks.prev(pos)
 	for {
@@ -597,27 +671,44 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 		if released >= key || cur.size < a.maxSplit || cur.stream != s {
 			break
 		}
-		released += cur.size
 		if p.blocks.isBegin(pos) {
-			a.releaseBlock(cur, frames)
+			if cur.seg.exp == nil {
+				released += cur.size
+				a.releaseBlock(cur, frames)
+			}
 			break
 		}
 		pos = p.blocks.prev(pos)
-		prevNode := p.blocks.at(pos)
-		a.releaseBlock(cur, frames)
-		pos = p.blocks.lowerBound(keyOf(prevNode)) // removal moved entries
+		if cur.seg.exp == nil {
+			released += cur.size
+			prevNode := p.blocks.at(pos)
+			a.releaseBlock(cur, frames)
+			pos = p.blocks.lowerBound(keyOf(prevNode)) // removal moved entries
+		}
 	}
 	return released >= key
 }
 
 // releaseCached waits for pending frees, then releases every cached block
-// that is a whole segment; PyTorch's release_cached_blocks.
+// that is a whole segment, and unmaps the whole free pages of expandable
+// segments, releasing those left with none mapped; PyTorch's
+// release_cached_blocks and release_blocks.
 func (a *Allocator) releaseCached(frames []Frame) {
 	a.synchronizeAndFreeEvents(frames)
 	for _, p := range []*pool{&a.large, &a.small} {
+		var unmap []*node
 		for _, n := range p.blocks.nodes() {
-			if !n.isSplit() {
+			switch {
+			case n.seg.exp != nil:
+				unmap = append(unmap, n) // unmapping changes the pool: after the loop
+			case !n.isSplit():
 				a.releaseBlock(n, frames)
+			}
+		}
+		for _, n := range unmap {
+			a.unmapBlock(n, frames)
+			if !n.isSplit() {
+				a.releaseExpandableSegment(n)
 			}
 		}
 	}
@@ -649,7 +740,7 @@ func (a *Allocator) garbageCollect(frames []Frame) {
 		freed = false
 		for _, n := range p.blocks.nodes() {
 			age := p.getFreeBlocksCalls - n.gcBase
-			if !n.isSplit() && float64(age) >= ageThreshold {
+			if !n.isSplit() && n.seg.exp == nil && float64(age) >= ageThreshold {
 				freed = true
 				reclaimed += n.size
 				totalAge -= age

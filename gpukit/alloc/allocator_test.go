@@ -644,7 +644,6 @@ func TestMisuse(t *testing.T) {
 	other, _ := newTest(t, 1<<30, "")
 	c := mustMalloc(t, other, 100, 0)
 	expectPanic(t, "another allocator", func() { a.Free(c) })
-	expectPanic(t, "alloc: config", func() { New(NewFakeMemory(1), Config{ExpandableSegments: true}, 0) })
 	expectPanic(t, "alloc: config", func() { New(NewFakeMemory(1), Config{MaxSplitSize: MiB}, 0) })
 }
 

@@ -97,6 +97,27 @@ func checkInvariants(a *Allocator) error {
 			return fmt.Errorf("segment 0x%x: blocks add up to %d, segment is %d", seg.addr, total, seg.size)
 		}
 	}
+	nUnmapped := 0
+	for _, seg := range a.expSegs {
+		spans = append(spans, span{seg.addr, seg.addr + uint64(seg.size)})
+		r, n, err := checkExpandable(a, seg, inPool, &st)
+		if err != nil {
+			return err
+		}
+		reserved += r
+		cachedCount += n
+		nUnmapped += seg.pool.unmappedIn(seg)
+	}
+	if nUnmapped != len(a.small.unmapped)+len(a.large.unmapped) {
+		return fmt.Errorf("%d unmapped blocks in segments, pools hold %d", nUnmapped, len(a.small.unmapped)+len(a.large.unmapped))
+	}
+	for _, p := range []*pool{&a.small, &a.large} {
+		for i := 1; i < len(p.unmapped); i++ {
+			if unmappedLess(p.unmapped[i-1], p.unmapped[i]) >= 0 {
+				return fmt.Errorf("unmapped set out of order at 0x%x", p.unmapped[i].addr)
+			}
+		}
+	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
 	for i := 1; i < len(spans); i++ {
 		if spans[i].lo < spans[i-1].hi {
@@ -147,6 +168,9 @@ func checkInvariants(a *Allocator) error {
 		if nseg != len(a.segments) || used != a.totalReserved {
 			return fmt.Errorf("fake memory holds %d segments / %d bytes, allocator %d / %d", nseg, used, len(a.segments), a.totalReserved)
 		}
+		if ranges, _ := fm.Reservations(); ranges != len(a.expSegs) {
+			return fmt.Errorf("fake memory holds %d address ranges, allocator %d expandable segments", ranges, len(a.expSegs))
+		}
 	}
 	return nil
 }
@@ -189,4 +213,101 @@ func checkSet(s *freeSet) error {
 		return fmt.Errorf("freeSet: count %d, holds %d", s.n, n)
 	}
 	return nil
+}
+
+// unmappedIn counts the blocks of p's unmapped set that belong to seg.
+func (p *pool) unmappedIn(seg *segment) int {
+	n := 0
+	for _, b := range p.unmapped {
+		if b.seg == seg {
+			n++
+		}
+	}
+	return n
+}
+
+// checkExpandable verifies one expandable segment: its blocks tile the
+// reserved range, unmapped blocks cover exactly the unmapped pages and sit in
+// the unmapped set, neighbours of the same kind are merged, and the blocks'
+// statistics go into st (inactive_split excepted, as in PyTorch). It returns
+// the mapped bytes and the number of cached mapped blocks.
+func checkExpandable(a *Allocator, seg *segment, inPool map[*node]bool, st *deviceStats) (mapped int64, cached int, err error) {
+	e := seg.exp
+	small := seg.pool.small
+	if want := int64(LargeBuffer); small && e.page != SmallBuffer || !small && e.page != want {
+		return 0, 0, fmt.Errorf("expandable segment 0x%x: page of %d bytes in the wrong pool", seg.addr, e.page)
+	}
+	if seg.size%e.page != 0 || int64(len(e.pages))*e.page > seg.size {
+		return 0, 0, fmt.Errorf("expandable segment 0x%x: %d bytes, %d pages of %d", seg.addr, seg.size, len(e.pages), e.page)
+	}
+	if len(e.pages) > 0 && !e.pages[len(e.pages)-1] {
+		return 0, 0, fmt.Errorf("expandable segment 0x%x: page list not trimmed", seg.addr)
+	}
+	if seg.head == nil || seg.head.prev != nil || seg.head.addr != seg.addr {
+		return 0, 0, fmt.Errorf("expandable segment 0x%x: bad head", seg.addr)
+	}
+	pageMapped := func(i int64) bool { return i < int64(len(e.pages)) && e.pages[i] }
+	at := seg.addr
+	var prev *node
+	for n := seg.head; n != nil; n = n.next {
+		if n.prev != prev || n.seg != seg || n.addr != at || n.size <= 0 || n.size%MinBlockSize != 0 || n.stream != seg.stream {
+			return 0, 0, fmt.Errorf("expandable segment 0x%x: bad block at 0x%x (%d bytes)", seg.addr, n.addr, n.size)
+		}
+		off := int64(n.addr - seg.addr)
+		if n.unmapped {
+			if off%e.page != 0 || n.size%e.page != 0 || n.allocated || n.eventCount > 0 || inPool[n] {
+				return 0, 0, fmt.Errorf("expandable segment 0x%x: unmapped block 0x%x misplaced", seg.addr, n.addr)
+			}
+			if prev != nil && prev.unmapped {
+				return 0, 0, fmt.Errorf("expandable segment 0x%x: unmapped blocks 0x%x and 0x%x not merged", seg.addr, prev.addr, n.addr)
+			}
+			for i := off / e.page; i < (off+n.size)/e.page; i++ {
+				if pageMapped(i) {
+					return 0, 0, fmt.Errorf("expandable segment 0x%x: unmapped block 0x%x over mapped page %d", seg.addr, n.addr, i)
+				}
+			}
+		} else {
+			for i := off / e.page; i < (off+n.size+e.page-1)/e.page; i++ {
+				if !pageMapped(i) {
+					return 0, 0, fmt.Errorf("expandable segment 0x%x: block 0x%x over unmapped page %d", seg.addr, n.addr, i)
+				}
+			}
+			free := !n.allocated && n.eventCount == 0 && len(n.streamUses) == 0
+			if free != inPool[n] {
+				return 0, 0, fmt.Errorf("block 0x%x: free=%v but inPool=%v", n.addr, free, inPool[n])
+			}
+			if free && prev != nil && !prev.unmapped && !prev.allocated && prev.eventCount == 0 {
+				return 0, 0, fmt.Errorf("blocks 0x%x and 0x%x are both free but not merged", prev.addr, n.addr)
+			}
+			if n.allocated {
+				if n.handle == nil || n.handle.n != n || n.handle.addr != n.addr || n.handle.size != n.size {
+					return 0, 0, fmt.Errorf("block 0x%x: bad handle", n.addr)
+				}
+				st.allocation.inc(small, 1)
+				st.allocatedBytes.inc(small, n.size)
+				if n.size >= a.maxSplit {
+					st.oversizeAllocations.inc(1)
+				}
+			}
+			if free {
+				cached++
+			} else {
+				st.active.inc(small, 1)
+				st.activeBytes.inc(small, n.size)
+				st.requestedBytes.inc(small, n.requested)
+			}
+		}
+		at += uint64(n.size)
+		prev = n
+	}
+	if at != seg.addr+uint64(seg.size) {
+		return 0, 0, fmt.Errorf("expandable segment 0x%x: blocks end at 0x%x", seg.addr, at)
+	}
+	for _, m := range e.pages {
+		if m {
+			mapped += e.page
+		}
+	}
+	st.reservedBytes.inc(small, mapped)
+	return mapped, cached, nil
 }

@@ -44,8 +44,11 @@ type Config struct {
 	// means plain rounding to 512 bytes; N > 1 (a power of two) rounds a
 	// request up to the next of N equal divisions between two powers of two.
 	RoundupPower2Divisions [RoundupIntervals]int
-	// ExpandableSegments is PyTorch's expandable_segments. gpukit does not
-	// implement it yet: a Config with it set is refused.
+	// ExpandableSegments is PyTorch's expandable_segments: one growable
+	// segment per stream and pool, whose pages are mapped and unmapped as
+	// needed (see expandable.go). It needs a Memory that implements
+	// PageMemory; on others the allocator warns and ignores it, as PyTorch
+	// does on a platform without the CUDA driver API.
 	ExpandableSegments bool
 }
 
@@ -65,13 +68,15 @@ func (e *ConfigError) Error() string {
 
 var validKeys = "max_split_size_mb, garbage_collection_threshold, roundup_power2_divisions, expandable_segments"
 
-const expandableUnsupported = "gpukit does not support expandable segments yet; use expandable_segments:False or leave the key out"
-
 // ParseConfig parses settings in the PYTORCH_CUDA_ALLOC_CONF syntax, for
 // example "max_split_size_mb:128,garbage_collection_threshold:0.6" or
 // "roundup_power2_divisions:[256:1,512:2,>:8]". Spaces are ignored; an empty
-// string gives the default Config. A key or value that PyTorch would refuse,
-// an unknown key and expandable_segments:True are refused with a *ConfigError.
+// string gives the default Config. A key or value that PyTorch would refuse
+// and an unknown key are refused with a *ConfigError. As in PyTorch,
+// expandable_segments takes exactly True or False and combines with every
+// other key; with max_split_size_mb the oversize rules still apply to
+// expandable segments' blocks when they are looked up, although they are
+// split as the small pool's are (pytorch/pytorch issue 123548).
 //
 // As in PyTorch, in the bracketed form each "MB:N" entry sets the size class
 // that starts at MB MiB, the first entry also sets every class below it, and
@@ -112,7 +117,7 @@ func ParseConfig(s string) (Config, error) {
 		case "expandable_segments":
 			switch val {
 			case "True":
-				err = &ConfigError{Key: key, Value: val, Reason: expandableUnsupported}
+				c.ExpandableSegments = true
 			case "False":
 				c.ExpandableSegments = false
 			default:
@@ -275,9 +280,6 @@ func (c Config) Validate() error {
 		if n < 0 || n > maxDivisions || n&(n-1) != 0 {
 			return &ConfigError{Key: "roundup_power2_divisions", Value: strconv.Itoa(n), Reason: fmt.Sprintf("class %d: divisions must be 0 or a power of two up to 2^30", i)}
 		}
-	}
-	if c.ExpandableSegments {
-		return &ConfigError{Key: "expandable_segments", Value: "True", Reason: expandableUnsupported}
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ func TestParseConfigGood(t *testing.T) {
 		{"roundup_power2_divisions:4", Config{RoundupPower2Divisions: all(4)}, "roundup_power2_divisions:4"},
 		{"roundup_power2_divisions:1", Config{RoundupPower2Divisions: all(1)}, "roundup_power2_divisions:1"},
 		{"expandable_segments:False", Config{}, ""},
+		{"expandable_segments:True", Config{ExpandableSegments: true}, "expandable_segments:True"},
+		{"expandable_segments:True,expandable_segments:False", Config{}, ""},
+		{"expandable_segments:True,max_split_size_mb:128", Config{ExpandableSegments: true, MaxSplitSize: 128 << 20}, "max_split_size_mb:128,expandable_segments:True"},
 		{"max_split_size_mb : 64 , garbage_collection_threshold : 0.5,", Config{MaxSplitSize: 64 << 20, GarbageCollectionThreshold: 0.5},
 			"max_split_size_mb:64,garbage_collection_threshold:0.5"},
 		{"max_split_size_mb:64,max_split_size_mb:32", Config{MaxSplitSize: 32 << 20}, "max_split_size_mb:32"},
@@ -75,7 +78,8 @@ func TestParseConfigBad(t *testing.T) {
 		{"roundup_power2_divisions:[256:2", []string{"']'"}},
 		{"roundup_power2_divisions:[256]", []string{"MB:divisions"}},
 		{"roundup_power2_divisions:[256:2;512:4]", []string{"roundup_power2_divisions"}},
-		{"expandable_segments:True", []string{"expandable_segments:True", "does not support expandable segments"}},
+		{"expandable_segments:true", []string{"expandable_segments:true", "True or False"}},
+		{"expandable_segments:1", []string{"expandable_segments:1", "True or False"}},
 		{"expandable_segments:yes", []string{"expandable_segments:yes", "True or False"}},
 		{"backend:native", []string{`"backend"`, "unknown key", "max_split_size_mb"}},
 		{"max_split_size_mb:64 garbage_collection_threshold:0.5", []string{"max_split_size_mb"}},
@@ -109,7 +113,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || c.MaxSplitSize != 256<<20 || c.Divisions(5<<30) != 2 {
 		t.Errorf("env: %+v %v", c, err)
 	}
-	t.Setenv(EnvVar, "expandable_segments:True")
+	t.Setenv(EnvVar, "expandable_segments:Yes")
 	if _, err := ConfigFromEnv(); err == nil || !strings.Contains(err.Error(), EnvVar) {
 		t.Errorf("bad env: %v", err)
 	}
@@ -122,7 +126,6 @@ func TestConfigValidate(t *testing.T) {
 		{GarbageCollectionThreshold: 1},
 		{GarbageCollectionThreshold: -0.5},
 		{RoundupPower2Divisions: [16]int{3}},
-		{ExpandableSegments: true},
 	} {
 		if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "alloc: ") {
 			t.Errorf("Validate(%+v) = %v", c, err)

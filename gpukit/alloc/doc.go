@@ -7,7 +7,15 @@
 // memory fraction (allowed_memory_maximum) is optional: it exists only while
 // the fraction is below 1, and garbage collection and the age counting
 // behind it run only while it exists. Older releases kept the cap, and the
-// collector, after set_per_process_memory_fraction(1.0).
+// collector, after set_per_process_memory_fraction(1.0). The version read
+// for expandable segments is pytorch/pytorch commit
+// b944315b93d36f842ef94d67a041371993234a74 of
+// c10/cuda/CUDACachingAllocator.cpp (Note [Expandable Segments],
+// ExpandableSegment, find_expandable_block, map_block,
+// try_allocate_expandable_block, unmap_block, release_blocks,
+// release_expandable_segment, and the expandable branches of
+// get_free_block, should_split, alloc_block,
+// release_available_cached_blocks and garbage_collect_cached_blocks).
 //
 // The allocator sits on a Memory, the raw device memory (cudaMalloc,
 // cudaFree and events to PyTorch). Asking the device for memory is slow and
@@ -35,6 +43,24 @@
 //     *OutOfMemoryError (num_ooms), whose message is PyTorch's. A request
 //     above MaxRequest (4 EiB) is an *OutOfMemoryError at once.
 //   - EmptyCache returns to the device only segments that are entirely free.
+//   - With expandable_segments:True (expandable.go), each pool of each
+//     stream grows one segment instead: a range of addresses for 1 1/8 of
+//     the device, reserved once, into which pages (2 MiB for the small
+//     pool, 20 MiB for the large one) are mapped at the lowest address that
+//     makes room, so that blocks of slightly different sizes tile. Best fit
+//     counts a free block followed by unmapped pages at the size it could
+//     grow to; every pool splits with the small pool's rule. EmptyCache and
+//     the out-of-memory retry unmap only pages that are entirely free, and
+//     release a range once none of it is mapped. Each map counts in
+//     num_device_alloc and each unmap in num_device_free; reserved_bytes
+//     counts mapped pages; segment and inactive_split do not count
+//     expandable segments; the snapshot shows each run of mapped pages as a
+//     segment with is_expandable, and the history has segment_map and
+//     segment_unmap entries. The Memory must implement PageMemory;
+//     otherwise the allocator warns "expandable_segments not supported on
+//     this platform" once and uses plain segments, as PyTorch does without
+//     the CUDA driver API. SetExpandableSegments switches it between
+//     allocations, like torch.cuda.memory._set_allocator_settings.
 //   - RecordStream(b, s) marks a block as used on another stream: when it is
 //     freed, the allocator records an event on s and does not reuse the
 //     block ("active_pending_free") until the event is done.
@@ -44,13 +70,13 @@
 // torch.cuda.memory._snapshot(), with the history that RecordHistory keeps.
 //
 // Settings come in the PYTORCH_CUDA_ALLOC_CONF syntax, from ParseConfig or
-// the GPUKIT_ALLOC_CONF environment variable (ConfigFromEnv). Expandable
-// segments are not implemented: expandable_segments:True is refused.
+// the GPUKIT_ALLOC_CONF environment variable (ConfigFromEnv).
 //
 // Differences from PyTorch: one Allocator serves one device; Malloc holds the
 // allocator's lock while it calls Memory; CUDA graph pools and memory pools,
-// IPC, expandable segments, max_non_split_rounding_mb and the
-// per_process_memory_fraction key of the configuration do not exist here;
+// IPC (of expandable segments too), peer access to expandable segments,
+// max_non_split_rounding_mb and the per_process_memory_fraction key of the
+// configuration do not exist here;
 // memory outside the allocator (library workspaces such as cuBLAS's) is not
 // modelled, except for what a device reports as lost before the first
 // tensor (ProcessMemoryReporter).

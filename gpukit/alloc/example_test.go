@@ -36,14 +36,14 @@ func ExampleParseConfig() {
 	fmt.Println(cfg, err)
 	fmt.Println(cfg.RoundSize(88_080_384))
 
-	_, err = alloc.ParseConfig("expandable_segments:True")
+	_, err = alloc.ParseConfig("expandable_segments:true")
 	fmt.Println(err)
 	_, err = alloc.ParseConfig("garbage_collection_threshold:1.5")
 	fmt.Println(err)
 	// Output:
 	// max_split_size_mb:128,roundup_power2_divisions:4 <nil>
 	// 100663296
-	// alloc: config expandable_segments:True: gpukit does not support expandable segments yet; use expandable_segments:False or leave the key out
+	// alloc: config expandable_segments:true: expected True or False
 	// alloc: config garbage_collection_threshold:1.5: must be a number in the open interval (0.0, 1.0)
 }
 
@@ -91,4 +91,25 @@ func ExampleAllocator_RecordStream() {
 	// active_pending_free
 	// reused while stream 1 runs: false
 	// reused after stream 1 finished: true
+}
+
+// Example_expandableSegments runs batches of 4 to 9 samples of 3 MiB, each
+// freed before the next, with and without expandable segments: plain
+// segments leave one cached segment per batch size, an expandable segment
+// grows by 20 MiB pages and serves every batch.
+func Example_expandableSegments() {
+	for _, conf := range []string{"", "expandable_segments:True"} {
+		cfg, _ := alloc.ParseConfig(conf)
+		a := alloc.New(alloc.NewFakeMemory(1<<30), cfg, 0)
+		for n := int64(4); n <= 9; n++ {
+			b, _ := a.Malloc(n*3<<20, 0)
+			a.Free(b)
+		}
+		st := a.Stats()
+		fmt.Printf("%-26q reserved %s, segments %d in the snapshot (segment.all.current %d), device mallocs or maps %d\n",
+			conf, alloc.FormatSize(a.MemoryReserved()), len(a.Snapshot().Segments), st["segment.all.current"], st["num_device_alloc"])
+	}
+	// Output:
+	// ""                         reserved 120.00 MiB, segments 6 in the snapshot (segment.all.current 6), device mallocs or maps 6
+	// "expandable_segments:True" reserved 40.00 MiB, segments 1 in the snapshot (segment.all.current 0), device mallocs or maps 2
 }

@@ -57,6 +57,14 @@ func (s *freeSet) prev(p fpos) fpos {
 	return fpos{p.li - 1, len(s.leaves[p.li-1]) - 1}
 }
 
+// next returns the position after p, which must be valid; it may be the end.
+func (s *freeSet) next(p fpos) fpos {
+	if p.ii+1 < len(s.leaves[p.li]) {
+		return fpos{p.li, p.ii + 1}
+	}
+	return fpos{p.li + 1, 0}
+}
+
 // lowerBound returns the position of the first entry not less than k.
 func (s *freeSet) lowerBound(k fkey) fpos {
 	lo, hi := 0, len(s.last)

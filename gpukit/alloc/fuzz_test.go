@@ -47,11 +47,27 @@ func fuzzSize(hi, lo byte) int64 {
 	}
 }
 
-func runFuzz(t *testing.T, data []byte) {
+// expandableConfigs are the configurations of FuzzExpandable: expandable
+// segments alone and with every other key.
+var expandableConfigs = []string{
+	"expandable_segments:True",
+	"expandable_segments:True,max_split_size_mb:20",
+	"expandable_segments:True,max_split_size_mb:40,garbage_collection_threshold:0.5",
+	"expandable_segments:True,roundup_power2_divisions:4",
+	"roundup_power2_divisions:[1:2,4:8,>:1],max_split_size_mb:64,expandable_segments:True",
+	"garbage_collection_threshold:0.8,expandable_segments:True",
+}
+
+func runFuzz(t *testing.T, data []byte) { fuzzWith(t, data, fuzzConfigs, false) }
+
+// fuzzWith runs the operations that data encodes on an allocator with one of
+// configs. With toggle, half of the memory-fraction operations switch
+// expandable segments on or off instead.
+func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 	if len(data) == 0 {
 		return
 	}
-	cfg, err := ParseConfig(fuzzConfigs[int(data[0])%len(fuzzConfigs)])
+	cfg, err := ParseConfig(configs[int(data[0])%len(configs)])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +128,13 @@ func runFuzz(t *testing.T, data []byte) {
 			what = "EmptyCache"
 			a.EmptyCache()
 		case 9:
-			f := float64(next()%11) / 10
+			b := next()
+			if toggle && b&0x80 != 0 {
+				what = fmt.Sprintf("SetExpandableSegments(%v)", b&1 == 1)
+				a.SetExpandableSegments(b&1 == 1)
+				break
+			}
+			f := float64(b%11) / 10
 			what = fmt.Sprintf("SetMemoryFraction(%v)", f)
 			if err := a.SetMemoryFraction(f); err != nil {
 				t.Fatal(err)
@@ -141,6 +163,17 @@ func runFuzz(t *testing.T, data []byte) {
 	}
 	if n, used := mem.Live(); n != 0 || used != 0 || mem.Mallocs != mem.Frees {
 		t.Fatalf("memory still holds %d segments (%d bytes); %d mallocs, %d frees", n, used, mem.Mallocs, mem.Frees)
+	}
+	// An expandable segment whose first map failed has no mapped block for
+	// EmptyCache to find: as in PyTorch, its address range stays reserved
+	// (and is reused by the stream's next expandable allocation).
+	if _, pages := mem.Reservations(); pages != 0 || mem.Maps != mem.Unmaps {
+		t.Fatalf("memory still holds %d pages; %d pages mapped, %d unmapped", pages, mem.Maps, mem.Unmaps)
+	}
+	for _, seg := range a.expSegs {
+		if n := seg.head; !n.unmapped || n.next != nil {
+			t.Fatalf("expandable segment 0x%x still has mapped blocks after EmptyCache", seg.addr)
+		}
 	}
 }
 
@@ -183,4 +216,22 @@ func FuzzAllocator(f *testing.F) {
 	}
 	f.Add(long)
 	f.Fuzz(runFuzz)
+}
+
+// FuzzExpandable runs random allocation sequences with expandable segments
+// on, switched off and on again, checking the allocator's invariants after
+// every operation and that freeing everything unmaps every page and releases
+// every address range.
+func FuzzExpandable(f *testing.F) {
+	f.Add([]byte{0, 0, 10, 20, 4, 0, 8})
+	f.Add([]byte{1, 3, 200, 1, 3, 250, 7, 4, 0, 8, 3, 255, 255})
+	f.Add([]byte{2, 9, 5, 3, 200, 9, 0, 3, 230, 0, 3, 240, 0, 4, 1, 3, 210, 5, 8})
+	f.Add([]byte{0, 3, 200, 1, 9, 0x80, 3, 200, 2, 4, 0, 9, 0x81, 3, 201, 3, 8, 4, 0, 8})
+	f.Add([]byte{5, 3, 255, 3, 67, 255, 3, 131, 254, 0, 3, 150, 20, 6, 0, 2, 4, 1, 8, 7, 2, 8})
+	long := []byte{1}
+	for i := range 600 {
+		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
+	}
+	f.Add(long)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzWith(t, data, expandableConfigs, true) })
 }

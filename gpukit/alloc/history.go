@@ -51,8 +51,8 @@ func (h *history) entries() []TraceEntry {
 }
 
 // RecordHistory starts or stops recording trace entries (alloc,
-// free_requested, free_completed, segment_alloc, segment_free, oom) for
-// Snapshot.
+// free_requested, free_completed, segment_alloc, segment_free, segment_map,
+// segment_unmap, oom) for Snapshot.
 func (a *Allocator) RecordHistory(opts HistoryOptions) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -130,18 +130,21 @@ func (a *Allocator) Snapshot() Snapshot {
 	defer a.mu.Unlock()
 	segs := make([]Segment, 0, len(a.segments))
 	var totalActive int64
-	for _, seg := range a.segments {
+	// describe reports the blocks from head on as one segment, up to the
+	// first unmapped block.
+	describe := func(seg *segment, head *node, frames []Frame) {
 		s := Segment{
-			Device:      a.device,
-			Address:     seg.addr,
-			Stream:      seg.stream,
-			SegmentType: "large",
-			Frames:      seg.frames,
+			Device:       a.device,
+			Address:      head.addr,
+			Stream:       seg.stream,
+			SegmentType:  "large",
+			IsExpandable: seg.exp != nil,
+			Frames:       frames,
 		}
 		if seg.pool.small {
 			s.SegmentType = "small"
 		}
-		for n := seg.head; n != nil; n = n.next {
+		for n := head; n != nil && !n.unmapped; n = n.next {
 			state := StateInactive
 			active := n.allocated || n.eventCount > 0 || len(n.streamUses) > 0
 			switch {
@@ -163,6 +166,18 @@ func (a *Allocator) Snapshot() Snapshot {
 		}
 		totalActive += s.ActiveSize
 		segs = append(segs, s)
+	}
+	for _, seg := range a.segments {
+		describe(seg, seg.head, seg.frames)
+	}
+	// An expandable segment is reported as one segment per contiguous run
+	// of mapped pages.
+	for _, seg := range a.expSegs {
+		for n := seg.head; n != nil; n = n.next {
+			if !n.unmapped && (n.prev == nil || n.prev.unmapped) {
+				describe(seg, n, n.segFrames)
+			}
+		}
 	}
 	slices.SortFunc(segs, func(x, y Segment) int {
 		switch {

@@ -33,3 +33,31 @@ type Memory interface {
 // a new segment. The allocator turns it into an *OutOfMemoryError after it
 // has freed its cache and retried.
 var ErrDeviceFull = errors.New("alloc: device memory exhausted")
+
+// PageMemory is optionally implemented by a Memory that can reserve a range
+// of device addresses and back it, page by page, with physical memory: CUDA's
+// virtual memory management API (cuMemAddressReserve, then cuMemCreate,
+// cuMemMap and cuMemSetAccess per page, cuMemUnmap and cuMemRelease, and
+// cuMemAddressFree). Expandable segments need it; without it the allocator
+// warns, as PyTorch does, and uses plain segments.
+type PageMemory interface {
+	// Reserve reserves size bytes of device addresses, backed by nothing.
+	// An error wrapping ErrPagesUnsupported says the device has no virtual
+	// memory management.
+	Reserve(size int64) (addr uint64, err error)
+	// MapPages backs n pages of pageSize bytes, from addr in a reserved
+	// range, with new physical memory, one allocation per page. It maps all
+	// of them or none: when the device cannot hold them, the error wraps
+	// ErrDeviceFull.
+	MapPages(addr uint64, pageSize int64, n int) error
+	// UnmapPages waits for the work queued on stream s, then unmaps and
+	// releases n pages mapped by MapPages.
+	UnmapPages(s Stream, addr uint64, pageSize int64, n int) error
+	// Unreserve frees a range returned by Reserve; no page in it may be
+	// mapped.
+	Unreserve(addr uint64, size int64) error
+}
+
+// ErrPagesUnsupported is wrapped by PageMemory.Reserve when the device has no
+// virtual memory management (a driver without it, a host without mmap).
+var ErrPagesUnsupported = errors.New("alloc: device does not support virtual memory management")

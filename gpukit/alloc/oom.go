@@ -24,8 +24,7 @@ import (
 // use (ProcessMemoryReporter; PyTorch needs NVML for it), the "allowed" part
 // while a memory fraction below 1 caps the allocator. PyTorch prints the
 // expandable-segments hint on every out-of-memory error, whatever the
-// fragmentation; so does gpukit, although it does not implement expandable
-// segments itself (see the package documentation).
+// fragmentation and even when expandable segments are on; so does gpukit.
 type OutOfMemoryError struct {
 	Requested           int64   // bytes asked of Malloc
 	RoundedSize         int64   // the request rounded to a block size

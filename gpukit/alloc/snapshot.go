@@ -12,7 +12,9 @@ type Snapshot struct {
 	AllocatorSettings map[string]any `json:"allocator_settings"`
 }
 
-// Segment is one raw device allocation and the blocks it is split into.
+// Segment is one raw device allocation and the blocks it is split into. An
+// expandable segment appears as one Segment per contiguous run of mapped
+// pages, with IsExpandable set, as in PyTorch's snapshot.
 type Segment struct {
 	Device        int         `json:"device"`
 	Address       uint64      `json:"address"`
@@ -50,6 +52,8 @@ const (
 	ActionFreeCompleted = "free_completed"
 	ActionSegmentAlloc  = "segment_alloc"
 	ActionSegmentFree   = "segment_free"
+	ActionSegmentMap    = "segment_map"   // pages mapped into an expandable segment
+	ActionSegmentUnmap  = "segment_unmap" // pages of an expandable segment unmapped
 	ActionOOM           = "oom"
 	ActionSnapshot      = "snapshot"
 )

@@ -16,7 +16,11 @@
 //     Addresses are virtual: device N's segments start at 0x7f0000000000 +
 //     N*2^44, each new segment lies above every earlier one (addresses are
 //     never reused) and is aligned to 512 B. A raw malloc succeeds exactly
-//     when the live segments plus the request fit the capacity.
+//     when the live segments plus the request fit the capacity. For
+//     expandable segments (expandable_segments:True) it also reserves
+//     address ranges and maps pages into them (alloc.PageMemory): mapped
+//     pages count against the capacity like segments, and a released
+//     range's addresses serve the next range of its size.
 //   - meta: the same accounting and clocks without backing bytes (Bytes is
 //     nil, copies move no data), so a lesson can "allocate" 80 GB in
 //     microseconds. Its default profile is h100-80gb.
@@ -55,6 +59,8 @@
 //	peer copy       p.LaunchOverhead + n/bw  bw = the slower p.NVLink when both cards have NVLink, else the slower p.PeerBandwidth (PCIe pinned)
 //	raw malloc      p.MallocLatency + p.MallocPerGiB * n/GiB  (host time)
 //	raw free        synchronize the device, then p.FreeLatency  (host time)
+//	map n pages     as a raw malloc of their bytes
+//	unmap n pages   synchronize the segment's stream, then p.FreeLatency
 //
 // An operation queued on stream s starts at max(host clock, clock of s) and
 // ends its cost later; the clock of s becomes that end. An asynchronous

@@ -51,7 +51,10 @@
 // alloc succeeds without touching the allocator, and so does its free.
 //
 // The device is a simulated one of exactly BYTES capacity: a raw segment
-// allocation succeeds when the live segments plus the request fit.
+// allocation succeeds when the live segments plus the request fit. With
+// --alloc-conf expandable_segments:True it also maps and unmaps pages of
+// expandable segments, which count against the capacity like segments; an
+// address range reserved for one takes addresses but no capacity.
 // Segment addresses start at 0x7f0000000000, grow and are never reused;
 // streams never have pending work; the snapshot's time_us is the 0-based
 // line index of the operation that caused the event.

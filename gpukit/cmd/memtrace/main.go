@@ -46,7 +46,8 @@ Flags:
 	                        a number of bytes, or with a B, KiB, MiB or GiB
 	                        suffix (binary: 1 KiB = 1024 bytes)
 	--alloc-conf STR        allocator configuration, PYTORCH_CUDA_ALLOC_CONF
-	                        syntax (e.g. "max_split_size_mb:64"); the
+	                        syntax (e.g. "max_split_size_mb:64" or
+	                        "expandable_segments:True"); the
 	                        GPUKIT_ALLOC_CONF variable is not read
 	--snapshot FILE         record history and write the final snapshot as a
 	                        pickle that PyTorch's _memory_viz.py reads

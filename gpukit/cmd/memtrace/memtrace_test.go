@@ -778,3 +778,36 @@ func deref(o op) []any {
 	}
 	return out
 }
+
+// TestReplayExpandable replays with expandable_segments:True: the numbers
+// are those derived from PyTorch's allocator in gpukit/alloc's
+// expandable_test.go and alloctest's BatchJitter case.
+func TestReplayExpandable(t *testing.T) {
+	trace := `{"op":"alloc","id":"a","size":12582912}
+{"op":"free","id":"a"}
+{"op":"alloc","id":"b","size":22020096}
+{"op":"alloc","id":"c","size":31457280}
+{"op":"free","id":"b"}
+{"op":"empty_cache"}
+{"op":"free","id":"c"}
+{"op":"empty_cache"}
+`
+	got, errOut := replayString(t, GiB, "expandable_segments:True", trace)
+	if errOut != "" {
+		t.Fatalf("stderr: %s", errOut)
+	}
+	check(t, got, []want{
+		// 12 MiB maps one 20 MiB page; no segment is counted.
+		{"", 0, map[string]int64{"reserved_bytes.all.current": 20 * MiB, "segment.all.current": 0, "num_device_alloc": 1}},
+		{"", null, map[string]int64{"reserved_bytes.all.current": 20 * MiB, "inactive_split.all.current": 0}},
+		// 21 MiB: the free 20 MiB page plus one more page.
+		{"", 0, map[string]int64{"reserved_bytes.all.current": 40 * MiB, "num_device_alloc": 2}},
+		// 30 MiB: the free 19 MiB after b plus one page: offset 21 MiB.
+		{"", 21 * MiB, map[string]int64{"reserved_bytes.all.current": 60 * MiB, "num_device_alloc": 3}},
+		{"", null, nil},
+		// b's [0, 21) holds one whole free page, [0, 20).
+		{"", null, map[string]int64{"reserved_bytes.all.current": 40 * MiB, "num_device_free": 1}},
+		{"", null, nil},
+		{"", null, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 2}},
+	})
+}

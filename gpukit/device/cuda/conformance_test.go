@@ -50,6 +50,30 @@ func (c *capped) Free(addr uint64) error {
 	return nil
 }
 
+// MapPages counts mapped pages against the cap, as Malloc counts segments.
+func (c *capped) MapPages(addr uint64, pageSize int64, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size := pageSize * int64(n); size > c.capacity-c.used {
+		return fmt.Errorf("cuda: capped at %d bytes, %d in use: %w", c.capacity, c.used, alloc.ErrDeviceFull)
+	}
+	if err := c.Backend.MapPages(addr, pageSize, n); err != nil {
+		return err
+	}
+	c.used += pageSize * int64(n)
+	return nil
+}
+
+func (c *capped) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.Backend.UnmapPages(s, addr, pageSize, n); err != nil {
+		return err
+	}
+	c.used -= pageSize * int64(n)
+	return nil
+}
+
 func (c *capped) FreeBytes() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

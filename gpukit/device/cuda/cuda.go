@@ -29,7 +29,8 @@ type Backend struct {
 	start time.Time
 
 	mu         sync.Mutex
-	segs       []segment // live allocations, sorted by address
+	segs       []segment      // live allocations, sorted by address
+	resv       []*reservation // address ranges for expandable segments, sorted (vmm.go)
 	streams    map[alloc.Stream]cu.Stream
 	nextStream alloc.Stream
 
@@ -204,10 +205,11 @@ func (b *Backend) find(addr uint64) int {
 
 func (b *Backend) ownsLocked(addr uint64, n int64) bool {
 	i := b.find(addr)
-	return i >= 0 && n >= 0 && addr+uint64(n) <= b.segs[i].addr+uint64(b.segs[i].size)
+	return i >= 0 && n >= 0 && addr+uint64(n) <= b.segs[i].addr+uint64(b.segs[i].size) || b.ownsPagesLocked(addr, n)
 }
 
-// Owns reports whether [addr, addr+n) lies inside one live allocation.
+// Owns reports whether [addr, addr+n) lies inside one live allocation or in
+// mapped pages of one reservation.
 func (b *Backend) Owns(addr uint64, n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -3,8 +3,9 @@
 // toolkit headers (gorgonia.org/cu v0.9.6 does not build against CUDA 13).
 //
 // It uses gorgonia.org/cu (the CUDA driver API): cuMemAlloc and cuMemFree
-// for raw memory, cuMemcpy{HtoD,DtoH,DtoD,Peer}[Async] for copies, streams,
-// timed events and cuMemGetInfo. Pinned host memory comes from
+// for raw memory (and, for expandable segments, the virtual memory
+// management calls of vmm.go), cuMemcpy{HtoD,DtoH,DtoD,Peer}[Async] for
+// copies, streams, timed events and cuMemGetInfo. Pinned host memory comes from
 // cuMemHostAlloc and cuMemFreeHost through a few lines of cgo, since cu does
 // not wrap them.
 //

@@ -178,13 +178,12 @@ func (b *Backend) CopyHtoD(dst uint64, src []byte, pinned bool, s alloc.Stream, 
 	n := int64(len(src))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	seg := b.lookup(dst, n)
-	if seg == nil {
+	to, ok := b.memLocked(dst, n)
+	if !ok {
 		return b.rangeError("host-to-device copy", dst, n)
 	}
 	var move func()
-	if seg.data != nil {
-		to := seg.data[dst-seg.addr:]
+	if to != nil {
 		move = func() { copy(to, src) }
 	}
 	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
@@ -197,14 +196,12 @@ func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, 
 	n := int64(len(dst))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	seg := b.lookup(src, n)
-	if seg == nil {
+	from, ok := b.memLocked(src, n)
+	if !ok {
 		return b.rangeError("device-to-host copy", src, n)
 	}
 	var move func()
-	if seg.data != nil {
-		off := src - seg.addr
-		from := seg.data[off : off+uint64(n)]
+	if from != nil {
 		move = func() { copy(dst, from) }
 	}
 	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
@@ -216,18 +213,16 @@ func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, 
 func (b *Backend) CopyDtoD(dst, src uint64, n int64, s alloc.Stream) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ds := b.lookup(dst, n)
-	if ds == nil {
+	to, ok := b.memLocked(dst, n)
+	if !ok {
 		return b.rangeError("device-to-device copy destination", dst, n)
 	}
-	ss := b.lookup(src, n)
-	if ss == nil {
+	from, ok := b.memLocked(src, n)
+	if !ok {
 		return b.rangeError("device-to-device copy source", src, n)
 	}
 	var move func()
-	if ds.data != nil && ss.data != nil {
-		so := src - ss.addr
-		to, from := ds.data[dst-ds.addr:], ss.data[so:so+uint64(n)]
+	if to != nil && from != nil {
 		move = func() { copy(to, from) }
 	}
 	b.moveLocked(s, b.prof.DeviceCopyCost(n), false, move)

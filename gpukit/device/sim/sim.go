@@ -59,9 +59,11 @@ type Backend struct {
 	base  uint64
 
 	mu         sync.Mutex
-	next       uint64    // address of the next segment
-	segs       []segment // live segments, sorted by address
-	used       int64     // bytes in live segments
+	next       uint64             // address of the next segment
+	segs       []segment          // live segments, sorted by address
+	resv       []*reservation     // live reservations, sorted by address (pages.go)
+	freedResv  map[int64][]uint64 // addresses of released reservations, by size
+	used       int64              // bytes in live segments
 	host       time.Duration
 	streams    map[alloc.Stream]time.Duration
 	nextStream alloc.Stream
@@ -191,24 +193,43 @@ func (b *Backend) lookup(addr uint64, n int64) *segment {
 	return s
 }
 
-// Owns reports whether [addr, addr+n) lies inside one live segment.
+// Owns reports whether [addr, addr+n) lies inside one live segment or in
+// mapped pages of one reservation.
 func (b *Backend) Owns(addr uint64, n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.lookup(addr, n) != nil
+	_, ok := b.memLocked(addr, n)
+	return ok
+}
+
+// memLocked reports whether [addr, addr+n) is device memory (inside one live
+// segment or in mapped pages of one reservation) and returns its backing
+// bytes, nil in meta mode.
+func (b *Backend) memLocked(addr uint64, n int64) ([]byte, bool) {
+	var data []byte
+	var base uint64
+	if s := b.lookup(addr, n); s != nil {
+		data, base = s.data, s.addr
+	} else if r := b.lookupPages(addr, n); r != nil {
+		data, base = r.data, r.addr
+	} else {
+		return nil, false
+	}
+	if data == nil {
+		return nil, true
+	}
+	off := int64(addr - base)
+	return data[off : off+n : off+n], true
 }
 
 // Bytes returns the backing bytes of [addr, addr+n) (length and capacity n),
-// or nil in meta mode or when the range is not inside a live segment.
+// or nil in meta mode or when the range is not inside a live segment or in
+// mapped pages of a reservation.
 func (b *Backend) Bytes(addr uint64, n int64) []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.lookup(addr, n)
-	if s == nil || s.data == nil {
-		return nil
-	}
-	off := int64(addr - s.addr)
-	return s.data[off : off+n : off+n]
+	data, _ := b.memLocked(addr, n)
+	return data
 }
 
 // MemInfo returns what cudaMemGetInfo would: the capacity minus the

@@ -110,11 +110,12 @@ type totals struct {
 }
 
 type vSeg struct {
-	Addr   uint64   `json:"addr"`
-	Size   int64    `json:"size"`
-	Stream int      `json:"stream"`
-	Type   string   `json:"type"`
-	Blocks []vBlock `json:"blocks"`
+	Addr       uint64   `json:"addr"`
+	Size       int64    `json:"size"`
+	Stream     int      `json:"stream"`
+	Type       string   `json:"type"`
+	Expandable bool     `json:"expandable"` // a run of mapped pages of an expandable segment
+	Blocks     []vBlock `json:"blocks"`
 }
 
 type vBlock struct {
@@ -164,7 +165,8 @@ func buildView(s alloc.Snapshot, o options) view {
 		if seg.Device != o.device {
 			continue
 		}
-		vs := vSeg{Addr: seg.Address, Size: seg.TotalSize, Stream: int(seg.Stream), Type: seg.SegmentType, Blocks: []vBlock{}}
+		vs := vSeg{Addr: seg.Address, Size: seg.TotalSize, Stream: int(seg.Stream), Type: seg.SegmentType,
+			Expandable: seg.IsExpandable, Blocks: []vBlock{}}
 		v.Totals.Reserved += seg.TotalSize
 		v.Totals.Segments++
 		off := int64(0)

@@ -300,6 +300,18 @@ func TestMemoryViz(t *testing.T) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "%s\n%s\n", stats, trace)
+
+	// A snapshot taken with expandable segments: runs of mapped pages as
+	// segments, segment_map and segment_unmap in the trace (printed as
+	// entries that trace has no special form for).
+	path = filepath.Join(t.TempDir(), "exp.pickle")
+	if err := WritePickleFile(path, expandableSnapshot(t)); err != nil {
+		t.Fatal(err)
+	}
+	stats, trace = run("stats"), run("trace")
+	if !strings.Contains(stats, "segments: ") || !strings.Contains(trace, "'segment_map'") || !strings.Contains(trace, "'segment_unmap'") {
+		t.Errorf("expandable snapshot: stats\n%s\ntrace\n%s", stats, trace)
+	}
 }
 
 func TestEmbedIsolatesThePageInAFrame(t *testing.T) {
