@@ -32,8 +32,8 @@ const (
 	// MaxMetaIndex is the highest index NewMeta accepts. device.Open names
 	// meta:0 .. meta:15 only; gpukit/distributed builds process groups of
 	// up to 4096 meta cards with device.New, outside the registry.
-	MaxMetaIndex = 4095
-	Alignment   uint64 = 512
+	MaxMetaIndex        = 4095
+	Alignment    uint64 = 512
 )
 
 // Base returns the first device address of the device with this index; meta
