@@ -268,7 +268,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 			for r, rk := range t.ranks {
 				u := rk.units[l]
 				if u.grad == nil {
-					u.grad = tensor.Empty([]int{s.shard}, t.cfg.Dtype, tensor.On(rk.d))
+					u.grad = t.slot(rk, &rk.gradFlat, t.cfg.Dtype, l)
 				}
 				outs[r] = u.grad
 			}
@@ -294,7 +294,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	// Optimizer: each rank updates what it owns.
 	for l := range L {
 		for r, rk := range t.ranks {
-			t.update(r, rk.units[l], t.layers[l])
+			t.update(rk, r, l)
 		}
 	}
 	if stage == ZeRO1 || stage == ZeRO2 {
@@ -342,7 +342,8 @@ func must(w *Work, err error) *Work {
 
 // update applies the optimizer to what rank r owns of one layer: the
 // whole layer at stage 0, its shard at stages 1-3.
-func (t *Trainer) update(r int, u *unit, s layerSpec) {
+func (t *Trainer) update(rk *rank, r, l int) {
+	u, s := rk.units[l], t.layers[l]
 	g, p := u.grad, u.param
 	var views []*tensor.Tensor
 	if t.cfg.Stage == ZeRO1 {
@@ -363,7 +364,8 @@ func (t *Trainer) update(r int, u *unit, s layerSpec) {
 	switch t.cfg.Optimizer {
 	case Adam:
 		if u.s1 == nil {
-			u.s1, u.s2 = tensor.ZerosLike(target), tensor.ZerosLike(target)
+			u.s1 = t.slot(rk, &rk.s1Flat, tensor.Float32, l)
+			u.s2 = t.slot(rk, &rk.s2Flat, tensor.Float32, l)
 		}
 		c := t.cfg.Adam
 		sc := tensor.AdamScalars{LR: c.LR, Beta1: c.Betas[0], Beta2: c.Betas[1], Eps: c.Eps,
@@ -381,7 +383,8 @@ func (t *Trainer) update(r int, u *unit, s layerSpec) {
 		}
 		if c.Momentum != 0 {
 			if u.s1 == nil {
-				u.s1 = g.Clone()
+				u.s1 = t.slot(rk, &rk.s1Flat, tensor.Float32, l)
+				u.s1.CopyFrom(g) // PyTorch's first step: buf = clone(grad)
 			} else {
 				u.s1.MulInPlace(c.Momentum).AddInPlace(g)
 			}

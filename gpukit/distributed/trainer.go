@@ -108,14 +108,54 @@ type layerSpec struct {
 type unit struct {
 	param  *tensor.Tensor // working dtype: full flat (stages 0-2) or this rank's shard (3)
 	grad   *tensor.Tensor // full flat (stages 0, 1) or shard (2, 3); nil before the first backward
-	master *tensor.Tensor // float32 shard (full at stage 0); nil in full precision
+	master *tensor.Tensor // float32, what the rank owns; nil in full precision
 	s1, s2 *tensor.Tensor // optimizer state (exp_avg, exp_avg_sq; momentum), float32
 }
 
+// rank is one card's share. What a rank owns of every layer (the whole
+// layer at stage 0, its shard at stages 1-3) lives in one flat buffer
+// per kind of state, the layers' pieces being views into it, as
+// DeepSpeed keeps a rank's partition flat: one block per state instead
+// of one per layer, so that the allocator's rounding stays negligible
+// even for the small shards of a thousand cards.
 type rank struct {
 	d       *device.Device
 	units   []*unit
 	buckets []*tensor.Tensor // DDP's bucket buffers, in bucket order
+	flats   []*tensor.Tensor // the flat buffers the units' views point into
+
+	gradFlat, s1Flat, s2Flat *tensor.Tensor // filled on first use
+}
+
+// owned returns what a rank owns of layer l (elements) and where it
+// starts in the rank's flat buffers.
+func (t *Trainer) owned(l int) (offset, n int) {
+	for i := range l {
+		offset += t.ownSize(i)
+	}
+	return offset, t.ownSize(l)
+}
+
+func (t *Trainer) ownSize(l int) int {
+	if t.cfg.Stage == DDP {
+		return t.layers[l].numel
+	}
+	return t.layers[l].shard
+}
+
+// slot returns a view of layer l's piece of a rank's flat buffer *flat,
+// allocating the buffer (zeros, for every layer at once) on first use.
+func (t *Trainer) slot(rk *rank, flat **tensor.Tensor, dt tensor.Dtype, l int) *tensor.Tensor {
+	if *flat == nil {
+		var total int
+		for i := range t.layers {
+			total += t.ownSize(i)
+		}
+		*flat = tensor.Zeros([]int{total}, dt, tensor.On(rk.d))
+		rk.flats = append(rk.flats, *flat)
+	}
+	off, n := t.owned(l)
+	return (*flat).Narrow(0, off, n)
 }
 
 // bucket is a run of layers, in backward order, whose gradients DDP
@@ -205,12 +245,13 @@ func NewTrainer(g *Group, model *nn.Sequential, cfg Config) (*Trainer, error) {
 	}
 	err = tensor.Try(func() {
 		tensor.NoGrad(func() {
+			flats := make([]rankFlats, N)
 			for i, l := range linears {
 				var vals []float32
 				if !metaModel {
 					vals = flatValues(l, t.layers[i].padded)
 				}
-				t.place(i, vals)
+				t.place(i, vals, flats)
 			}
 			if cfg.Stage == DDP {
 				t.makeBuckets()
@@ -320,7 +361,7 @@ func flatValues(l *nn.Linear, padded int) []float32 {
 func (t *Trainer) mixed() bool { return t.cfg.Dtype != tensor.Float32 }
 
 // place puts layer i on every rank, from vals (nil on meta cards).
-func (t *Trainer) place(i int, vals []float32) {
+func (t *Trainer) place(i int, vals []float32, flats []rankFlats) {
 	s, N := t.layers[i], t.g.Size()
 	on := func(r int, data []float32, n int) *tensor.Tensor {
 		if data == nil {
@@ -334,7 +375,15 @@ func (t *Trainer) place(i int, vals []float32) {
 			if vals != nil {
 				part = vals[r*s.shard : (r+1)*s.shard]
 			}
-			rk.units[i] = t.fromFloat32(on(r, part, s.shard))
+			x := on(r, part, s.shard)
+			u := &unit{param: t.slot(rk, &flats[r].param, t.cfg.Dtype, i)}
+			u.param.CopyFrom(x)
+			if t.mixed() {
+				u.master = t.slot(rk, &flats[r].master, tensor.Float32, i)
+				u.master.CopyFrom(x)
+			}
+			x.Release()
+			rk.units[i] = u
 		}
 		return
 	}
@@ -347,42 +396,26 @@ func (t *Trainer) place(i int, vals []float32) {
 			full[r] = on(r, nil, s.padded)
 		}
 	}
-	w, err := t.g.Broadcast(full, 0)
-	if err != nil {
-		panic(err)
-	}
-	w.Wait()
+	must(t.g.Broadcast(full, 0)).Wait()
 	for r, rk := range t.ranks {
-		u := &unit{}
-		if t.cfg.Stage == DDP {
-			u.param = full[r].ToDtype(t.cfg.Dtype)
-			if t.mixed() {
-				u.master = full[r]
-				full[r] = nil
+		u := &unit{param: full[r].ToDtype(t.cfg.Dtype)}
+		if t.mixed() {
+			off, n := 0, s.numel
+			if t.cfg.Stage != DDP {
+				off, n = r*s.shard, s.shard
 			}
-		} else {
-			sh := full[r].Narrow(0, r*s.shard, s.shard)
-			u.param = full[r].ToDtype(t.cfg.Dtype)
-			if t.mixed() {
-				u.master = sh.Clone()
-			}
-			sh.Release()
+			own := full[r].Narrow(0, off, n)
+			u.master = t.slot(rk, &flats[r].master, tensor.Float32, i)
+			u.master.CopyFrom(own)
+			own.Release()
 		}
-		if full[r] != nil {
-			full[r].Release()
-		}
+		full[r].Release()
 		rk.units[i] = u
 	}
 }
 
-// fromFloat32 makes a unit whose parameter is x in the working dtype
-// and, in mixed precision, whose master copy is x itself.
-func (t *Trainer) fromFloat32(x *tensor.Tensor) *unit {
-	if !t.mixed() {
-		return &unit{param: x}
-	}
-	return &unit{param: x.ToDtype(t.cfg.Dtype), master: x}
-}
+// rankFlats holds a rank's flat buffers while NewTrainer fills them.
+type rankFlats struct{ param, master *tensor.Tensor }
 
 // makeBuckets assigns the layers to DDP buckets in backward order, as
 // PyTorch's compute_bucket_assignment_by_size does: a bucket closes
@@ -446,7 +479,8 @@ func (t *Trainer) Release() {
 			*u = unit{}
 		}
 		release(rk.buckets...)
-		rk.buckets = nil
+		release(rk.flats...)
+		rk.buckets, rk.flats = nil, nil
 	}
 }
 
