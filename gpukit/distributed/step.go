@@ -84,7 +84,7 @@ func weights(flat *tensor.Tensor, s layerSpec) (w, b *tensor.Tensor) {
 // gather all-gathers layer i's parameter shards into a full flat
 // parameter on every rank (ZeRO-3), allocated through each card's
 // allocator, and makes the default streams wait for it.
-func (t *Trainer) gather(i int) []*tensor.Tensor {
+func (t *Trainer) gather(i int, lim *limiter) []*tensor.Tensor {
 	s := t.layers[i]
 	full := make([]*tensor.Tensor, len(t.ranks))
 	shards := make([]*tensor.Tensor, len(t.ranks))
@@ -92,12 +92,27 @@ func (t *Trainer) gather(i int) []*tensor.Tensor {
 		full[r] = tensor.Empty([]int{s.padded}, t.cfg.Dtype, tensor.On(rk.d))
 		shards[r] = rk.units[i].param
 	}
-	w, err := t.g.AllGather(full, shards)
-	if err != nil {
-		panic(err)
-	}
+	w := must(t.g.AllGather(full, shards))
 	w.Wait()
+	lim.add(w)
 	return full
+}
+
+// limiter is FSDP's rate limiter (limit_all_gathers=True): the host lets
+// at most two layers' collectives run ahead of it and waits for the
+// oldest before it issues a third. Without it the host, which only
+// queues work, would not wait once in a step, and the blocks a
+// communication stream used (recorded on it) could not be handed out
+// again before the step's end: ZeRO-3's gathered copies and ZeRO-2's
+// gradients would pile up in reserved memory, layer after layer.
+type limiter struct{ q []*Work }
+
+func (l *limiter) add(w *Work) {
+	l.q = append(l.q, w)
+	if len(l.q) > 2 {
+		l.q[0].Sync()
+		l.q = l.q[1:]
+	}
 }
 
 func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
@@ -120,11 +135,12 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	}
 
 	// Forward.
+	var lim limiter
 	for l := range L {
 		s := t.layers[l]
 		var full []*tensor.Tensor
 		if stage == ZeRO3 {
-			full = t.gather(l)
+			full = t.gather(l, &lim)
 		}
 		for r, rk := range t.ranks {
 			flat := rk.units[l].param
@@ -177,7 +193,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 		s := t.layers[l]
 		var full []*tensor.Tensor
 		if stage == ZeRO3 {
-			full = t.gather(l) // gathered again: the forward's copy is gone
+			full = t.gather(l, &lim) // gathered again: the forward's copy is gone
 		}
 		grads := make([]*tensor.Tensor, N) // this layer's full gradient per rank
 		for r, rk := range t.ranks {
@@ -272,7 +288,9 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 				}
 				outs[r] = u.grad
 			}
-			works = append(works, must(t.g.ReduceScatter(outs, grads)))
+			w := must(t.g.ReduceScatter(outs, grads))
+			works = append(works, w)
+			lim.add(w)
 			release(grads...) // recorded on the comm stream: reused only after the reduce-scatter
 		}
 	}
