@@ -67,6 +67,8 @@ func NewGroup(devs []*device.Device) (*Group, error) {
 			return nil, errorf("NewGroup: rank 0 is a %s card and rank %d a %s card; use all sim or all meta cards", devs[0].Kind(), r, d.Kind())
 		}
 		seen[d] = true
+	}
+	for r, d := range devs {
 		o, ok := d.Backend().(occupier)
 		if !ok {
 			return nil, errorf("NewGroup: %s: process groups run on sim and meta cards (a real GPU would need NCCL, which gpukit does not wrap)", d.Name())

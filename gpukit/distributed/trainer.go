@@ -3,6 +3,7 @@ package distributed
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -300,12 +301,11 @@ func (c *Config) check() error {
 	return nil
 }
 
+// trimOptim drops optim's prefixes from the refusal of a configuration
+// (the trainer has no parameter groups).
 func trimOptim(err error) string {
-	s := err.Error()
-	if len(s) > 7 && s[:7] == "optim: " {
-		return s[7:]
-	}
-	return s
+	s := strings.TrimPrefix(err.Error(), "optim: ")
+	return strings.TrimPrefix(s, "parameter group 0: ")
 }
 
 // linearsOf checks that model is Linear (ReLU Linear)* with matching

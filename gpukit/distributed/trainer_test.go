@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -174,4 +175,52 @@ func TestMixedPrecisionStepsEqualOneCard(t *testing.T) {
 			require.Less(t, maxDiff(masters[4], want), 5e-4)
 		})
 	}
+}
+
+func TestTrainerMisuse(t *testing.T) {
+	g := simGroup(t, 2)
+	lin := func(in, out int) *nn.Linear { return nn.NewLinear(in, out, true, tensor.OnHost(false)) }
+	for _, tc := range []struct {
+		model *nn.Sequential
+		cfg   distributed.Config
+		want  string
+	}{
+		{mlp(), distributed.Config{Stage: 4}, "stage 4; use DDP (0), ZeRO1, ZeRO2 or ZeRO3"},
+		{mlp(), distributed.Config{Dtype: tensor.Int64}, "dtype int64; use Float32"},
+		{mlp(), distributed.Config{BucketCapMB: -1}, "bucket_cap_mb -1 must be positive"},
+		{mlp(), distributed.Config{Optimizer: distributed.SGD, SGD: optim.SGDConfig{LR: 0.1, Momentum: 0.9, Nesterov: true}}, "SGD with dampening or Nesterov momentum is not supported"},
+		{mlp(), distributed.Config{Adam: optim.AdamConfig{LR: -1}}, "Invalid learning rate: -1"},
+		{nn.NewSequential(), distributed.Config{}, "the model has no layers"},
+		{nn.NewSequential(lin(2, 3), nn.NewGELU(), lin(3, 2)), distributed.Config{}, "layer 1 is *nn.GELU, not ReLU"},
+		{nn.NewSequential(lin(2, 3), nn.NewReLU()), distributed.Config{}, "the model ends with a ReLU"},
+		{nn.NewSequential(lin(2, 3), nn.NewReLU(), lin(4, 2)), distributed.Config{}, "layer 2 takes 4 features but the layer before gives 3"},
+	} {
+		_, err := distributed.NewTrainer(g, tc.model, tc.cfg)
+		assert.ErrorContains(t, err, "distributed: NewTrainer: "+tc.want)
+	}
+	_, err := distributed.NewTrainer(nil, mlp(), distributed.Config{})
+	assert.ErrorContains(t, err, "distributed: NewTrainer: nil group")
+
+	tr, err := distributed.NewTrainer(g, mlp(), distributed.Config{Stage: distributed.ZeRO3})
+	require.NoError(t, err)
+	xs, ys := shares(g)
+	wrong := tensor.Zeros([]int{4, 6}, tensor.On(g.Device(1)))
+	short := tensor.Zeros([]int{3, 5}, tensor.On(g.Device(1)))
+	for _, tc := range []struct {
+		xs, ys []*tensor.Tensor
+		want   string
+	}{
+		{xs[:1], ys, "1 inputs and 2 targets for 2 ranks"},
+		{[]*tensor.Tensor{xs[0], nil}, ys, "rank 1's input or target is nil"},
+		{[]*tensor.Tensor{xs[0], wrong}, ys, "rank 1's input has shape [4 6]; want [batch, 5]"},
+		{xs, []*tensor.Tensor{ys[0], wrong}, "rank 1's target has shape [4 6]; want [4, 3]"},
+		{[]*tensor.Tensor{xs[0], short}, ys, "rank 1's target has shape [4 3]; want [3, 3]"},
+	} {
+		_, err := tr.Step(tc.xs, tc.ys)
+		assert.ErrorContains(t, err, "distributed: Step: "+tc.want)
+	}
+	_, err = tr.Step(xs, ys)
+	require.NoError(t, err)
+	_, err = tr.Parameters(2)
+	assert.ErrorContains(t, err, "distributed: Parameters: rank 2 of a group of 2")
 }
