@@ -89,10 +89,11 @@ func (e Experiment) Shape() (layers, hidden int, err error) {
 	return layers, hidden, nil
 }
 
-// MeasureMemory builds e's model on e.Devices meta cards, takes one
-// training step at e.Stage and measures, through each card's allocator,
-// the model states it holds after the step and its peak during it, with
-// the step's modelled time. Nothing is computed from ZeRO's formula; the
+// MeasureMemory builds e's model on e.Devices meta cards, takes two
+// training steps at e.Stage and measures, through each card's allocator,
+// the model states it holds after the second and its peak during it,
+// with that step's modelled time (the first step allocates the gradients
+// and optimizer state as it goes, so its peak is not every step's). Nothing is computed from ZeRO's formula; the
 // figures are what the allocator saw.
 //
 // The DDP stage uses gradient_as_bucket_view (the gradients are the
@@ -130,28 +131,33 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	}
 	m := Measurement{Stage: int(e.Stage), Devices: e.Devices, Params: int64(layers) * int64(hidden) * int64(hidden),
 		Layers: layers, Hidden: hidden, Tokens: e.Tokens, Card: card}
-	if limited {
-		m.UsableBytes = prof.Capacity - prof.ContextSize
-		fits := true
-		err := measure(e, layers, hidden, prof, &m)
-		var oom *alloc.OutOfMemoryError
-		switch {
-		case errors.As(err, &oom):
-			fits = false
-		case err != nil:
-			return Measurement{}, err
-		}
-		m.Fits = &fits
-		if fits {
-			return m, nil
-		}
-	}
-	// On a card of unlimited memory: the figures a step needs.
+	// First on a card of unlimited memory: the figures a step needs.
 	big := prof.Resized(unlimited)
 	big.Name = prof.Name + "-unlimited"
 	if err := measure(e, layers, hidden, big, &m); err != nil {
 		return Measurement{}, err
 	}
+	if !limited {
+		return m, nil
+	}
+	// The step fits when its reserved memory stayed within what the card's
+	// allocator may reserve: on the card it would run the same. Above
+	// that, it runs on the card itself, whose allocator frees its cache
+	// and retries before it gives up, as PyTorch's does.
+	m.UsableBytes = prof.Capacity - prof.ContextSize
+	fits := m.PeakReservedBytes <= m.UsableBytes
+	if !fits {
+		onCard := m
+		err := measure(e, layers, hidden, prof, &onCard)
+		var oom *alloc.OutOfMemoryError
+		switch {
+		case err == nil:
+			fits, m = true, onCard
+		case !errors.As(err, &oom):
+			return Measurement{}, err
+		}
+	}
+	m.Fits = &fits
 	return m, nil
 }
 
@@ -211,7 +217,13 @@ func measure(e Experiment, layers, hidden int, prof device.Profile, m *Measureme
 	}); err != nil {
 		return fmt.Errorf("distributed: MeasureMemory: the batch: %w", err)
 	}
+	// Two steps: the first allocates the gradients and the optimizer
+	// state as it goes (lazily, as PyTorch does), so only the second
+	// shows the peak of every later step, with all model states present.
 	_, err = tr.Step(xs, ys)
+	if err == nil {
+		_, err = tr.Step(xs, ys)
+	}
 	release(xs...)
 	release(ys...)
 	if err != nil {

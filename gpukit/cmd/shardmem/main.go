@@ -24,10 +24,10 @@ Usage:
 
 It builds a model of --params parameters from equal square Linear layers on
 --devices meta cards (cards with accounting and clocks but no bytes), takes
-one mixed-precision training step (float16 parameters and gradients, float32
+two mixed-precision training steps (float16 parameters and gradients, float32
 master weights and optimizer state) at each stage asked for, and prints per
-card, as the caching allocator measured them: the model states after the
-step (parameters, gradients, optimizer state), the peak during it
+card, as the caching allocator measured them over the second: the model
+states after the step (parameters, gradients, optimizer state), the peak during it
 (activations, gathered parameters, buckets and temporaries on top), and the
 step's modelled time with the time its communication kept the card's
 communication stream busy. The "paper" column is ZeRO's formula
