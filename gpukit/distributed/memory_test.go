@@ -108,3 +108,31 @@ func TestStage3MovesOneAndAHalfTimesDDP(t *testing.T) {
 	// All-reduce sends 2(N-1)/N of the 2Ψ gradient bytes.
 	assert.InEpsilon(t, 2*7.0/8*2e9, bytes[0], 1e-3)
 }
+
+// The ZeRO paper's 7.5 B model on 64 cards: what one card holds after a
+// step at each stage, measured by its allocator, beside the formula.
+func ExampleMeasureMemory() {
+	for s := range 4 {
+		m, err := distributed.MeasureMemory(distributed.Experiment{Params: 7.5e9, Devices: 64, Stage: distributed.Stage(s), LayerSize: 7.5e9 / 8})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("stage %d: %.2f GB (paper %.2f GB)\n", s, float64(m.ModelStateBytes)/1e9,
+			distributed.FormulaBytes(7.5e9, 64, distributed.Stage(s), 12)/1e9)
+	}
+	// Output:
+	// stage 0: 120.00 GB (paper 120.00 GB)
+	// stage 1: 31.41 GB (paper 31.41 GB)
+	// stage 2: 16.64 GB (paper 16.64 GB)
+	// stage 3: 1.88 GB (paper 1.88 GB)
+}
+
+// BenchmarkMeasureMemory70B512 is shardmem's target: a 70 B-parameter
+// model at ZeRO-3 on 512 meta cards (two steps) in seconds.
+func BenchmarkMeasureMemory70B512(b *testing.B) {
+	for b.Loop() {
+		if _, err := distributed.MeasureMemory(distributed.Experiment{Params: 70e9, Devices: 512, Stage: distributed.ZeRO3}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,7 +2,10 @@ package distributed
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpumem/course/gpukit/tensor"
@@ -129,10 +132,10 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	// acts[r][l] is the input of layer l on rank r, the one tensor each
 	// layer saves for backward (a ReLU's output doubles as its mask).
 	acts := make([][]*tensor.Tensor, N)
-	for r := range N {
+	t.eachRank(func(r int, _ *rank) {
 		acts[r] = make([]*tensor.Tensor, L+1)
 		acts[r][0] = inputs[r].ToDtype(t.cfg.Dtype)
-	}
+	})
 
 	// Forward.
 	var lim limiter
@@ -142,7 +145,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 		if stage == ZeRO3 {
 			full = t.gather(l, &lim)
 		}
-		for r, rk := range t.ranks {
+		t.eachRank(func(r int, rk *rank) {
 			flat := rk.units[l].param
 			if full != nil {
 				flat = full[r]
@@ -160,15 +163,15 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 				y.ReluInPlace()
 			}
 			acts[r][l+1] = y
-		}
+		})
 		release(full...) // FSDP frees the gathered parameters after the forward
 	}
 
 	// Loss: the mean squared error of each rank's share; its gradient is
 	// scaled by 1/N so that the reduced gradient is the whole batch's.
-	var total float64
+	losses := make([]float64, N)
 	dh := make([]*tensor.Tensor, N)
-	for r := range N {
+	t.eachRank(func(r int, _ *rank) {
 		out := acts[r][L]
 		y32 := out.ToDtype(tensor.Float32)
 		tg := targets[r].ToDtype(tensor.Float32)
@@ -178,12 +181,16 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 		if !diff.IsMeta() {
 			sq := diff.Mul(diff)
 			m := sq.Mean()
-			total += m.Item() / float64(N)
+			losses[r] = m.Item()
 			release(sq, m)
 		}
 		g := diff.Mul(2 / float64(diff.Numel()*N))
 		dh[r] = g.ToDtype(t.cfg.Dtype)
 		release(diff, g)
+	})
+	var total float64
+	for _, l := range losses {
+		total += l / float64(N)
 	}
 
 	// Backward, last layer first.
@@ -196,7 +203,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 			full = t.gather(l, &lim) // gathered again: the forward's copy is gone
 		}
 		grads := make([]*tensor.Tensor, N) // this layer's full gradient per rank
-		for r, rk := range t.ranks {
+		t.eachRank(func(r int, rk *rank) {
 			u := rk.units[l]
 			dy := dh[r]
 			if l < L-1 {
@@ -248,7 +255,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 				release(gb, db)
 			}
 			grads[r] = g
-		}
+		})
 		release(full...)
 
 		switch stage {
@@ -310,11 +317,11 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	}
 
 	// Optimizer: each rank updates what it owns.
-	for l := range L {
-		for r, rk := range t.ranks {
+	t.eachRank(func(r int, rk *rank) {
+		for l := range L {
 			t.update(rk, r, l)
 		}
-	}
+	})
 	if stage == ZeRO1 || stage == ZeRO2 {
 		for l := range L {
 			s := t.layers[l]
@@ -349,6 +356,47 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 		t.last[r] = st
 	}
 	return total
+}
+
+// eachRank runs fn for every rank, on up to GOMAXPROCS goroutines (each
+// in no-grad mode, which is per goroutine): between collectives the
+// ranks' cards are independent, as their processes are. A panic (an
+// out-of-memory error, misuse) is raised again on the caller's goroutine
+// once every rank has stopped, the lowest rank's when several panic.
+func (t *Trainer) eachRank(fn func(r int, rk *rank)) {
+	n := len(t.ranks)
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for r, rk := range t.ranks {
+			fn(r, rk)
+		}
+		return
+	}
+	panics := make([]any, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			tensor.NoGrad(func() {
+				for {
+					r := int(next.Add(1) - 1)
+					if r >= n {
+						return
+					}
+					func() {
+						defer func() { panics[r] = recover() }()
+						fn(r, t.ranks[r])
+					}()
+				}
+			})
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 }
 
 func must(w *Work, err error) *Work {

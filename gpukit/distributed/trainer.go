@@ -173,9 +173,10 @@ type bucket struct {
 // backward of its share of the batch by hand (the layer's inputs are
 // what it saves), so that ZeRO-3 can free the gathered parameters after
 // each layer as FSDP does; the collectives move the gradients and
-// parameters between the ranks. The ranks run one after the other in
-// the calling goroutine; their clocks are independent and the
-// collectives synchronize them.
+// parameters between the ranks. Between two collectives the ranks run
+// on up to GOMAXPROCS goroutines, as independent as their processes
+// would be; each card keeps its own clock, and the collectives
+// synchronize them. A Trainer is not safe for concurrent use.
 type Trainer struct {
 	g       *Group
 	cfg     Config
