@@ -68,7 +68,11 @@
 //	ZeRO3   (2 + 2 + K)·Ψ/N                      P_os+g+p
 //
 // These are measured by the allocator, not computed: MeasureMemory builds
-// the model on meta cards, takes a step and reads MemoryAllocated.
+// the model on meta cards, takes two steps (the first allocates the
+// gradients and optimizer state as it goes) and reads MemoryAllocated.
+// Each rank keeps what it owns of every layer in one flat buffer per
+// state, as DeepSpeed keeps its partitions, so that the allocator's
+// rounding stays negligible even for a thousand cards' small shards.
 //
 // What each stage does during a step:
 //
@@ -88,7 +92,11 @@
 //     its parameters are all-gathered into a temporary full copy that is
 //     freed after the layer (FSDP's unshard and reshard); those copies
 //     show in the peak. Its traffic is 1.5 times DDP's: two all-gathers
-//     and a reduce-scatter of Ψ against one all-reduce (two Ψ).
+//     and a reduce-scatter of Ψ against one all-reduce (two Ψ). Its
+//     gathers and ZeRO-2's reduce-scatters are rate-limited as FSDP's
+//     limit_all_gathers does: the host waits for the collective two
+//     layers back before it issues another, so that the blocks a
+//     communication stream used can be handed out again.
 //
 // The forward and backward of each layer are written out (the layer's
 // input is all it saves; a ReLU's output doubles as its mask), not taped

@@ -224,3 +224,24 @@ func TestTrainerMisuse(t *testing.T) {
 	_, err = tr.Parameters(2)
 	assert.ErrorContains(t, err, "distributed: Parameters: rank 2 of a group of 2")
 }
+
+// A model built on the host trains on meta cards too (the values are
+// dropped), in bfloat16, at every stage; meta cards have no parameters to
+// read back.
+func TestHostModelOnMetaCards(t *testing.T) {
+	for s := range 4 {
+		g := metaGroup(t, 3, "h100-80gb")
+		tr, err := distributed.NewTrainer(g, mlp(), distributed.Config{Stage: distributed.Stage(s), Dtype: tensor.BFloat16})
+		require.NoError(t, err)
+		var xs, ys []*tensor.Tensor
+		for r := range 3 {
+			xs = append(xs, tensor.Zeros([]int{2, 5}, tensor.On(g.Device(r))))
+			ys = append(ys, tensor.Zeros([]int{2, 3}, tensor.On(g.Device(r))))
+		}
+		loss, err := tr.Step(xs, ys)
+		require.NoError(t, err)
+		assert.Zero(t, loss, "no values on meta cards")
+		_, err = tr.Parameters(0)
+		assert.ErrorContains(t, err, "distributed: Parameters: meta:0 is a meta card and holds no values")
+	}
+}
