@@ -109,6 +109,19 @@ func (b *Backend) Launch(s alloc.Stream, k backend.Kernel) {
 	b.enqueue(s, b.prof.KernelCost(k), false)
 }
 
+// Occupy queues d of work on stream s that the caller has costed itself,
+// such as a collective library's kernel (NCCL's ring, modelled by
+// gpukit/distributed), and moves no bytes. Like Launch, it starts at
+// max(host clock, clock of s) and costs the host the launch overhead.
+func (b *Backend) Occupy(s alloc.Stream, d time.Duration) {
+	if d < 0 {
+		panic(fmt.Sprintf("sim: %s: Occupy: negative duration %v", b.Name(), d))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.enqueue(s, d, false)
+}
+
 // Event is a recorded point of a simulated stream: the virtual time at
 // which the work queued before it completes.
 type Event struct {

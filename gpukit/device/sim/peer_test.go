@@ -58,3 +58,29 @@ func TestNVLinkMustNotBeNegative(t *testing.T) {
 	p.NVLink = -1
 	assert.ErrorContains(t, p.Validate(), "NVLink bandwidth -1 must be 0 (none) or positive")
 }
+
+// A process group of many meta cards needs indices beyond the sixteen
+// device.Open names; their windows follow one another without overlap.
+func TestMetaIndicesBeyondTheRegistry(t *testing.T) {
+	p := lookup(t, "h100-80gb")
+	last := NewMeta(MaxMetaIndex, p)
+	addr, err := last.Malloc(1 << 30)
+	require.NoError(t, err)
+	assert.Equal(t, Base(MaxMetaIndex, true), addr)
+	assert.Greater(t, Base(MaxMetaIndex, true), Base(MaxMetaIndex-1, true)+Window-1)
+	assert.PanicsWithValue(t, "sim: meta device index 4096 outside 0..4095", func() { NewMeta(MaxMetaIndex+1, p) })
+	assert.PanicsWithValue(t, "sim: sim device index 16 outside 0..15", func() { New(MaxIndex+1, p) })
+}
+
+// Occupy keeps a stream busy for a duration its caller costed, after the
+// stream's earlier work, and costs the host a launch.
+func TestOccupy(t *testing.T) {
+	p := lookup(t, "h100-80gb")
+	b := NewMeta(0, p)
+	s := b.NewStream()
+	b.Occupy(s, 3*time.Millisecond)
+	b.Occupy(s, 2*time.Millisecond)
+	assert.Equal(t, 5*time.Millisecond, b.StreamClock(s), "the second starts when the first ends")
+	assert.Equal(t, 2*p.LaunchOverhead, b.Now())
+	assert.Panics(t, func() { b.Occupy(s, -1) })
+}

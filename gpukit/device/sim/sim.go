@@ -27,9 +27,13 @@ import (
 const (
 	BaseAddress uint64 = 0x7f0000000000 // first address of sim:0
 	Window      uint64 = 1 << 44        // address window per device
-	MaxIndex           = 15             // sim:0 .. sim:15, meta:0 .. meta:15
+	MaxIndex           = 15             // sim:0 .. sim:15, meta:0 .. meta:15 (device.Open)
 	metaWindows        = MaxIndex + 1   // meta windows follow the sim windows
-	Alignment   uint64 = 512
+	// MaxMetaIndex is the highest index NewMeta accepts. device.Open names
+	// meta:0 .. meta:15 only; gpukit/distributed builds process groups of
+	// up to 4096 meta cards with device.New, outside the registry.
+	MaxMetaIndex        = 4095
+	Alignment    uint64 = 512
 )
 
 // Base returns the first device address of the device with this index; meta
@@ -77,12 +81,17 @@ var _ backend.Backend = (*Backend)(nil)
 // is outside 0..MaxIndex or the profile is invalid.
 func New(index int, p backend.Profile) *Backend { return newBackend(index, p, backend.Sim) }
 
-// NewMeta returns a simulated device without backing bytes.
+// NewMeta returns a simulated device without backing bytes. It panics if
+// index is outside 0..MaxMetaIndex or the profile is invalid.
 func NewMeta(index int, p backend.Profile) *Backend { return newBackend(index, p, backend.Meta) }
 
 func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
-	if index < 0 || index > MaxIndex {
-		panic(fmt.Sprintf("sim: device index %d outside 0..%d", index, MaxIndex))
+	top := MaxIndex
+	if kind == backend.Meta {
+		top = MaxMetaIndex
+	}
+	if index < 0 || index > top {
+		panic(fmt.Sprintf("sim: %s device index %d outside 0..%d", kind, index, top))
 	}
 	if err := p.Validate(); err != nil {
 		panic("sim: " + err.Error())

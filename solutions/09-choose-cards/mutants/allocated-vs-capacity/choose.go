@@ -1,0 +1,89 @@
+// Mutant: Fits measures on a card of unlimited memory and compares the peak of allocated memory with the capacity, leaving out the CUDA context and what the allocator reserves beyond what it hands out.
+
+package choosecards
+
+import (
+	"errors"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/distributed"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// Fits reports whether training m at plan p fits on cards of profile
+// card: two training steps (the first allocates the gradients and Adam's
+// state as it goes, the second is every later step) run on p.Devices
+// meta cards of that profile, each with its own share of Tokens rows,
+// without an out-of-memory error. A failure that is not an out-of-memory
+// error is returned as an error.
+func Fits(m Model, p Plan, card device.Profile) (bool, error) {
+	devs := make([]*device.Device, p.Devices)
+	for i := range devs {
+		d, err := device.New(sim.NewMeta(i, card.Resized(1<<42)))
+		if err != nil {
+			return false, err
+		}
+		devs[i] = d
+	}
+	// The model is built on a card of its own that never runs short.
+	home, err := device.New(sim.NewMeta(sim.MaxMetaIndex, card.Resized(1<<42)))
+	if err != nil {
+		return false, err
+	}
+	g, err := distributed.NewGroup(devs)
+	if err != nil {
+		return false, err
+	}
+	tr, err := distributed.NewTrainer(g, m.Build(home), Config(p.Stage))
+	if err != nil {
+		return oom(err)
+	}
+	defer tr.Release()
+	var xs, ys []*tensor.Tensor
+	err = tensor.Try(func() {
+		for _, d := range devs {
+			xs = append(xs, tensor.Zeros([]int{m.Tokens, m.Widths[0]}, tensor.Float16, tensor.On(d)))
+			ys = append(ys, tensor.Zeros([]int{m.Tokens, m.Widths[len(m.Widths)-1]}, tensor.Float16, tensor.On(d)))
+		}
+	})
+	if err != nil {
+		return oom(err)
+	}
+	for range 2 {
+		if _, err := tr.Step(xs, ys); err != nil {
+			return oom(err)
+		}
+	}
+	return tr.Last()[0].Peak <= card.Capacity, nil
+}
+
+// oom turns an out-of-memory error into "does not fit" and passes any
+// other error on.
+func oom(err error) (bool, error) {
+	var o *alloc.OutOfMemoryError
+	if errors.As(err, &o) {
+		return false, nil
+	}
+	return false, err
+}
+
+// Choose returns the plan with the fewest cards (a power of two up to
+// MaxDevices) on which m fits, and among the stages that fit on that
+// many cards the lowest (the least communication). ok is false when no
+// plan fits.
+func Choose(m Model, card device.Profile) (p Plan, ok bool, err error) {
+	for n := 1; n <= MaxDevices; n *= 2 {
+		for s := distributed.DDP; s <= distributed.ZeRO3; s++ {
+			fits, err := Fits(m, Plan{n, s}, card)
+			if err != nil {
+				return Plan{}, false, err
+			}
+			if fits {
+				return Plan{n, s}, true, nil
+			}
+		}
+	}
+	return Plan{}, false, nil
+}
