@@ -40,6 +40,9 @@ const maxSourceBytes = 1 << 20
 var forbiddenImports = map[string]string{
 	"C":             "cgo",
 	"unsafe":        "raw memory access",
+	"reflect":       "raw memory access through unsafe pointers",
+	"text/template": "reflection",
+	"html/template": "reflection",
 	"syscall":       "raw system calls",
 	"embed":         "embedding files at build time",
 	"plugin":        "loading code",
@@ -51,7 +54,7 @@ var forbiddenImports = map[string]string{
 	"net/http":      "networking",
 }
 
-var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/"}
+var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/", "vendor/", "cmd/"}
 
 // forbiddenDirective matches compiler directives a student file may not use.
 var forbiddenDirective = regexp.MustCompile(`(?m)^\s*//(go:(linkname|embed|cgo_[a-z_]+|build)|\s*\+build|line )`)

@@ -177,6 +177,8 @@ var hostileCases = []hostileCase{
 	{"wrong-package", onlyReverse, "declares package main; the exercise's package is toy", false},
 	{"output-flood", onlyReverse, "printed more than", false},
 	{"goexit", onlyReverse, "", false},
+	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
+	{"proc-mem", onlyReverse, "", true},
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
@@ -395,6 +397,57 @@ func TestCheckStudentFile(t *testing.T) {
 			assert.Empty(t, got, tc.src)
 		} else {
 			assert.Contains(t, got, tc.want, tc.src)
+		}
+	}
+}
+
+// Reflect hands out unsafe pointers without naming unsafe, also through a
+// value of a reflect type that another package returns: the type check
+// refuses every use of reflect and unsafe, whatever the imports say.
+func TestUnsafeUses(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxLimits)
+	given, err := os.ReadFile(filepath.Join(c.Root, "exercises", "01-toy", "given.go"))
+	require.NoError(t, err)
+	for _, tc := range []struct{ src, want string }{
+		{"package toy\n\nimport \"fmt\"\n\nfunc Sum(xs []int) (int, error) { return len(fmt.Sprint(xs)), nil }\n", ""},
+		{`package toy
+
+import "encoding/json"
+
+func Sum(xs []int) (int, error) {
+	var n int
+	err := json.Unmarshal([]byte("\"x\""), &n)
+	if e, ok := err.(*json.UnmarshalTypeError); ok {
+		if e.Type.Method(0).Func.UnsafePointer() != nil {
+			return 1, nil
+		}
+	}
+	return 0, nil
+}
+`, "uses a value of type unsafe.Pointer (line 9)"},
+		{`package toy
+
+import "encoding/json"
+
+func Sum(xs []int) (int, error) {
+	var e json.UnmarshalTypeError
+	f := e.Type
+	_ = f
+	return 0, nil
+}
+`, "reflect.Type"},
+		{"package toy\n\nimport \"reflect\"\n\nfunc Sum(xs []int) (int, error) { return int(reflect.ValueOf(&xs).Pointer()), nil }\n", "uses a value of type reflect.Value (line 5)"},
+		{"package toy\n\nimport \"unsafe\"\n\nfunc Sum(xs []int) (int, error) { return int(uintptr(unsafe.Pointer(&xs))), nil }\n", "uses a value of type unsafe.Pointer (line 5)"},
+	} {
+		problems, err := g.builder().unsafeUses(context.Background(), "toy",
+			[]source{{"given.go", given}, {"sum.go", []byte(tc.src)}}, []string{"sum.go"})
+		require.NoError(t, err)
+		if tc.want == "" {
+			assert.Empty(t, problems, tc.src)
+		} else {
+			assert.Contains(t, problems["sum.go"], tc.want, tc.src)
 		}
 	}
 }

@@ -52,6 +52,12 @@ type Limits struct {
 	Procs        int           // RLIMIT_NPROC, beyond what the uid runs already
 	FileSize     int64         // RLIMIT_FSIZE, bytes; also the size of the private tmpfs
 	Output       int64         // bytes of output kept; a process printing more is killed
+	// Serial runs the test's goroutines one at a time, switching only
+	// where they call a function (GOMAXPROCS=1, no asynchronous
+	// preemption): a data race can then not tear a multi-word value (an
+	// interface, a slice) into one that points at memory the code was
+	// not handed.
+	Serial bool
 }
 
 func limitsFor(spec *Spec) Limits {
@@ -245,7 +251,14 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		"--core=0",
 		"--"}
 	dir := private
-	env := []string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	// The test sees this environment and nothing of the grader's: not
+	// even bwrap, whose own environment a test could read in
+	// /proc/1/environ, gets more.
+	var extra []string
+	if r.limits.Serial {
+		extra = []string{"GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1"}
+	}
+	env := append([]string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, extra...)
 	if s.bwrap != "" {
 		binDir := filepath.Dir(r.binary)
 		argv = append(argv, s.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
@@ -261,8 +274,13 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		argv = append(argv, "--ro-bind", binDir, "/grader", "--proc", "/proc", "--dev", "/dev",
 			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp", "--chdir", "/tmp",
 			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
-			"--setenv", "LANG", "C.UTF-8", "/grader/"+filepath.Base(r.binary))
-		dir, env = "/", nil
+			"--setenv", "LANG", "C.UTF-8")
+		for _, kv := range extra {
+			k, v, _ := strings.Cut(kv, "=")
+			argv = append(argv, "--setenv", k, v)
+		}
+		argv = append(argv, "/grader/"+filepath.Base(r.binary))
+		dir, env = "/", []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	} else {
 		argv = append(argv, r.binary)
 	}

@@ -88,3 +88,36 @@ func liveTasks(uid int) int {
 	})
 	return n
 }
+
+// A secret in the grader's environment reaches no test: not through its
+// own environment, nor through /proc (in bubblewrap /proc/1 is bwrap,
+// which the grader starts).
+func TestSandboxEnvironment(t *testing.T) {
+	t.Setenv("GRADER_SECRET_TOKEN", "tok-4f9c1d")
+	modes := []SandboxMode{SandboxAuto}
+	if os.Geteuid() == 0 {
+		// Without namespaces only a separate uid keeps /proc/PID/environ
+		// of the grader closed.
+		modes = append(modes, SandboxLimits)
+	}
+	for _, mode := range modes {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			s, err := NewSandbox(mode, nil)
+			require.NoError(t, err)
+			dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			require.NoError(t, os.Chmod(dir, 0o755)) // the uid must reach the script
+			script := filepath.Join(dir, "env")
+			require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nenv\nfor f in /proc/[0-9]*/environ; do cat $f; done 2>/dev/null\necho done\n"), 0o755))
+			out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+				Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+				AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 20, Serial: true,
+			}})
+			require.NoError(t, err)
+			assert.Contains(t, string(out.output), "GOMAXPROCS=1")
+			assert.Contains(t, string(out.output), "done")
+			assert.NotContains(t, string(out.output), "tok-4f9c1d")
+		})
+	}
+}
