@@ -205,6 +205,7 @@ type progress struct {
 }
 
 func (p *progress) step(student, what string) {
+	student, what = stripControl(student), stripControl(what)
 	p.done++
 	if p.w == nil {
 		return

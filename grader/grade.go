@@ -214,7 +214,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		res.Score += tr.Score
 		res.Tests = append(res.Tests, tr)
 	}
-	res.Output = strings.Join(notes, "\n\n")
+	res.Output = stripControl(strings.Join(notes, "\n\n"))
 	res.ExecutionTime = time.Since(start)
 	res.Seconds = roundSeconds(res.ExecutionTime)
 	return res, nil
@@ -338,7 +338,7 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 			b.WriteString(t + "\n")
 		}
 	}
-	tr.Output = truncate(red.clean(b.String()), maxFeedback)
+	tr.Output = truncate(stripControl(red.clean(b.String())), maxFeedback)
 	return nil
 }
 
@@ -382,6 +382,23 @@ func (r *redactor) clean(s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// stripControl removes the characters that a terminal or a viewer obeys
+// instead of showing: C0 controls but newline and tab (carriage return,
+// escape), DEL, C1 controls and Unicode's bidirectional overrides. A
+// student's output could otherwise redraw a failing line as a passing one.
+func stripControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f,
+			r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069:
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func truncate(s string, n int) string {
@@ -480,7 +497,7 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	defer os.RemoveAll(built.workDir)
 	if built.bin == nil {
 		res.Status = "compile_error"
-		res.Output = "Your code does not compile:\n" + indent(built.errors)
+		res.Output = stripControl("Your code does not compile:\n" + indent(built.errors))
 	}
 	limits := limitsFor(ex.Spec)
 	for _, name := range names {

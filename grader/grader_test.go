@@ -179,6 +179,7 @@ var hostileCases = []hostileCase{
 	{"goexit", onlyReverse, "", false},
 	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
 	{"proc-mem", onlyReverse, "", true},
+	{"escapes", onlyReverse, "✓ TestSum 3/3", false},
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
@@ -284,6 +285,11 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 		}
 		if hc.feedback != "" {
 			assert.Contains(t, text, hc.feedback, hc.name)
+		}
+		// Nothing a terminal obeys reaches the feedback.
+		for _, r := range text {
+			ok := r == '\n' || r == '\t' || r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && (r < 0x202a || r > 0x202e)
+			assert.True(t, ok, "%s: control character %U in the feedback", hc.name, r)
 		}
 		// The hidden tests' source never reaches the feedback.
 		assert.NotContains(t, text, "secretMarkerOfTheHiddenTests", hc.name)
@@ -450,4 +456,8 @@ func Sum(xs []int) (int, error) {
 			assert.Contains(t, problems["sum.go"], tc.want, tc.src)
 		}
 	}
+}
+
+func TestStripControl(t *testing.T) {
+	assert.Equal(t, "a\tb\n✓ é[2K", stripControl("a\tb\r\n\x1b✓ é\u009b\x7f\u202e[2K\x00"))
 }
