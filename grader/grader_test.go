@@ -461,3 +461,44 @@ func Sum(xs []int) (int, error) {
 func TestStripControl(t *testing.T) {
 	assert.Equal(t, "a\tb\n✓ é[2K", stripControl("a\tb\r\n\x1b✓ é\u009b\x7f\u202e[2K\x00"))
 }
+
+// Folder names that a spreadsheet would run as formulas, or that a CSV
+// reader would read back otherwise, are each one row, graded once.
+func TestBatchOddNames(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := t.TempDir()
+	names := []string{`=HYPERLINK("https:x","y")`, "+1", "a\r\nb", "'@x"}
+	for _, n := range names {
+		// An empty folder: graded as the stub, nothing is built.
+		require.NoError(t, os.Mkdir(filepath.Join(subs, n), 0o755))
+	}
+	csvPath := filepath.Join(t.TempDir(), "grades.csv")
+	for run, want := range []BatchSummary{{Graded: 4}, {Skipped: 4}} {
+		sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath})
+		require.NoError(t, err)
+		assert.Equal(t, want, sum, "run %d", run)
+	}
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, records, 1+len(names))
+	var got []string
+	for _, r := range records[1:] {
+		assert.NotContains(t, "=+-@", r[0][:1], "a formula cell: %q", r[0])
+		got = append(got, fromCSVName(r[0]))
+	}
+	assert.ElementsMatch(t, names, got)
+}
+
+func TestCSVName(t *testing.T) {
+	for _, name := range []string{"alice", "", "=1+1", "-", "'", "''x", `"q"`, `'"q"`, "a\r\nb", "\tx", "é\x7f", `'"a\r"`} {
+		assert.Equal(t, name, fromCSVName(csvName(name)), "%q → %q", name, csvName(name))
+	}
+	assert.Equal(t, "'=1+1", csvName("=1+1"))
+}
