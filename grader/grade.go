@@ -172,6 +172,15 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			continue
 		}
 		os.RemoveAll(built.workDir)
+		if len(built.badFiles) == 0 {
+			// The build failed without naming a student file (an import
+			// cycle, a package that cannot be loaded): the stub, which
+			// verify builds, says whether that is the code's fault or the
+			// grader's.
+			if err := g.buildsWithStubs(ctx, ex, hiddenSources, tests); err != nil {
+				return nil, err
+			}
+		}
 		msg := red.clean(built.errors)
 		retry := false
 		for f := range built.badFiles {
@@ -218,6 +227,28 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	res.ExecutionTime = time.Since(start)
 	res.Seconds = roundSeconds(res.ExecutionTime)
 	return res, nil
+}
+
+// buildsWithStubs returns an error when the exercise does not build with
+// every student file the stub: the grader's failure (a module missing from
+// the cache, say), not a submission's.
+func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string) error {
+	files, err := g.packageFiles(ex, nil, tests)
+	if err != nil {
+		return err
+	}
+	built, err := g.builder().build(ctx, ex.Spec.Package, files, names, ex.Spec.StudentFiles)
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(built.workDir)
+	if built.bin != nil {
+		return nil
+	}
+	if moduleTrouble.MatchString(built.errors) {
+		return fmt.Errorf("grader: the test build cannot resolve a module (download the course's modules with go mod download, or set GOPROXY to a file:// cache):\n%s", built.errors)
+	}
+	return fmt.Errorf("grader: exercise %s does not build with its stubs:\n%s", ex.Name, built.errors)
 }
 
 // packageFiles is the package to compile: the exercise's given files, the

@@ -180,6 +180,8 @@ var hostileCases = []hostileCase{
 	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
 	{"proc-mem", onlyReverse, "", true},
 	{"escapes", onlyReverse, "✓ TestSum 3/3", false},
+	{"self-import", onlyReverse, "does not compile", false},
+	{"line-import", onlyReverse, "", false},
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
