@@ -282,7 +282,9 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		// decides (by building the stub when no student file is named).
 		res.errors = cleanCompilerOutput(out.String(), mod)
 		res.badFiles = map[string]bool{}
-		for _, m := range compilerError.FindAllStringSubmatch(res.errors, -1) {
+		// Notes on an error ("\tsum.go:3:6: other declaration of x") name
+		// a file too.
+		for _, m := range compilerError.FindAllStringSubmatch(strings.ReplaceAll(res.errors, "\n\t", "\n"), -1) {
 			if file := filepath.Base(m[1]); contains(studentFiles, file) {
 				res.badFiles[file] = true
 			}

@@ -3,6 +3,9 @@ package grader
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -130,7 +133,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		}
 		hiddenSources = append(hiddenSources, source{f, data})
 	}
-	red := newRedactor(hiddenSources)
+	red := newRedactor(spec.Package, hiddenSources, tests)
 
 	res := &Result{Exercise: ex.Name, MaxScore: spec.MaxScore(), Status: "graded"}
 	var built *buildResult
@@ -181,7 +184,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 				return nil, err
 			}
 		}
-		msg := red.clean(built.errors)
+		msg := red.compilerMessages(built.errors, spec.StudentFiles)
 		retry := false
 		for f := range built.badFiles {
 			if studentData[f] != nil {
@@ -373,16 +376,26 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 	return nil
 }
 
-// redactor removes from feedback every line that quotes a test source the
-// student must not see, and shortens the grader's temporary paths.
+// redactor keeps the hidden tests out of feedback: it removes every line
+// that quotes their source, replaces their file names and lines (and the
+// generated TestMain's) by "[hidden test]" and the names that only they
+// declare, where qualified by the package (a stack trace), by
+// "[hidden]", and shortens the grader's temporary paths.
 type redactor struct {
-	lines []string
+	lines  []string
+	files  *regexp.Regexp // a hidden file's name, with its folder and line
+	idents *regexp.Regexp // pkg.name for a name only the hidden tests declare
 }
 
-func newRedactor(hidden []source) *redactor {
+// newRedactor prepares a redactor for the hidden tests of package pkg;
+// public names (the graded tests') stay.
+func newRedactor(pkg string, hidden []source, public []string) *redactor {
 	r := &redactor{}
 	seen := map[string]bool{}
+	files := []string{`zz_grader_main_\w+_test\.go`}
+	var idents []string
 	for _, s := range hidden {
+		files = append(files, regexp.QuoteMeta(s.name))
 		for _, l := range strings.Split(string(s.data), "\n") {
 			l = strings.TrimSpace(l)
 			// Short lines ("}", "t.Helper()") say nothing and would hide
@@ -392,16 +405,59 @@ func newRedactor(hidden []source) *redactor {
 				r.lines = append(r.lines, l)
 			}
 		}
+		f, err := parser.ParseFile(token.NewFileSet(), s.name, s.data, parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for name := range declaredNames(f) {
+			if !contains(public, name) {
+				idents = append(idents, regexp.QuoteMeta(name))
+			}
+		}
+	}
+	r.files = regexp.MustCompile(`(?:[^\s:"']*/)?\b(?:` + strings.Join(files, "|") + `)(?::\d+)*`)
+	if len(idents) > 0 {
+		sort.Strings(idents)
+		r.idents = regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?(?:` + strings.Join(idents, "|") + `)\b`)
 	}
 	return r
+}
+
+// declaredNames are the names a file declares at its top level (and its
+// methods'), as a set.
+func declaredNames(f *ast.File) map[string]bool {
+	names := map[string]bool{}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			names[d.Name.Name] = true
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch spec := spec.(type) {
+				case *ast.TypeSpec:
+					names[spec.Name.Name] = true
+				case *ast.ValueSpec:
+					for _, n := range spec.Names {
+						names[n.Name] = true
+					}
+				}
+			}
+		}
+	}
+	delete(names, "_")
+	return names
 }
 
 var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/`)
 
 func (r *redactor) clean(s string) string {
 	s = tempPath.ReplaceAllString(s, "")
-	if r == nil || len(r.lines) == 0 {
+	if r == nil {
 		return s
+	}
+	s = r.files.ReplaceAllString(s, "[hidden test]")
+	if r.idents != nil {
+		s = r.idents.ReplaceAllString(s, "[hidden]")
 	}
 	out := strings.Split(s, "\n")
 	for i, l := range out {
@@ -414,6 +470,62 @@ func (r *redactor) clean(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// compilerMessages keeps of the compiler's output what concerns the
+// student's files, and says in one sentence what concerns the rest: a name
+// that the student's package and the hidden tests both declare is "a name
+// the grader uses", without saying which or where; an error in the tests
+// (a changed signature) is one sentence, without quoting them.
+func (r *redactor) compilerMessages(s string, studentFiles []string) string {
+	var out []string
+	said := map[string]bool{}
+	say := func(l string) {
+		if !said[l] {
+			said[l] = true
+			out = append(out, l)
+		}
+	}
+	lines := strings.Split(s, "\n")
+	keepNotes := true // the notes below an error go with it
+	for i, l := range lines {
+		m := compilerError.FindStringSubmatch(l)
+		if !strings.HasPrefix(l, "\t") {
+			keepNotes = m == nil || contains(studentFiles, filepath.Base(m[1])) && !nameClash.MatchString(m[2])
+		}
+		switch {
+		case m == nil && strings.HasPrefix(l, "\t"):
+			// A note on the line above: "other declaration of x" points
+			// into the package's other files; "imports x from sum.go"
+			// says why a package cannot be loaded.
+			if n := compilerError.FindStringSubmatch(l[1:]); keepNotes && (n == nil || contains(studentFiles, filepath.Base(n[1]))) {
+				out = append(out, l)
+			}
+			continue
+		case m == nil:
+			say(l)
+		case !contains(studentFiles, filepath.Base(m[1])) && nameClash.MatchString(m[2]):
+			// Reported where the tests declare it; the note below says
+			// where the student does.
+			loc := "your code"
+			if i+1 < len(lines) {
+				if n := compilerError.FindStringSubmatch(strings.TrimPrefix(lines[i+1], "\t")); n != nil && contains(studentFiles, filepath.Base(n[1])) {
+					loc, _, _ = strings.Cut(strings.TrimPrefix(lines[i+1], "\t"), ": ")
+				}
+			}
+			say(loc + ": your package declares a name the grader uses; rename it")
+		case !contains(studentFiles, filepath.Base(m[1])):
+			say("the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use")
+		case nameClash.MatchString(m[2]):
+			loc, _, _ := strings.Cut(l, ": ")
+			say(loc + ": your package declares a name the grader uses; rename it")
+		default:
+			say(l)
+		}
+	}
+	return r.clean(strings.Join(out, "\n"))
+}
+
+var nameClash = regexp.MustCompile(`redeclared|already declared|other declaration of|field and method with the same name|duplicate method`)
 
 // stripControl removes the characters that a terminal or a viewer obeys
 // instead of showing: C0 controls but newline and tab (carriage return,

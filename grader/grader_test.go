@@ -180,8 +180,10 @@ var hostileCases = []hostileCase{
 	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
 	{"proc-mem", onlyReverse, "", true},
 	{"escapes", onlyReverse, "✓ TestSum 3/3", false},
-	{"self-import", onlyReverse, "does not compile", false},
+	{"self-import", nothing, "import cycle not allowed", false},
 	{"line-import", onlyReverse, "", false},
+	{"name-clash", onlyReverse, "your package declares a name the grader uses", false},
+	{"signature", nothing, "the grader's tests do not compile with your code", false},
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
@@ -296,6 +298,9 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 		// The hidden tests' source never reaches the feedback.
 		assert.NotContains(t, text, "secretMarkerOfTheHiddenTests", hc.name)
 		assert.NotContains(t, text, "func TestSumEmpty", hc.name)
+		// Nor a hidden file's name or line, nor a name only they declare.
+		assert.NotContains(t, text, "hidden_test.go", hc.name)
+		assert.NotContains(t, text, "tallyOfTheHiddenTests", hc.name)
 	}
 	if os.Geteuid() == 0 {
 		// Every uid that no grader holds now has no process left; a uid
@@ -373,9 +378,17 @@ func TestRelease(t *testing.T) {
 }
 
 func TestRedactor(t *testing.T) {
-	r := newRedactor([]source{{"h_test.go", []byte("package toy\n\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n")}})
-	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom")
-	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\ntoy/h_test.go:3: boom", got)
+	r := newRedactor("toy", []source{{"h_test.go", []byte("package toy\n\nfunc helperOfH() {\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n\nfunc TestH(t *testing.T) {}\n")}}, []string{"TestH"})
+	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom\n" +
+		"toy.helperOfH(...)\n\th_test.go:4 +0x1d\ntoy.TestH(0xc000)\n\tzz_grader_main_0123abcd_test.go:12")
+	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\n[hidden test]: boom\n"+
+		"[hidden](...)\n\t[hidden test] +0x1d\ntoy.TestH(0xc000)\n\t[hidden test]", got)
+
+	msgs := r.compilerMessages("sum.go:3:6: helperOfH redeclared in this block\n\th_test.go:3:6: other declaration of helperOfH\n"+
+		"h_test.go:3:6: helperOfH redeclared in this block\n\tsum.go:3:6: other declaration of helperOfH\n"+
+		"sum.go:9:2: undefined: x\nh_test.go:7:9: not enough arguments in call to Sum\n\thave ()\n\twant ([]int)\nh_test.go:8:9: undefined: Total", []string{"sum.go"})
+	assert.Equal(t, "sum.go:3:6: your package declares a name the grader uses; rename it\nsum.go:9:2: undefined: x\n"+
+		"the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use", msgs)
 }
 
 func TestParseEvents(t *testing.T) {
