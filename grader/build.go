@@ -221,17 +221,14 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		os.RemoveAll(work)
 		return nil, err
 	}
-	// The binary's folder must be reachable by the unprivileged uid that
-	// runs the tests; the module with the sources stays private.
-	if err := os.Chmod(work, 0o711); err != nil {
-		return fail(fmt.Errorf("grader: %w", err))
-	}
+	// Private: each test runs a link to the binary from a folder of its
+	// own.
 	mod := filepath.Join(work, "mod")
 	binDir := filepath.Join(work, "bin")
 	if err := os.Mkdir(mod, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
-	if err := os.Mkdir(binDir, 0o711); err != nil {
+	if err := os.Mkdir(binDir, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
 	goMod, err := b.tempGoMod()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -307,7 +306,7 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 		// another grader on this machine holds is its business.
 		for i := range uidCount {
 			uid := uidBase + i
-			lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+			lock, err := openUIDLock(uid)
 			require.NoError(t, err)
 			if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 				assert.Zero(t, liveTasks(uid), "processes of uid %d outlived grading", uid)

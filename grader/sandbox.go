@@ -217,20 +217,23 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 		defer release()
 	}
-	// Without bubblewrap the test works in a private folder of its own
-	// (with it, in a private tmpfs).
-	private := ""
-	if s.bwrap == "" {
-		var err error
-		if private, err = os.MkdirTemp(tempBase(), "grader-run-"); err != nil {
+	// The test runs its binary from a private folder (0700, its uid's)
+	// that holds a link to it: no other test, finding the path in
+	// /proc/PID/cmdline, can run it. Without bubblewrap the test works in
+	// that folder too (with it, in a private tmpfs).
+	private, err := os.MkdirTemp(tempBase(), "grader-run-")
+	if err != nil {
+		return outcome{}, fmt.Errorf("grader: %w", err)
+	}
+	defer os.RemoveAll(private)
+	if uid >= 0 {
+		if err := os.Chown(private, uid, uid); err != nil {
 			return outcome{}, fmt.Errorf("grader: %w", err)
 		}
-		defer os.RemoveAll(private)
-		if uid >= 0 {
-			if err := os.Chown(private, uid, uid); err != nil {
-				return outcome{}, fmt.Errorf("grader: %w", err)
-			}
-		}
+	}
+	binary := filepath.Join(private, filepath.Base(r.binary))
+	if err := os.Link(r.binary, binary); err != nil {
+		return outcome{}, fmt.Errorf("grader: %w", err)
 	}
 
 	// RLIMIT_NPROC counts every task of the real uid, zombies included
@@ -260,7 +263,6 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	}
 	env := append([]string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, extra...)
 	if s.bwrap != "" {
-		binDir := filepath.Dir(r.binary)
 		argv = append(argv, s.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
 			"--uid", "65534", "--gid", "65534", "--hostname", "grader")
 		for _, d := range []string{"/usr", "/bin", "/lib", "/lib64", "/etc"} {
@@ -271,7 +273,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 				argv = append(argv, "--tmpfs", h)
 			}
 		}
-		argv = append(argv, "--ro-bind", binDir, "/grader", "--proc", "/proc", "--dev", "/dev",
+		argv = append(argv, "--ro-bind", private, "/grader", "--proc", "/proc", "--dev", "/dev",
 			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp", "--chdir", "/tmp",
 			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
 			"--setenv", "LANG", "C.UTF-8")
@@ -279,10 +281,10 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 			k, v, _ := strings.Cut(kv, "=")
 			argv = append(argv, "--setenv", k, v)
 		}
-		argv = append(argv, "/grader/"+filepath.Base(r.binary))
+		argv = append(argv, "/grader/"+filepath.Base(binary))
 		dir, env = "/", []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	} else {
-		argv = append(argv, r.binary)
+		argv = append(argv, binary)
 	}
 	argv = append(argv, r.args...)
 
@@ -379,7 +381,7 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		}
-		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+		lock, err := openUIDLock(uid)
 		if err != nil {
 			s.uids <- uid
 			return 0, nil, fmt.Errorf("grader: %w", err)
@@ -403,6 +405,36 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 			s.uids <- uid
 		}, nil
 	}
+}
+
+// lockDir holds the lock files of the pool's uids: root's alone (0700), in
+// /run, where no other user can plant a file, a symlink or a lock before
+// the grader does.
+var lockDir = "/run/gpumem-grader"
+
+// openUIDLock opens (creating it) the lock file of uid in lockDir, which
+// must be a folder of root's, closed to others; no symlink is followed.
+func openUIDLock(uid int) (*os.File, error) {
+	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("grader: the lock folder: %w", err)
+	}
+	dfd, err := syscall.Open(lockDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+	}
+	defer syscall.Close(dfd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(dfd, &st); err != nil {
+		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+	}
+	if st.Uid != 0 || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("grader: the lock folder %s must be root's and closed to others (mode 0700); it is uid %d's, mode %o", lockDir, st.Uid, st.Mode&0o777)
+	}
+	fd, err := syscall.Openat(dfd, fmt.Sprintf("uid-%d.lock", uid), syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("grader: the lock file of uid %d: %w", uid, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uid))), nil
 }
 
 // readCapped reads r until EOF or limit bytes, and says whether there was more.

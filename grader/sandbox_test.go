@@ -121,3 +121,113 @@ func TestSandboxEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// The pool's lock files live in a folder of root's that nobody else can
+// prepare: what a student plants where they used to be (/tmp) is ignored,
+// and a lock folder that is not root's and closed, or a symlink, is
+// refused rather than followed.
+func TestSandboxLockFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the pool of uids is used only by a grader running as root")
+	}
+	// A student's plants at the old place: symlinks to a folder, and
+	// files held locked by another process.
+	target := t.TempDir()
+	var held []*os.File
+	for i := range uidCount {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uidBase+i))
+		if _, err := os.Lstat(path); err == nil {
+			continue // a real grader's of before: leave it
+		}
+		if i%2 == 0 {
+			require.NoError(t, os.Symlink(target, path))
+			t.Cleanup(func() { os.Remove(path) })
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+		require.NoError(t, err)
+		t.Cleanup(func() { os.Remove(path) })
+		held = append(held, f)
+		require.NoError(t, exec.Command("flock", "-n", path, "true").Run()) // free now
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	}
+	t.Cleanup(func() {
+		for _, f := range held {
+			f.Close()
+		}
+	})
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := s.Run(ctx, run{binary: "/bin/true", limits: Limits{
+		Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err, "a student's plants in /tmp stopped the grader")
+	assert.Zero(t, out.exitCode)
+	entries, err := os.ReadDir(target)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "root created files through a planted symlink")
+
+	// The lock folder itself: a symlink, or a folder open to others, is
+	// refused.
+	saved := lockDir
+	t.Cleanup(func() { lockDir = saved })
+	dir := t.TempDir()
+	lockDir = filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(target, lockDir))
+	_, err = openUIDLock(uidBase)
+	assert.Error(t, err)
+	lockDir = filepath.Join(dir, "open")
+	require.NoError(t, os.Mkdir(lockDir, 0o777))
+	require.NoError(t, os.Chmod(lockDir, 0o777))
+	_, err = openUIDLock(uidBase)
+	assert.ErrorContains(t, err, "closed to others")
+	// A symlink planted inside is not followed.
+	require.NoError(t, os.Chmod(lockDir, 0o700))
+	require.NoError(t, os.Symlink(filepath.Join(target, "made"), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uidBase))))
+	_, err = openUIDLock(uidBase)
+	assert.Error(t, err)
+	assert.NoFileExists(t, filepath.Join(target, "made"))
+}
+
+// Without namespaces a test sees every process in /proc, with its command
+// line: another test's binary must still be out of its reach.
+func TestSandboxOtherTestsBinary(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: tests run as separate uids only when the grader is root")
+	}
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	victim := filepath.Join(dir, "victim-7d1e")
+	require.NoError(t, os.WriteFile(victim, []byte("#!/bin/sh\necho ran as $(id -u)\nexec /bin/sleep 3\n"), 0o755))
+	thief := filepath.Join(dir, "thief")
+	require.NoError(t, os.WriteFile(thief, []byte(`#!/bin/sh
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	for f in /proc/[0-9]*/cmdline; do
+		p=$(tr '\0' '\n' < $f 2>/dev/null | grep victim-7d1e | head -1)
+		if [ -n "$p" ]; then echo "found $p"; "$p" && echo STOLEN; exit 0; fi
+	done
+	sleep 0.2
+done
+echo "not found"
+`), 0o755))
+	limits := Limits{Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16}
+	done := make(chan outcome, 1)
+	go func() {
+		out, _ := s.Run(context.Background(), run{binary: victim, limits: limits})
+		done <- out
+	}()
+	out, err := s.Run(context.Background(), run{binary: thief, limits: limits})
+	require.NoError(t, err)
+	assert.Contains(t, string(out.output), "found", "the thief did not see the victim: the test proves nothing")
+	assert.NotContains(t, string(out.output), "STOLEN")
+	v := <-done
+	assert.Contains(t, string(v.output), "ran as")
+}
