@@ -320,46 +320,47 @@ func findSubmitted(dir, name string) ([]byte, string) {
 
 // runTest runs one test of bin in its own process and fills tr.
 func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits Limits, red *redactor, tr *TestResult) error {
+	log := newTestLog(name)
 	out, err := g.Sandbox.Run(ctx, run{
 		binary: bin.path,
 		args: []string{"-test.run", "^" + name + "$", "-test.v=test2json", "-test.count=1",
 			"-test.paniconexit0", "-test.timeout", limits.Test.String()},
 		limits: limits,
+		output: log,
 	})
 	if err != nil {
 		return err
 	}
+	log.Close()
 	tr.Seconds = roundSeconds(out.elapsed)
-	events := parseEvents(out.output)
-	text, eventPassed, ran := testOutput(events, name)
-	outside := outsideOutput(events)
 	var why string
 	switch {
-	case out.exitCode == bin.codes[name] && eventPassed && !out.timedOut && !out.flooded:
+	case out.exitCode == bin.codes[name] && log.passed && !out.timedOut && !out.flooded:
 		tr.Status = "passed"
-	case out.timedOut || strings.Contains(string(out.output), "panic: test timed out after"):
+	case out.timedOut || log.saw(msgTimedOut):
 		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
 	case out.flooded:
 		tr.Status, why = "failed", fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
 	case out.signal == syscall.SIGXCPU || out.signal == syscall.SIGKILL && out.elapsed < limits.Wall:
 		tr.Status, why = "crashed", fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.signal, limits.CPU)
-	case strings.Contains(string(out.output), "pthread_create failed") || strings.Contains(string(out.output), "newosproc"):
+	case log.saw(msgThreads) || log.saw(msgNewOSProc):
 		tr.Status, why = "crashed", fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)
-	case strings.Contains(string(out.output), "out of memory") || strings.Contains(string(out.output), "cannot allocate memory"):
+	case log.saw(msgOutOfMemory) || log.saw(msgNoMemory):
 		tr.Status, why = "crashed", fmt.Sprintf("the test process ran out of memory (limit %d MiB)", limits.AddressSpace>>20)
-	case strings.Contains(string(out.output), "unexpected call to os.Exit(0) during test"):
+	case log.saw(msgExit0):
 		tr.Status, why = "failed", "the code called os.Exit(0) during the test; no points"
-	case !ran && out.exitCode == 0:
+	case !log.ran && out.exitCode == 0:
 		tr.Status, why = "failed", "the process exited with status 0 before the test ran (os.Exit in an init function?); no points"
-	case !ran:
+	case !log.ran:
 		tr.Status, why = "crashed", "the test did not start: the package failed while loading (a panic in an init function?)"
 	case out.signal != 0:
 		tr.Status, why = "crashed", "the test process was killed by "+out.signal.String()
-	case eventPassed:
+	case log.passed:
 		tr.Status, why = "failed", fmt.Sprintf("the test process ended with status %d instead of reporting its result; no points", out.exitCode)
 	default:
 		tr.Status = "failed"
 	}
+	text, outside := log.text.String(), log.outside.String()
 	var b strings.Builder
 	if why != "" {
 		b.WriteString(why + "\n")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -390,14 +391,46 @@ func TestRedactor(t *testing.T) {
 		"the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use", msgs)
 }
 
-func TestParseEvents(t *testing.T) {
-	out := "\x16=== RUN   TestA\nhello\n    a_test.go:3: bad\n\x16--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n\x16FAIL\n"
-	events := parseEvents([]byte(out))
-	text, passed, ran := testOutput(events, "TestA")
-	assert.True(t, ran)
-	assert.False(t, passed, "an unmarked PASS line is output, not an event")
-	assert.Equal(t, "hello\n    a_test.go:3: bad\n", text)
-	assert.Equal(t, "--- PASS: TestA (0.00s)\n", outsideOutput(events))
+func TestTestLog(t *testing.T) {
+	out := "\x16=== RUN   TestA\nhello\n    a_test.go:3: bad\n\x16--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n\x16FAIL\npanic: test timed out after 3s"
+	// However the output is cut into pieces, it reads the same.
+	for _, size := range []int{1, 7, len(out)} {
+		l := newTestLog("TestA")
+		for s := out; s != ""; s = s[min(size, len(s)):] {
+			l.Write([]byte(s[:min(size, len(s))]))
+		}
+		l.Close()
+		assert.True(t, l.ran)
+		assert.False(t, l.passed, "an unmarked PASS line is output, not an event")
+		assert.Equal(t, "hello\n    a_test.go:3: bad\n", l.text.String())
+		assert.Equal(t, "--- PASS: TestA (0.00s)\npanic: test timed out after 3s", l.outside.String())
+		assert.True(t, l.saw(msgTimedOut))
+		assert.False(t, l.saw(msgExit0))
+	}
+}
+
+func TestHeadTail(t *testing.T) {
+	h := headTail{keep: 16}
+	h.Write([]byte("abc\ndefgh\n"))
+	assert.Equal(t, "abc\ndefgh\n", h.String())
+	h.Write([]byte("123456789\nijklmnopqr\nxyz\n"))
+	// Only whole lines are kept on each side of the cut.
+	assert.Equal(t, "abc\n[... 27 bytes cut ...]\nxyz\n", h.String())
+}
+
+// A test printing as much as it may costs the grader little memory and
+// time: the output is parsed as it comes and only a bounded part kept.
+func BenchmarkTestLogFlood(b *testing.B) {
+	line := []byte("\x16=== RUN   TestA\n" + strings.Repeat("flood flood flood flood flood flood flood\n", 100))
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		l := newTestLog("TestA")
+		for n := 0; n < 4<<20; n += len(line) {
+			l.Write(line)
+		}
+		l.Close()
+	}
 }
 
 func TestCheckStudentFile(t *testing.T) {
@@ -515,4 +548,28 @@ func TestCSVName(t *testing.T) {
 		assert.Equal(t, name, fromCSVName(csvName(name)), "%q → %q", name, csvName(name))
 	}
 	assert.Equal(t, "'=1+1", csvName("=1+1"))
+}
+
+// A submission printing nearly the 4 MiB a test may print, in short lines,
+// in every test: the grader reads it as it comes and keeps a bounded part,
+// so what it allocates stays far below the output's size (it once held
+// the whole output several times over and matched every line against
+// every line of the hidden tests).
+func TestOutputCostsLittle(t *testing.T) {
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "output-4mib"}})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "output-4mib"))
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	require.Equal(t, 3, res.Score, "%+v", res)
+	assert.Contains(t, res.Tests[0].Output, "bytes cut")
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB", allocated>>20)
+	assert.Less(t, allocated, uint64(16<<20))
 }

@@ -190,6 +190,9 @@ type run struct {
 	binary string
 	args   []string
 	limits Limits
+	// output receives what the process prints, as it comes, up to
+	// Limits.Output bytes; when nil, outcome.output keeps it.
+	output io.Writer
 }
 
 // outcome is what a process did.
@@ -319,7 +322,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		out.output, out.flooded = readCapped(pr, r.limits.Output)
+		out.output, out.flooded = readCapped(pr, r.limits.Output, r.output)
 		if out.flooded {
 			killAll()
 		}
@@ -437,10 +440,18 @@ func openUIDLock(uid int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uid))), nil
 }
 
-// readCapped reads r until EOF or limit bytes, and says whether there was more.
-func readCapped(r io.Reader, limit int64) ([]byte, bool) {
-	var buf bytes.Buffer
-	n, _ := io.Copy(&buf, io.LimitReader(r, limit+1))
+// readCapped copies r to w until EOF or limit bytes, and says whether
+// there was more; when w is nil, it returns what it read.
+func readCapped(r io.Reader, limit int64, w io.Writer) ([]byte, bool) {
+	var buf *bytes.Buffer
+	if w == nil {
+		buf = &bytes.Buffer{}
+		w = buf
+	}
+	n, _ := io.Copy(w, io.LimitReader(r, limit+1))
+	if buf == nil {
+		return nil, n > limit
+	}
 	if n > limit {
 		return buf.Bytes()[:limit], true
 	}
