@@ -375,6 +375,14 @@ func TestRelease(t *testing.T) {
 	assert.ErrorContains(t, err, "not empty")
 	_, err = c.Release(filepath.Join(c.Root, "inside"))
 	assert.ErrorContains(t, err, "inside the course")
+	// A symlink that leads into the course, or a path through one.
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(filepath.Join(c.Root, "exercises"), link))
+	for _, p := range []string{link, filepath.Join(link, "new", "student")} {
+		_, err = c.Release(p)
+		assert.ErrorContains(t, err, "inside the course", p)
+	}
+	assert.NoDirExists(t, filepath.Join(c.Root, "exercises", "new"))
 }
 
 func TestRedactor(t *testing.T) {
