@@ -21,7 +21,8 @@ import (
 type Grader struct {
 	Course  *Course
 	Sandbox *Sandbox
-	Go      string // the go command; "go" when empty
+	Go      string      // the go command; "go" when empty
+	Build   BuildLimits // the zero value: DefaultBuildLimits
 }
 
 // New returns a grader for course with a sandbox of the given mode; the
@@ -48,7 +49,11 @@ func (g *Grader) builder() *builder {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	return &builder{course: g.Course, goCmd: goCmd}
+	limits := g.Build
+	if limits == (BuildLimits{}) {
+		limits = DefaultBuildLimits
+	}
+	return &builder{course: g.Course, goCmd: goCmd, limits: limits}
 }
 
 // Result is the grade of one submission.
@@ -177,9 +182,9 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		os.RemoveAll(built.workDir)
 		if len(built.badFiles) == 0 {
 			// The build failed without naming a student file (an import
-			// cycle, a package that cannot be loaded): the stub, which
-			// verify builds, says whether that is the code's fault or the
-			// grader's.
+			// cycle, a package that cannot be loaded, the build's limits):
+			// the stub, which verify builds, says whether that is the
+			// code's fault or the grader's.
 			if err := g.buildsWithStubs(ctx, ex, hiddenSources, tests); err != nil {
 				return nil, err
 			}

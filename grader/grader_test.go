@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -580,4 +581,24 @@ func TestOutputCostsLittle(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB", allocated>>20)
 	assert.Less(t, allocated, uint64(16<<20))
+}
+
+// Compiling is limited too: a few lines of doubling constants would drive
+// the compiler to terabytes. A build past its limits does not compile: a
+// grade of zero, not the grader's failure.
+func TestCompilerLimits(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	g.Build = BuildLimits{Memory: 1 << 30, Time: 2 * time.Minute}
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "compiler-bomb"}})
+	start := time.Now()
+	res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "compiler-bomb"))
+	require.NoError(t, err)
+	assert.Equal(t, "compile_error", res.Status, res.Output)
+	assert.Zero(t, res.Score)
+	assert.Contains(t, res.Output, "the compiler went past its limits (1024 MiB")
+	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), res.Output)
 }
