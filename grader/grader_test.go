@@ -580,7 +580,7 @@ func TestOutputCostsLittle(t *testing.T) {
 	assert.Contains(t, res.Tests[0].Output, "bytes cut")
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB", allocated>>20)
-	assert.Less(t, allocated, uint64(16<<20))
+	assert.Less(t, allocated, uint64(48<<20)) // about 200 MiB when it kept and copied the whole output
 }
 
 // Compiling is limited too: a few lines of doubling constants would drive
