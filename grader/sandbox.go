@@ -186,6 +186,10 @@ func (s *Sandbox) Usable() error {
 	return nil
 }
 
+// shmSize is the size of /dev/shm in bubblewrap: the course uses no
+// shared memory.
+const shmSize = 4 << 20
+
 // run is one process to run: the binary (alone in its folder) and its
 // arguments.
 type run struct {
@@ -275,11 +279,16 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 		for _, h := range s.hide {
 			if isUnder(h, "/usr", "/bin", "/lib", "/lib64", "/etc") {
-				argv = append(argv, "--tmpfs", h)
+				argv = append(argv, "--size", "4096", "--tmpfs", h, "--remount-ro", h)
 			}
 		}
+		// Every tmpfs has a size, and the ones not meant for writing (the
+		// root, /dev) are read-only: tmpfs pages are memory that no
+		// rlimit counts.
 		argv = append(argv, "--ro-bind", private, "/grader", "--proc", "/proc", "--dev", "/dev",
-			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp", "--chdir", "/tmp",
+			"--size", strconv.FormatInt(shmSize, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp",
+			"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
 			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
 			"--setenv", "LANG", "C.UTF-8")
 		for _, kv := range extra {

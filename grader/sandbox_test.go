@@ -234,3 +234,40 @@ echo "not found"
 	v := <-done
 	assert.Contains(t, string(v.output), "ran as")
 }
+
+// In bubblewrap every tmpfs is sized and only /tmp and /dev/shm are
+// writable: tmpfs pages are memory that no rlimit counts.
+func TestSandboxTmpfsSized(t *testing.T) {
+	s, err := NewSandbox(SandboxAuto, nil)
+	require.NoError(t, err)
+	if !s.Namespaced() {
+		t.Skip("bubblewrap cannot run here")
+	}
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	script := filepath.Join(dir, "fill")
+	// Files of 4 MiB each (under the file size limit), until one fails.
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+for d in / /dev /dev/shm /tmp /grader; do
+	n=0
+	while [ $n -lt 8 ] && head -c 4194304 /dev/zero 2>/dev/null > $d/fill-$n; do n=$((n+1)); done
+	echo "$d $n"
+done
+`), 0o755))
+	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 8 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	files := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out.output)), "\n") {
+		var d string
+		var n int
+		if _, err := fmt.Sscan(line, &d, &n); err == nil {
+			files[d] = n
+		}
+	}
+	assert.Equal(t, map[string]int{"/": 0, "/dev": 0, "/dev/shm": shmSize / (4 << 20), "/tmp": 2, "/grader": 0}, files, "%s", out.output)
+}
