@@ -346,6 +346,8 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
 	case out.flooded:
 		tr.Status, why = "failed", fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
+	case out.oomKilled:
+		tr.Status, why = "crashed", fmt.Sprintf("the test ran out of memory (limit %d MiB for all its processes together)", limits.AddressSpace>>20)
 	case out.signal == syscall.SIGXCPU || out.signal == syscall.SIGKILL && out.elapsed < limits.Wall:
 		tr.Status, why = "crashed", fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.signal, limits.CPU)
 	case log.saw(msgThreads) || log.saw(msgNewOSProc):

@@ -86,6 +86,9 @@ type Sandbox struct {
 	probeErr error
 
 	uids chan int // dedicated uids for tests when the grader is root
+
+	cgroups   *cgroups // per-test limits when root and cgroups can be written
+	cgroupErr error    // why not
 }
 
 // uidBase is the first of the uids that tests run as when the grader runs
@@ -111,6 +114,7 @@ func NewSandbox(mode SandboxMode, notices io.Writer, hide ...string) (*Sandbox, 
 	}
 	s := &Sandbox{mode: mode, notices: notices, prlimit: prlimit, hide: hide}
 	if os.Geteuid() == 0 {
+		s.cgroups, s.cgroupErr = findCgroups()
 		s.uids = make(chan int, uidCount)
 		for i := range uidCount {
 			s.uids <- uidBase + i
@@ -131,6 +135,9 @@ func (s *Sandbox) Describe() string {
 	parts = append(parts, "rlimits", "timeout")
 	if s.uids != nil {
 		parts = append(parts, "unprivileged uid")
+	}
+	if s.cgroups != nil {
+		parts = append(parts, "a cgroup per test (memory and processes of all its processes together)")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -203,12 +210,13 @@ type run struct {
 
 // outcome is what a process did.
 type outcome struct {
-	exitCode int // -1 when killed by a signal
-	signal   syscall.Signal
-	timedOut bool
-	flooded  bool // printed more than Limits.Output
-	output   []byte
-	elapsed  time.Duration
+	exitCode  int // -1 when killed by a signal
+	signal    syscall.Signal
+	timedOut  bool
+	flooded   bool // printed more than Limits.Output
+	oomKilled bool // a process was killed for the memory of the test as a whole
+	output    []byte
+	elapsed   time.Duration
 }
 
 // Run runs r and waits for it, its children and the grader's clean-up.
@@ -315,7 +323,18 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	startCmd := cmd.Start
+	var cg *testCgroup
+	if s.cgroups != nil && uid >= 0 {
+		if cg, err = s.cgroups.newTest(uid, r.limits.AddressSpace, r.limits.Procs); err != nil {
+			pr.Close()
+			pw.Close()
+			return outcome{}, err
+		}
+		defer cg.remove()
+		startCmd = func() error { return cg.start(cmd) }
+	}
+	if err := startCmd(); err != nil {
 		pr.Close()
 		pw.Close()
 		return outcome{}, fmt.Errorf("grader: starting the test process: %w", err)
@@ -370,6 +389,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		<-readDone
 	}
 	out.exitCode = cmd.ProcessState.ExitCode()
+	out.oomKilled = cg != nil && cg.oomKilled()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		out.signal = ws.Signal()
 	}

@@ -271,3 +271,49 @@ done
 	}
 	assert.Equal(t, map[string]int{"/": 0, "/dev": 0, "/dev/shm": shmSize / (4 << 20), "/tmp": 2, "/grader": 0}, files, "%s", out.output)
 }
+
+// Memory is limited for a test as a whole where cgroups can be used:
+// children that each stay under the address-space limit but together go
+// past it are killed. (Elsewhere only each process is limited: the
+// README says so.)
+func TestSandboxCgroupMemory(t *testing.T) {
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	if s.cgroups == nil {
+		t.Skipf("no cgroups here: %v", s.cgroupErr)
+	}
+	python := "/usr/bin/python3" // the system's: root's own may live where the test's uid cannot go
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	script := filepath.Join(dir, "hogs")
+	// Four children of 200 MiB each against 512 MiB for the test.
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+for i in 1 2 3 4; do
+	`+python+` -c "import time; b = b'a' * (200 << 20); time.sleep(2); print('held')" &
+done
+wait
+`), 0o755))
+	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	held := strings.Count(string(out.output), "held")
+	assert.Less(t, held, 4, "four children held 800 MiB against 512 MiB: %s", out.output)
+	assert.True(t, out.oomKilled)
+	// A test within the limit is not disturbed.
+	one := filepath.Join(dir, "one")
+	require.NoError(t, os.WriteFile(one, []byte("#!/bin/sh\n"+python+" -c \"b = b'a' * (100 << 20); print('held')\"\n"), 0o755))
+	out, err = s.Run(context.Background(), run{binary: one, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	assert.Contains(t, string(out.output), "held")
+	assert.False(t, out.oomKilled)
+}
