@@ -144,7 +144,7 @@ func csvHeader(spec *Spec) []string {
 }
 
 func csvRow(student string, spec *Spec, res *Result) []string {
-	row := []string{student, strconv.Itoa(res.Score), strconv.Itoa(res.MaxScore)}
+	row := []string{csvName(student), strconv.Itoa(res.Score), strconv.Itoa(res.MaxScore)}
 	for _, t := range res.Tests {
 		row = append(row, strconv.Itoa(t.Score))
 	}
@@ -173,9 +173,37 @@ func readGrades(path string, header []string) (map[string][]string, error) {
 		return nil, fmt.Errorf("grader: %s was written for other tests (its header is %v); choose another --out or remove it", path, records[0])
 	}
 	for _, r := range records[1:] {
-		rows[r[0]] = r
+		rows[fromCSVName(r[0])] = r
 	}
 	return rows, nil
+}
+
+// csvName is a student's folder name as a grades file's cell: as it is,
+// unless a spreadsheet would take it for a formula (OWASP's rule: a
+// leading ' makes it text) or a CSV reader would not give it back exactly
+// (a carriage return, any control character: then quoted as in Go).
+// fromCSVName undoes it.
+func csvName(name string) string {
+	if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return "'" + strconv.Quote(name)
+	}
+	if name != "" && strings.ContainsRune("=+-@'", rune(name[0])) {
+		return "'" + name
+	}
+	return name
+}
+
+func fromCSVName(cell string) string {
+	rest, ok := strings.CutPrefix(cell, "'")
+	if !ok {
+		return cell
+	}
+	if strings.HasPrefix(rest, `"`) {
+		if name, err := strconv.Unquote(rest); err == nil {
+			return name
+		}
+	}
+	return rest
 }
 
 func writeGrades(path string, header []string, rows map[string][]string) error {
@@ -205,6 +233,7 @@ type progress struct {
 }
 
 func (p *progress) step(student, what string) {
+	student, what = stripControl(student), stripControl(what)
 	p.done++
 	if p.w == nil {
 		return

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"math/big"
 	"os"
 	"os/exec"
@@ -16,6 +18,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // source is one file of the package to build.
@@ -40,6 +44,9 @@ const maxSourceBytes = 1 << 20
 var forbiddenImports = map[string]string{
 	"C":             "cgo",
 	"unsafe":        "raw memory access",
+	"reflect":       "raw memory access through unsafe pointers",
+	"text/template": "reflection",
+	"html/template": "reflection",
 	"syscall":       "raw system calls",
 	"embed":         "embedding files at build time",
 	"plugin":        "loading code",
@@ -51,10 +58,12 @@ var forbiddenImports = map[string]string{
 	"net/http":      "networking",
 }
 
-var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/"}
+var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/", "vendor/", "cmd/"}
 
 // forbiddenDirective matches compiler directives a student file may not use.
-var forbiddenDirective = regexp.MustCompile(`(?m)^\s*//(go:(linkname|embed|cgo_[a-z_]+|build)|\s*\+build|line )`)
+// A line directive (//line at the start of a line, /*line anywhere) would
+// make the compiler blame another file for the student's errors.
+var forbiddenDirective = regexp.MustCompile(`(?m)^\s*//(go:(linkname|embed|cgo_[a-z_]+|build)|\s*\+build|line )|/\*line\s`)
 
 // checkStudentFile returns why a submitted file cannot be compiled as part
 // of the exercise's package, or "".
@@ -189,11 +198,36 @@ var (
 	moduleTrouble = regexp.MustCompile(`module lookup disabled|no required module provides|missing go\.sum entry|cannot find module|malformed module path|verifying module`)
 )
 
+// BuildLimits bound the compilation of a submission: a program of a few
+// lines can make the compiler use terabytes (constants that double).
+type BuildLimits struct {
+	Memory int64         // bytes of address space of each process of the build (RLIMIT_AS)
+	Time   time.Duration // the whole build, wall clock; also each process's CPU time
+}
+
+// DefaultBuildLimits: the course's packages compile in well under 1 GiB
+// and, with a warm build cache, in seconds; a cold cache (the standard
+// library) took about 80 s on two busy cores.
+var DefaultBuildLimits = BuildLimits{Memory: 2 << 30, Time: 5 * time.Minute}
+
+// buildUID is the unprivileged uid that compiles submissions when the
+// grader runs as root: not one of the tests' (which could otherwise write
+// to its build cache), with read access to everything (CAP_DAC_READ_SEARCH:
+// the course, the module cache, the toolchain) and write access only to
+// its build cache and the build's folder.
+const buildUID = uidBase - 1
+
 // builder compiles packages into test binaries in a temporary module.
 type builder struct {
 	course *Course
 	goCmd  string
+	limits BuildLimits
 }
+
+// errBuildLimit says that a build went past its limits.
+type errBuildLimit struct{ why string }
+
+func (e errBuildLimit) Error() string { return e.why }
 
 // buildResult is a built binary, or the compiler's complaint.
 type buildResult struct {
@@ -216,8 +250,9 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		os.RemoveAll(work)
 		return nil, err
 	}
-	// The binary's folder must be reachable by the unprivileged uid that
-	// runs the tests; the module with the sources stays private.
+	// Each test runs a link to the binary from a folder of its own; the
+	// build's uid must only pass through this one (0711) to the folders
+	// it is given.
 	if err := os.Chmod(work, 0o711); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
@@ -226,7 +261,7 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	if err := os.Mkdir(mod, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
-	if err := os.Mkdir(binDir, 0o711); err != nil {
+	if err := os.Mkdir(binDir, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
 	goMod, err := b.tempGoMod()
@@ -256,12 +291,15 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		}
 	}
 	binPath := filepath.Join(binDir, pkg+".test")
-	cmd := exec.CommandContext(ctx, b.goCmd, "test", "-c", "-vet=off", "-o", binPath, "./"+pkg)
-	cmd.Dir = mod
-	cmd.Env = buildEnv()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
+	outDir := filepath.Join(work, "out") // the build's, then the binary is moved to binDir
+	tmpDir := filepath.Join(work, "tmp")
+	for _, d := range []string{outDir, tmpDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fail(fmt.Errorf("grader: %w", err))
+		}
+	}
+	out, runErr := b.runGo(ctx, mod, []string{mod, outDir, tmpDir}, tmpDir,
+		"test", "-c", "-vet=off", "-o", filepath.Join(outDir, pkg+".test"), "./"+pkg)
 	// Every source goes before any student code runs.
 	if err := os.RemoveAll(mod); err != nil {
 		return fail(fmt.Errorf("grader: removing the sources: %w", err))
@@ -269,24 +307,35 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	if ctx.Err() != nil {
 		return fail(ctx.Err())
 	}
+	var limit errBuildLimit
+	if errors.As(runErr, &limit) {
+		res.errors = limit.why
+		res.badFiles = map[string]bool{}
+		return res, nil
+	}
+	if runErr == nil {
+		runErr = os.Rename(filepath.Join(outDir, pkg+".test"), binPath)
+		if runErr == nil {
+			runErr = os.Chown(binPath, os.Geteuid(), os.Getegid())
+		}
+		if runErr != nil {
+			return fail(fmt.Errorf("grader: %w", runErr))
+		}
+	}
 	if runErr != nil {
 		if _, ok := runErr.(*exec.ExitError); !ok {
 			return fail(fmt.Errorf("grader: running go test -c: %w", runErr))
 		}
-		res.errors = cleanCompilerOutput(out.String(), mod)
+		// Whose failure it is, the code's or the grader's, the caller
+		// decides (by building the stub when no student file is named).
+		res.errors = cleanCompilerOutput(out, mod)
 		res.badFiles = map[string]bool{}
-		for _, m := range compilerError.FindAllStringSubmatch(res.errors, -1) {
-			file, msg := filepath.Base(m[1]), m[2]
-			if contains(studentFiles, file) {
+		// Notes on an error ("\tsum.go:3:6: other declaration of x") name
+		// a file too.
+		for _, m := range compilerError.FindAllStringSubmatch(strings.ReplaceAll(res.errors, "\n\t", "\n"), -1) {
+			if file := filepath.Base(m[1]); contains(studentFiles, file) {
 				res.badFiles[file] = true
-			} else if moduleTrouble.MatchString(msg) {
-				// A trusted file's import cannot be resolved: the module
-				// cache lacks a module. The grader's failure, not the code's.
-				return fail(fmt.Errorf("grader: the test build cannot resolve a module (download the course's modules with go mod download, or set GOPROXY to a file:// cache):\n%s", res.errors))
 			}
-		}
-		if !compilerError.MatchString(res.errors) {
-			return fail(fmt.Errorf("grader: building the test binary failed before compiling:\n%s", res.errors))
 		}
 		return res, nil
 	}
@@ -297,6 +346,116 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	}
 	res.bin = &binary{path: binPath, codes: codes}
 	return res, nil
+}
+
+// runGo runs the go command in dir for a build of untrusted code: under
+// prlimit (address space and CPU time of each process), in its own process
+// group (killed at the end and at the time limit), and when the grader is
+// root as buildUID, which is given the folders in own. It returns the
+// command's output, and an errBuildLimit when the build went past a limit.
+func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp string, args ...string) (string, error) {
+	goPath, err := exec.LookPath(b.goCmd)
+	if err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		return "", errors.New("grader: prlimit not found; install util-linux (apt-get install util-linux)")
+	}
+	cpu := max(1, int(b.limits.Time/time.Second))
+	argv := append([]string{prlimit, "--as=" + strconv.FormatInt(b.limits.Memory, 10), "--cpu=" + strconv.Itoa(cpu), "--core=0", "--", goPath}, args...)
+	ctx, cancel := context.WithTimeout(ctx, b.limits.Time)
+	defer cancel()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(buildEnv(), "GOTMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		cache, err := buildCache()
+		if err != nil {
+			return "", err
+		}
+		for _, d := range own {
+			if err := chownTree(d, buildUID); err != nil {
+				return "", fmt.Errorf("grader: %w", err)
+			}
+		}
+		cmd.Env = append(cmd.Env, "GOCACHE="+cache)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: buildUID, Gid: buildUID}
+		cmd.SysProcAttr.AmbientCaps = []uintptr{capDACReadSearch}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("grader: starting go %s: %w", args[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		runErr = <-done
+	}
+	// What the build left running goes with its group.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	text := out.String()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return text, errBuildLimit{fmt.Sprintf("the compiler did not finish within %s", b.limits.Time)}
+	case runErr != nil && overBuildLimit.MatchString(text) && !strings.Contains(text, "failed to reserve page summary memory"):
+		// (The Go runtime itself needs about 600 MiB of address space
+		// to start: below that, it is the limit that is wrong.)
+		return text, errBuildLimit{fmt.Sprintf("the compiler went past its limits (%d MiB of memory per process, %s)", b.limits.Memory>>20, b.limits.Time)}
+	}
+	return text, runErr
+}
+
+// overBuildLimit matches what the go command prints when a compiler
+// process ran out of its address space or CPU time.
+var overBuildLimit = regexp.MustCompile(`out of memory|cannot allocate memory|signal: killed|CPU time limit exceeded|signal: cpu time|SIGXCPU`)
+
+// capDACReadSearch is CAP_DAC_READ_SEARCH (linux/capability.h).
+const capDACReadSearch = 2
+
+// buildCache is buildUID's build cache: a folder of its own (0700) in the
+// grader's cache folder, so that no test's uid can write what later builds
+// use, and warm from one build to the next.
+func buildCache() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	dir := filepath.Join(base, "gpumem-grader", fmt.Sprintf("go-build-%d", buildUID))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("grader: the build cache %s is not a folder", dir)
+	}
+	if err := os.Chown(dir, buildUID, buildUID); err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	return dir, os.Chmod(dir, 0o700)
+}
+
+// chownTree gives dir and what it holds to uid; symlinks themselves, never
+// their targets.
+func chownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }
 
 // tempGoMod is the go.mod of the temporary module: the course's go

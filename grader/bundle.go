@@ -1,9 +1,11 @@
 package grader
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"go/parser"
@@ -50,6 +52,11 @@ func (g *Grader) Bundle(ctx context.Context, ex *Exercise, opts BundleOptions) (
 		return info, err
 	}
 	info.GoVersion = strings.TrimSpace(version)
+	if opts.GoTarball != "" {
+		if err := checkGoTarball(opts.GoTarball, info.GoVersion, "linux", "amd64"); err != nil {
+			return info, err
+		}
+	}
 	files, err := g.Course.courseFiles()
 	if err != nil {
 		return info, err
@@ -292,6 +299,59 @@ func goOutput(ctx context.Context, dir, goCmd string, args ...string) (string, e
 		return "", fmt.Errorf("grader: go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
+}
+
+// checkGoTarball returns an error unless path is a gzip'd tar of a Go
+// distribution of version (go/VERSION's first line) for goos/goarch (its
+// go/pkg/tool/GOOS_GOARCH folder), as go.dev/dl publishes them.
+func checkGoTarball(path, version, goos, goarch string) error {
+	bad := func(why string, args ...any) error {
+		return fmt.Errorf("grader: --go-tarball %s: %s; give %s.%s-%s.tar.gz from https://go.dev/dl/", path, fmt.Sprintf(why, args...), version, goos, goarch)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("grader: --go-tarball: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return bad("not gzip'd (%v)", err)
+	}
+	tr := tar.NewReader(zr)
+	found, tools := "", false
+	toolDir := "go/pkg/tool/" + goos + "_" + goarch + "/"
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return bad("not a tar archive (%v)", err)
+		}
+		switch {
+		case h.Name == "go/VERSION":
+			data, err := io.ReadAll(io.LimitReader(tr, 4096))
+			if err != nil {
+				return bad("reading go/VERSION: %v", err)
+			}
+			found, _, _ = strings.Cut(string(data), "\n")
+			found = strings.TrimSpace(found)
+		case strings.HasPrefix(h.Name, toolDir):
+			tools = true
+		}
+		if found != "" && tools {
+			break
+		}
+	}
+	switch {
+	case found == "":
+		return bad("no go/VERSION: not a Go distribution")
+	case found != version:
+		return bad("it is %s, and the bundle is made with %s", found, version)
+	case !tools:
+		return bad("it is not for %s/%s (no %s)", goos, goarch, strings.TrimSuffix(toolDir, "/"))
+	}
+	return nil
 }
 
 func setupScript(exercise, goVersion string) string {

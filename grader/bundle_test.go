@@ -1,13 +1,18 @@
 package grader
 
 import (
+	"archive/tar"
 	"archive/zip"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,4 +148,47 @@ func TestFetchMissingModules(t *testing.T) {
 	assert.Contains(t, err.Error(), "example.invalid/absent@v1.2.3")
 	assert.Contains(t, err.Error(), "connect to the module proxy once and retry")
 	assert.NotContains(t, err.Error(), "example.com/present")
+}
+
+func TestCheckGoTarball(t *testing.T) {
+	dir := t.TempDir()
+	tarball := func(name string, gzipped bool, files map[string]string) string {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, n := range slices.Sorted(maps.Keys(files)) {
+			require.NoError(t, tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n]))}))
+			_, err := tw.Write([]byte(files[n]))
+			require.NoError(t, err)
+		}
+		require.NoError(t, tw.Close())
+		data := buf.Bytes()
+		if gzipped {
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			zw.Write(data)
+			require.NoError(t, zw.Close())
+			data = z.Bytes()
+		}
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		return path
+	}
+	good := map[string]string{"go/VERSION": "go1.26.8\ntime 2026-01-01\n", "go/pkg/tool/linux_amd64/compile": "\x7fELF"}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{tarball("good.tar.gz", true, good), ""},
+		{tarball("plain.tar", false, good), "not gzip'd"},
+		{tarball("other.tar.gz", true, map[string]string{"README": "hi"}), "no go/VERSION"},
+		{tarball("old.tar.gz", true, map[string]string{"go/VERSION": "go1.22.0\n", "go/pkg/tool/linux_amd64/compile": ""}), "it is go1.22.0, and the bundle is made with go1.26.8"},
+		{tarball("arm.tar.gz", true, map[string]string{"go/VERSION": "go1.26.8\n", "go/pkg/tool/linux_arm64/compile": ""}), "not for linux/amd64"},
+		{filepath.Join(dir, "missing.tar.gz"), "no such file"},
+	} {
+		err := checkGoTarball(tc.path, "go1.26.8", "linux", "amd64")
+		if tc.want == "" {
+			assert.NoError(t, err)
+		} else {
+			assert.ErrorContains(t, err, tc.want)
+		}
+	}
 }

@@ -52,22 +52,30 @@ func FuzzParseSpec(f *testing.F) {
 	})
 }
 
-// FuzzParseEvents checks that any output of a test binary parses, and that
-// a test reported passing always has a pass event carrying the frame mark.
-func FuzzParseEvents(f *testing.F) {
-	f.Add([]byte("\x16=== RUN   TestA\nx\n\x16--- PASS: TestA (0.00s)\n\x16PASS\n"))
-	f.Add([]byte("--- PASS: TestA (0.00s)\n\x16--- FAIL: TestA\n"))
-	f.Add([]byte("\x16--- PASS"))           // no colon: not a verdict
-	f.Add([]byte("\x16--- PASS: \n"))       // no name
-	f.Add([]byte("\x16--- MAYBE: TestA\n")) // no such verdict
-	f.Fuzz(func(t *testing.T, out []byte) {
-		events := parseEvents(out)
+// FuzzTestLog checks that any output of a test binary parses, the same
+// whether it comes at once or in two pieces, and that a test reported
+// passing always has a pass line carrying the frame mark.
+func FuzzTestLog(f *testing.F) {
+	f.Add([]byte("\x16=== RUN   TestA\nx\n\x16--- PASS: TestA (0.00s)\n\x16PASS\n"), 5)
+	f.Add([]byte("--- PASS: TestA (0.00s)\n\x16--- FAIL: TestA\n"), 0)
+	f.Add([]byte("\x16--- PASS"), 3)           // no colon: not a verdict
+	f.Add([]byte("\x16--- PASS: \n"), 1)       // no name
+	f.Add([]byte("\x16--- MAYBE: TestA\n"), 9) // no such verdict
+	f.Fuzz(func(t *testing.T, out []byte, cut int) {
 		for _, name := range []string{"TestA", ""} {
-			_, passed, _ := testOutput(events, name)
-			if passed && !strings.Contains(string(out), frameMark+"--- PASS: ") {
+			whole, split := newTestLog(name), newTestLog(name)
+			whole.Write(out)
+			whole.Close()
+			cut := max(0, min(cut, len(out)))
+			split.Write(out[:cut])
+			split.Write(out[cut:])
+			split.Close()
+			if whole.passed != split.passed || whole.ran != split.ran || whole.text.String() != split.text.String() || whole.outside.String() != split.outside.String() {
+				t.Fatalf("%q read at once and cut at %d differ", out, cut)
+			}
+			if whole.passed && !strings.Contains(string(out), frameMark+"--- PASS: "+name) {
 				t.Fatalf("%q passed without a marked pass line in %q", name, out)
 			}
 		}
-		_ = outsideOutput(events)
 	})
 }

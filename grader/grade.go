@@ -3,11 +3,15 @@ package grader
 import (
 	"context"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -17,8 +21,9 @@ import (
 type Grader struct {
 	Course  *Course
 	Sandbox *Sandbox
-	Go      string // the go command; "go" when empty
-	runs    int    // verify runs each test this many times (runAgain); 0: once
+	Go      string      // the go command; "go" when empty
+	Build   BuildLimits // the zero value: DefaultBuildLimits
+	runs    int         // verify runs each test this many times (runAgain); 0: once
 }
 
 // New returns a grader for course with a sandbox of the given mode; the
@@ -45,7 +50,11 @@ func (g *Grader) builder() *builder {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	return &builder{course: g.Course, goCmd: goCmd}
+	limits := g.Build
+	if limits == (BuildLimits{}) {
+		limits = DefaultBuildLimits
+	}
+	return &builder{course: g.Course, goCmd: goCmd, limits: limits}
 }
 
 // Result is the grade of one submission.
@@ -131,7 +140,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		}
 		hiddenSources = append(hiddenSources, source{f, data})
 	}
-	red := newRedactor(hiddenSources)
+	red := newRedactor(spec.Package, hiddenSources, tests)
 
 	res := &Result{Exercise: ex.Name, MaxScore: spec.MaxScore(), Status: "graded"}
 	var built *buildResult
@@ -151,10 +160,38 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			return nil, err
 		}
 		if built.bin != nil {
-			break
+			// It compiled; before any of it runs, refuse what reaches
+			// memory it was not handed.
+			problems, err := g.builder().unsafeUses(ctx, spec.Package, nonTest(files), spec.StudentFiles)
+			if err != nil {
+				os.RemoveAll(built.workDir)
+				return nil, err
+			}
+			if len(problems) == 0 {
+				break
+			}
+			os.RemoveAll(built.workDir)
+			for _, f := range sortedKeys(problems) {
+				notes = append(notes, problems[f]+"; graded as the untouched stub (no points for what it implements)")
+				studentData[f] = nil
+			}
+			built = nil
+			if allNil(studentData) {
+				break
+			}
+			continue
 		}
 		os.RemoveAll(built.workDir)
-		msg := red.clean(built.errors)
+		if len(built.badFiles) == 0 {
+			// The build failed without naming a student file (an import
+			// cycle, a package that cannot be loaded, the build's limits):
+			// the stub, which verify builds, says whether that is the
+			// code's fault or the grader's.
+			if err := g.buildsWithStubs(ctx, ex, hiddenSources, tests); err != nil {
+				return nil, err
+			}
+		}
+		msg := red.compilerMessages(built.errors, spec.StudentFiles)
 		retry := false
 		for f := range built.badFiles {
 			if studentData[f] != nil {
@@ -175,6 +212,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		defer os.RemoveAll(built.workDir)
 	}
 	limits := limitsFor(spec)
+	limits.Serial = true
 	for _, t := range spec.Tests {
 		tr := TestResult{Name: t.Name, MaxScore: t.Points, Visibility: t.Visibility, Description: t.Description}
 		if built == nil || built.bin == nil {
@@ -198,10 +236,32 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		res.Score += tr.Score
 		res.Tests = append(res.Tests, tr)
 	}
-	res.Output = strings.Join(notes, "\n\n")
+	res.Output = stripControl(strings.Join(notes, "\n\n"))
 	res.ExecutionTime = time.Since(start)
 	res.Seconds = roundSeconds(res.ExecutionTime)
 	return res, nil
+}
+
+// buildsWithStubs returns an error when the exercise does not build with
+// every student file the stub: the grader's failure (a module missing from
+// the cache, say), not a submission's.
+func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string) error {
+	files, err := g.packageFiles(ex, nil, tests)
+	if err != nil {
+		return err
+	}
+	built, err := g.builder().build(ctx, ex.Spec.Package, files, names, ex.Spec.StudentFiles)
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(built.workDir)
+	if built.bin != nil {
+		return nil
+	}
+	if moduleTrouble.MatchString(built.errors) {
+		return fmt.Errorf("grader: the test build cannot resolve a module (download the course's modules with go mod download, or set GOPROXY to a file:// cache):\n%s", built.errors)
+	}
+	return fmt.Errorf("grader: exercise %s does not build with its stubs:\n%s", ex.Name, built.errors)
 }
 
 // packageFiles is the package to compile: the exercise's given files, the
@@ -270,46 +330,49 @@ func findSubmitted(dir, name string) ([]byte, string) {
 
 // runTest runs one test of bin in its own process and fills tr.
 func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits Limits, red *redactor, tr *TestResult) error {
+	log := newTestLog(name)
 	out, err := g.Sandbox.Run(ctx, run{
 		binary: bin.path,
 		args: []string{"-test.run", "^" + name + "$", "-test.v=test2json", "-test.count=1",
 			"-test.paniconexit0", "-test.timeout", limits.Test.String()},
 		limits: limits,
+		output: log,
 	})
 	if err != nil {
 		return err
 	}
+	log.Close()
 	tr.Seconds = roundSeconds(out.elapsed)
-	events := parseEvents(out.output)
-	text, eventPassed, ran := testOutput(events, name)
-	outside := outsideOutput(events)
 	var why string
 	switch {
-	case out.exitCode == bin.codes[name] && eventPassed && !out.timedOut && !out.flooded:
+	case out.exitCode == bin.codes[name] && log.passed && !out.timedOut && !out.flooded:
 		tr.Status = "passed"
-	case out.timedOut || strings.Contains(string(out.output), "panic: test timed out after"):
+	case out.timedOut || log.saw(msgTimedOut):
 		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
 	case out.flooded:
 		tr.Status, why = "failed", fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
+	case out.oomKilled:
+		tr.Status, why = "crashed", fmt.Sprintf("the test ran out of memory (limit %d MiB for all its processes together)", limits.AddressSpace>>20)
 	case out.signal == syscall.SIGXCPU || out.signal == syscall.SIGKILL && out.elapsed < limits.Wall:
 		tr.Status, why = "crashed", fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.signal, limits.CPU)
-	case strings.Contains(string(out.output), "pthread_create failed") || strings.Contains(string(out.output), "newosproc"):
+	case log.saw(msgThreads) || log.saw(msgNewOSProc):
 		tr.Status, why = "crashed", fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)
-	case strings.Contains(string(out.output), "out of memory") || strings.Contains(string(out.output), "cannot allocate memory"):
+	case log.saw(msgOutOfMemory) || log.saw(msgNoMemory):
 		tr.Status, why = "crashed", fmt.Sprintf("the test process ran out of memory (limit %d MiB)", limits.AddressSpace>>20)
-	case strings.Contains(string(out.output), "unexpected call to os.Exit(0) during test"):
+	case log.saw(msgExit0):
 		tr.Status, why = "failed", "the code called os.Exit(0) during the test; no points"
-	case !ran && out.exitCode == 0:
+	case !log.ran && out.exitCode == 0:
 		tr.Status, why = "failed", "the process exited with status 0 before the test ran (os.Exit in an init function?); no points"
-	case !ran:
+	case !log.ran:
 		tr.Status, why = "crashed", "the test did not start: the package failed while loading (a panic in an init function?)"
 	case out.signal != 0:
 		tr.Status, why = "crashed", "the test process was killed by "+out.signal.String()
-	case eventPassed:
+	case log.passed:
 		tr.Status, why = "failed", fmt.Sprintf("the test process ended with status %d instead of reporting its result; no points", out.exitCode)
 	default:
 		tr.Status = "failed"
 	}
+	text, outside := log.text.String(), log.outside.String()
 	var b strings.Builder
 	if why != "" {
 		b.WriteString(why + "\n")
@@ -322,20 +385,30 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 			b.WriteString(t + "\n")
 		}
 	}
-	tr.Output = truncate(red.clean(b.String()), maxFeedback)
+	tr.Output = truncate(stripControl(red.clean(b.String())), maxFeedback)
 	return nil
 }
 
-// redactor removes from feedback every line that quotes a test source the
-// student must not see, and shortens the grader's temporary paths.
+// redactor keeps the hidden tests out of feedback: it removes every line
+// that quotes their source, replaces their file names and lines (and the
+// generated TestMain's) by "[hidden test]" and the names that only they
+// declare, where qualified by the package (a stack trace), by
+// "[hidden]", and shortens the grader's temporary paths.
 type redactor struct {
-	lines []string
+	lines  []string
+	files  *regexp.Regexp // a hidden file's name, with its folder and line
+	idents *regexp.Regexp // pkg.name for a name only the hidden tests declare
 }
 
-func newRedactor(hidden []source) *redactor {
+// newRedactor prepares a redactor for the hidden tests of package pkg;
+// public names (the graded tests') stay.
+func newRedactor(pkg string, hidden []source, public []string) *redactor {
 	r := &redactor{}
 	seen := map[string]bool{}
+	files := []string{`zz_grader_main_\w+_test\.go`}
+	var idents []string
 	for _, s := range hidden {
+		files = append(files, regexp.QuoteMeta(s.name))
 		for _, l := range strings.Split(string(s.data), "\n") {
 			l = strings.TrimSpace(l)
 			// Short lines ("}", "t.Helper()") say nothing and would hide
@@ -345,16 +418,59 @@ func newRedactor(hidden []source) *redactor {
 				r.lines = append(r.lines, l)
 			}
 		}
+		f, err := parser.ParseFile(token.NewFileSet(), s.name, s.data, parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for name := range declaredNames(f) {
+			if !contains(public, name) {
+				idents = append(idents, regexp.QuoteMeta(name))
+			}
+		}
+	}
+	r.files = regexp.MustCompile(`(?:[^\s:"']*/)?\b(?:` + strings.Join(files, "|") + `)(?::\d+)*`)
+	if len(idents) > 0 {
+		sort.Strings(idents)
+		r.idents = regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?(?:` + strings.Join(idents, "|") + `)\b`)
 	}
 	return r
+}
+
+// declaredNames are the names a file declares at its top level (and its
+// methods'), as a set.
+func declaredNames(f *ast.File) map[string]bool {
+	names := map[string]bool{}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			names[d.Name.Name] = true
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch spec := spec.(type) {
+				case *ast.TypeSpec:
+					names[spec.Name.Name] = true
+				case *ast.ValueSpec:
+					for _, n := range spec.Names {
+						names[n.Name] = true
+					}
+				}
+			}
+		}
+	}
+	delete(names, "_")
+	return names
 }
 
 var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/`)
 
 func (r *redactor) clean(s string) string {
 	s = tempPath.ReplaceAllString(s, "")
-	if r == nil || len(r.lines) == 0 {
+	if r == nil {
 		return s
+	}
+	s = r.files.ReplaceAllString(s, "[hidden test]")
+	if r.idents != nil {
+		s = r.idents.ReplaceAllString(s, "[hidden]")
 	}
 	out := strings.Split(s, "\n")
 	for i, l := range out {
@@ -366,6 +482,79 @@ func (r *redactor) clean(s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// compilerMessages keeps of the compiler's output what concerns the
+// student's files, and says in one sentence what concerns the rest: a name
+// that the student's package and the hidden tests both declare is "a name
+// the grader uses", without saying which or where; an error in the tests
+// (a changed signature) is one sentence, without quoting them.
+func (r *redactor) compilerMessages(s string, studentFiles []string) string {
+	var out []string
+	said := map[string]bool{}
+	say := func(l string) {
+		if !said[l] {
+			said[l] = true
+			out = append(out, l)
+		}
+	}
+	lines := strings.Split(s, "\n")
+	keepNotes := true // the notes below an error go with it
+	for i, l := range lines {
+		m := compilerError.FindStringSubmatch(l)
+		if !strings.HasPrefix(l, "\t") {
+			keepNotes = m == nil || contains(studentFiles, filepath.Base(m[1])) && !nameClash.MatchString(m[2])
+		}
+		switch {
+		case m == nil && strings.HasPrefix(l, "\t"):
+			// A note on the line above: "other declaration of x" points
+			// into the package's other files; "imports x from sum.go"
+			// says why a package cannot be loaded.
+			if n := compilerError.FindStringSubmatch(l[1:]); keepNotes && (n == nil || contains(studentFiles, filepath.Base(n[1]))) {
+				out = append(out, l)
+			}
+			continue
+		case m == nil:
+			say(l)
+		case !contains(studentFiles, filepath.Base(m[1])) && nameClash.MatchString(m[2]):
+			// Reported where the tests declare it; the note below says
+			// where the student does.
+			loc := "your code"
+			if i+1 < len(lines) {
+				if n := compilerError.FindStringSubmatch(strings.TrimPrefix(lines[i+1], "\t")); n != nil && contains(studentFiles, filepath.Base(n[1])) {
+					loc, _, _ = strings.Cut(strings.TrimPrefix(lines[i+1], "\t"), ": ")
+				}
+			}
+			say(loc + ": your package declares a name the grader uses; rename it")
+		case !contains(studentFiles, filepath.Base(m[1])):
+			say("the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use")
+		case nameClash.MatchString(m[2]):
+			loc, _, _ := strings.Cut(l, ": ")
+			say(loc + ": your package declares a name the grader uses; rename it")
+		default:
+			say(l)
+		}
+	}
+	return r.clean(strings.Join(out, "\n"))
+}
+
+var nameClash = regexp.MustCompile(`redeclared|already declared|other declaration of|field and method with the same name|duplicate method`)
+
+// stripControl removes the characters that a terminal or a viewer obeys
+// instead of showing: C0 controls but newline and tab (carriage return,
+// escape), DEL, C1 controls and Unicode's bidirectional overrides. A
+// student's output could otherwise redraw a failing line as a passing one.
+func stripControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f,
+			r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069:
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func truncate(s string, n int) string {
@@ -387,6 +576,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// nonTest returns the files that are not tests.
+func nonTest(files []source) []source {
+	var out []source
+	for _, f := range files {
+		if !strings.HasSuffix(f.name, "_test.go") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func allNil(m map[string][]byte) bool {
@@ -444,7 +653,7 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	defer os.RemoveAll(built.workDir)
 	if built.bin == nil {
 		res.Status = "compile_error"
-		res.Output = "Your code does not compile:\n" + indent(built.errors)
+		res.Output = stripControl("Your code does not compile:\n" + indent(built.errors))
 	}
 	limits := limitsFor(ex.Spec)
 	for _, name := range names {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,13 @@ var hostileCases = []hostileCase{
 	{"wrong-package", onlyReverse, "declares package main; the exercise's package is toy", false},
 	{"output-flood", onlyReverse, "printed more than", false},
 	{"goexit", onlyReverse, "", false},
+	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
+	{"proc-mem", onlyReverse, "", true},
+	{"escapes", onlyReverse, "✓ TestSum 3/3", false},
+	{"self-import", nothing, "import cycle not allowed", false},
+	{"line-import", onlyReverse, "", false},
+	{"name-clash", onlyReverse, "your package declares a name the grader uses", false},
+	{"signature", nothing, "the grader's tests do not compile with your code", false},
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
@@ -286,16 +294,24 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 		if hc.feedback != "" {
 			assert.Contains(t, text, hc.feedback, hc.name)
 		}
+		// Nothing a terminal obeys reaches the feedback.
+		for _, r := range text {
+			ok := r == '\n' || r == '\t' || r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) && (r < 0x202a || r > 0x202e)
+			assert.True(t, ok, "%s: control character %U in the feedback", hc.name, r)
+		}
 		// The hidden tests' source never reaches the feedback.
 		assert.NotContains(t, text, "secretMarkerOfTheHiddenTests", hc.name)
 		assert.NotContains(t, text, "func TestSumEmpty", hc.name)
+		// Nor a hidden file's name or line, nor a name only they declare.
+		assert.NotContains(t, text, "hidden_test.go", hc.name)
+		assert.NotContains(t, text, "tallyOfTheHiddenTests", hc.name)
 	}
 	if os.Geteuid() == 0 {
 		// Every uid that no grader holds now has no process left; a uid
 		// another grader on this machine holds is its business.
 		for i := range uidCount {
 			uid := uidBase + i
-			lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+			lock, err := openUIDLock(uid)
 			require.NoError(t, err)
 			if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 				assert.Zero(t, liveTasks(uid), "processes of uid %d outlived grading", uid)
@@ -363,22 +379,70 @@ func TestRelease(t *testing.T) {
 	assert.ErrorContains(t, err, "not empty")
 	_, err = c.Release(filepath.Join(c.Root, "inside"))
 	assert.ErrorContains(t, err, "inside the course")
+	// A symlink that leads into the course, or a path through one.
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(filepath.Join(c.Root, "exercises"), link))
+	for _, p := range []string{link, filepath.Join(link, "new", "student")} {
+		_, err = c.Release(p)
+		assert.ErrorContains(t, err, "inside the course", p)
+	}
+	assert.NoDirExists(t, filepath.Join(c.Root, "exercises", "new"))
 }
 
 func TestRedactor(t *testing.T) {
-	r := newRedactor([]source{{"h_test.go", []byte("package toy\n\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n")}})
-	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom")
-	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\ntoy/h_test.go:3: boom", got)
+	r := newRedactor("toy", []source{{"h_test.go", []byte("package toy\n\nfunc helperOfH() {\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n\nfunc TestH(t *testing.T) {}\n")}}, []string{"TestH"})
+	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom\n" +
+		"toy.helperOfH(...)\n\th_test.go:4 +0x1d\ntoy.TestH(0xc000)\n\tzz_grader_main_0123abcd_test.go:12")
+	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\n[hidden test]: boom\n"+
+		"[hidden](...)\n\t[hidden test] +0x1d\ntoy.TestH(0xc000)\n\t[hidden test]", got)
+
+	msgs := r.compilerMessages("sum.go:3:6: helperOfH redeclared in this block\n\th_test.go:3:6: other declaration of helperOfH\n"+
+		"h_test.go:3:6: helperOfH redeclared in this block\n\tsum.go:3:6: other declaration of helperOfH\n"+
+		"sum.go:9:2: undefined: x\nh_test.go:7:9: not enough arguments in call to Sum\n\thave ()\n\twant ([]int)\nh_test.go:8:9: undefined: Total", []string{"sum.go"})
+	assert.Equal(t, "sum.go:3:6: your package declares a name the grader uses; rename it\nsum.go:9:2: undefined: x\n"+
+		"the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use", msgs)
 }
 
-func TestParseEvents(t *testing.T) {
-	out := "\x16=== RUN   TestA\nhello\n    a_test.go:3: bad\n\x16--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n\x16FAIL\n"
-	events := parseEvents([]byte(out))
-	text, passed, ran := testOutput(events, "TestA")
-	assert.True(t, ran)
-	assert.False(t, passed, "an unmarked PASS line is output, not an event")
-	assert.Equal(t, "hello\n    a_test.go:3: bad\n", text)
-	assert.Equal(t, "--- PASS: TestA (0.00s)\n", outsideOutput(events))
+func TestTestLog(t *testing.T) {
+	out := "\x16=== RUN   TestA\nhello\n    a_test.go:3: bad\n\x16--- FAIL: TestA (0.00s)\n--- PASS: TestA (0.00s)\n\x16FAIL\npanic: test timed out after 3s"
+	// However the output is cut into pieces, it reads the same.
+	for _, size := range []int{1, 7, len(out)} {
+		l := newTestLog("TestA")
+		for s := out; s != ""; s = s[min(size, len(s)):] {
+			l.Write([]byte(s[:min(size, len(s))]))
+		}
+		l.Close()
+		assert.True(t, l.ran)
+		assert.False(t, l.passed, "an unmarked PASS line is output, not an event")
+		assert.Equal(t, "hello\n    a_test.go:3: bad\n", l.text.String())
+		assert.Equal(t, "--- PASS: TestA (0.00s)\npanic: test timed out after 3s", l.outside.String())
+		assert.True(t, l.saw(msgTimedOut))
+		assert.False(t, l.saw(msgExit0))
+	}
+}
+
+func TestHeadTail(t *testing.T) {
+	h := headTail{keep: 16}
+	h.Write([]byte("abc\ndefgh\n"))
+	assert.Equal(t, "abc\ndefgh\n", h.String())
+	h.Write([]byte("123456789\nijklmnopqr\nxyz\n"))
+	// Only whole lines are kept on each side of the cut.
+	assert.Equal(t, "abc\n[... 27 bytes cut ...]\nxyz\n", h.String())
+}
+
+// A test printing as much as it may costs the grader little memory and
+// time: the output is parsed as it comes and only a bounded part kept.
+func BenchmarkTestLogFlood(b *testing.B) {
+	line := []byte("\x16=== RUN   TestA\n" + strings.Repeat("flood flood flood flood flood flood flood\n", 100))
+	b.SetBytes(4 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		l := newTestLog("TestA")
+		for n := 0; n < 4<<20; n += len(line) {
+			l.Write(line)
+		}
+		l.Close()
+	}
 }
 
 func TestCheckStudentFile(t *testing.T) {
@@ -400,4 +464,144 @@ func TestCheckStudentFile(t *testing.T) {
 			assert.Contains(t, got, tc.want, tc.src)
 		}
 	}
+}
+
+// Reflect hands out unsafe pointers without naming unsafe, also through a
+// value of a reflect type that another package returns: the type check
+// refuses every use of reflect and unsafe, whatever the imports say.
+func TestUnsafeUses(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxLimits)
+	given, err := os.ReadFile(filepath.Join(c.Root, "exercises", "01-toy", "given.go"))
+	require.NoError(t, err)
+	for _, tc := range []struct{ src, want string }{
+		{"package toy\n\nimport \"fmt\"\n\nfunc Sum(xs []int) (int, error) { return len(fmt.Sprint(xs)), nil }\n", ""},
+		{`package toy
+
+import "encoding/json"
+
+func Sum(xs []int) (int, error) {
+	var n int
+	err := json.Unmarshal([]byte("\"x\""), &n)
+	if e, ok := err.(*json.UnmarshalTypeError); ok {
+		if e.Type.Method(0).Func.UnsafePointer() != nil {
+			return 1, nil
+		}
+	}
+	return 0, nil
+}
+`, "uses a value of type unsafe.Pointer (line 9)"},
+		{`package toy
+
+import "encoding/json"
+
+func Sum(xs []int) (int, error) {
+	var e json.UnmarshalTypeError
+	f := e.Type
+	_ = f
+	return 0, nil
+}
+`, "reflect.Type"},
+		{"package toy\n\nimport \"reflect\"\n\nfunc Sum(xs []int) (int, error) { return int(reflect.ValueOf(&xs).Pointer()), nil }\n", "uses a value of type reflect.Value (line 5)"},
+		{"package toy\n\nimport \"unsafe\"\n\nfunc Sum(xs []int) (int, error) { return int(uintptr(unsafe.Pointer(&xs))), nil }\n", "uses a value of type unsafe.Pointer (line 5)"},
+	} {
+		problems, err := g.builder().unsafeUses(context.Background(), "toy",
+			[]source{{"given.go", given}, {"sum.go", []byte(tc.src)}}, []string{"sum.go"})
+		require.NoError(t, err)
+		if tc.want == "" {
+			assert.Empty(t, problems, tc.src)
+		} else {
+			assert.Contains(t, problems["sum.go"], tc.want, tc.src)
+		}
+	}
+}
+
+func TestStripControl(t *testing.T) {
+	assert.Equal(t, "a\tb\n✓ é[2K", stripControl("a\tb\r\n\x1b✓ é\u009b\x7f\u202e[2K\x00"))
+}
+
+// Folder names that a spreadsheet would run as formulas, or that a CSV
+// reader would read back otherwise, are each one row, graded once.
+func TestBatchOddNames(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := t.TempDir()
+	names := []string{`=HYPERLINK("https:x","y")`, "+1", "a\r\nb", "'@x"}
+	for _, n := range names {
+		// An empty folder: graded as the stub, nothing is built.
+		require.NoError(t, os.Mkdir(filepath.Join(subs, n), 0o755))
+	}
+	csvPath := filepath.Join(t.TempDir(), "grades.csv")
+	for run, want := range []BatchSummary{{Graded: 4}, {Skipped: 4}} {
+		sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath})
+		require.NoError(t, err)
+		assert.Equal(t, want, sum, "run %d", run)
+	}
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, records, 1+len(names))
+	var got []string
+	for _, r := range records[1:] {
+		assert.NotContains(t, "=+-@", r[0][:1], "a formula cell: %q", r[0])
+		got = append(got, fromCSVName(r[0]))
+	}
+	assert.ElementsMatch(t, names, got)
+}
+
+func TestCSVName(t *testing.T) {
+	for _, name := range []string{"alice", "", "=1+1", "-", "'", "''x", `"q"`, `'"q"`, "a\r\nb", "\tx", "é\x7f", `'"a\r"`} {
+		assert.Equal(t, name, fromCSVName(csvName(name)), "%q → %q", name, csvName(name))
+	}
+	assert.Equal(t, "'=1+1", csvName("=1+1"))
+}
+
+// A submission printing nearly the 4 MiB a test may print, in short lines,
+// in every test: the grader reads it as it comes and keeps a bounded part,
+// so what it allocates stays far below the output's size (it once held
+// the whole output several times over and matched every line against
+// every line of the hidden tests).
+func TestOutputCostsLittle(t *testing.T) {
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "output-4mib"}})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "output-4mib"))
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	require.Equal(t, 3, res.Score, "%+v", res)
+	assert.Contains(t, res.Tests[0].Output, "bytes cut")
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB", allocated>>20)
+	assert.Less(t, allocated, uint64(48<<20)) // about 200 MiB when it kept and copied the whole output
+}
+
+// Compiling is limited too: a few lines of doubling constants would drive
+// the compiler to terabytes. A build past its limits does not compile: a
+// grade of zero, not the grader's failure.
+func TestCompilerLimits(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	g.Build = BuildLimits{Memory: 1 << 30, Time: 2 * time.Minute}
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "compiler-bomb"}})
+	start := time.Now()
+	res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "compiler-bomb"))
+	require.NoError(t, err)
+	assert.Equal(t, "compile_error", res.Status, res.Output)
+	assert.Zero(t, res.Score)
+	assert.Contains(t, res.Output, "the compiler went past its limits (1024 MiB")
+	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), res.Output)
 }

@@ -67,11 +67,15 @@ func instructorOnly(rel string) bool {
 // not exist yet or be empty: every file but the solutions and the hidden
 // tests. It returns the number of files written.
 func (c *Course) Release(out string) (int, error) {
-	abs, err := filepath.Abs(out)
+	abs, err := resolvePath(out)
 	if err != nil {
 		return 0, fmt.Errorf("grader: %w", err)
 	}
-	if abs == c.Root || strings.HasPrefix(abs, c.Root+string(filepath.Separator)) {
+	root, err := resolvePath(c.Root)
+	if err != nil {
+		return 0, fmt.Errorf("grader: %w", err)
+	}
+	if abs == root || strings.HasPrefix(abs, root+string(filepath.Separator)) {
 		return 0, fmt.Errorf("grader: %s is inside the course; write the student edition elsewhere", abs)
 	}
 	if entries, err := os.ReadDir(abs); err == nil && len(entries) > 0 {
@@ -94,6 +98,27 @@ func (c *Course) Release(out string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// resolvePath is path made absolute with every symlink resolved, also
+// where its last parts do not exist yet.
+func resolvePath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest), nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if filepath.Dir(dir) == dir {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // copyFile copies src to dst atomically, keeping its permission bits.

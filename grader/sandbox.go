@@ -52,6 +52,12 @@ type Limits struct {
 	Procs        int           // RLIMIT_NPROC, beyond what the uid runs already
 	FileSize     int64         // RLIMIT_FSIZE, bytes; also the size of the private tmpfs
 	Output       int64         // bytes of output kept; a process printing more is killed
+	// Serial runs the test's goroutines one at a time, switching only
+	// where they call a function (GOMAXPROCS=1, no asynchronous
+	// preemption): a data race can then not tear a multi-word value (an
+	// interface, a slice) into one that points at memory the code was
+	// not handed.
+	Serial bool
 }
 
 func limitsFor(spec *Spec) Limits {
@@ -80,13 +86,18 @@ type Sandbox struct {
 	probeErr error
 
 	uids chan int // dedicated uids for tests when the grader is root
+
+	cgroups   *cgroups // per-test limits when root and cgroups can be written
+	cgroupErr error    // why not
 }
 
 // uidBase is the first of the uids that tests run as when the grader runs
 // as root: a range that no distribution allocates, one uid per concurrent
 // test, so a leftover process can be found and killed by its uid.
+// (Graders that kept their locks in /tmp used 0x70000000 on: the two never
+// share a uid.)
 const (
-	uidBase  = 0x70000000
+	uidBase  = 0x70010000
 	uidCount = 64
 )
 
@@ -103,6 +114,7 @@ func NewSandbox(mode SandboxMode, notices io.Writer, hide ...string) (*Sandbox, 
 	}
 	s := &Sandbox{mode: mode, notices: notices, prlimit: prlimit, hide: hide}
 	if os.Geteuid() == 0 {
+		s.cgroups, s.cgroupErr = findCgroups()
 		s.uids = make(chan int, uidCount)
 		for i := range uidCount {
 			s.uids <- uidBase + i
@@ -123,6 +135,9 @@ func (s *Sandbox) Describe() string {
 	parts = append(parts, "rlimits", "timeout")
 	if s.uids != nil {
 		parts = append(parts, "unprivileged uid")
+	}
+	if s.cgroups != nil {
+		parts = append(parts, "a cgroup per test (memory and processes of all its processes together)")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -178,22 +193,30 @@ func (s *Sandbox) Usable() error {
 	return nil
 }
 
+// shmSize is the size of /dev/shm in bubblewrap: the course uses no
+// shared memory.
+const shmSize = 4 << 20
+
 // run is one process to run: the binary (alone in its folder) and its
 // arguments.
 type run struct {
 	binary string
 	args   []string
 	limits Limits
+	// output receives what the process prints, as it comes, up to
+	// Limits.Output bytes; when nil, outcome.output keeps it.
+	output io.Writer
 }
 
 // outcome is what a process did.
 type outcome struct {
-	exitCode int // -1 when killed by a signal
-	signal   syscall.Signal
-	timedOut bool
-	flooded  bool // printed more than Limits.Output
-	output   []byte
-	elapsed  time.Duration
+	exitCode  int // -1 when killed by a signal
+	signal    syscall.Signal
+	timedOut  bool
+	flooded   bool // printed more than Limits.Output
+	oomKilled bool // a process was killed for the memory of the test as a whole
+	output    []byte
+	elapsed   time.Duration
 }
 
 // Run runs r and waits for it, its children and the grader's clean-up.
@@ -211,20 +234,23 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 		defer release()
 	}
-	// Without bubblewrap the test works in a private folder of its own
-	// (with it, in a private tmpfs).
-	private := ""
-	if s.bwrap == "" {
-		var err error
-		if private, err = os.MkdirTemp(tempBase(), "grader-run-"); err != nil {
+	// The test runs its binary from a private folder (0700, its uid's)
+	// that holds a link to it: no other test, finding the path in
+	// /proc/PID/cmdline, can run it. Without bubblewrap the test works in
+	// that folder too (with it, in a private tmpfs).
+	private, err := os.MkdirTemp(tempBase(), "grader-run-")
+	if err != nil {
+		return outcome{}, fmt.Errorf("grader: %w", err)
+	}
+	defer os.RemoveAll(private)
+	if uid >= 0 {
+		if err := os.Chown(private, uid, uid); err != nil {
 			return outcome{}, fmt.Errorf("grader: %w", err)
 		}
-		defer os.RemoveAll(private)
-		if uid >= 0 {
-			if err := os.Chown(private, uid, uid); err != nil {
-				return outcome{}, fmt.Errorf("grader: %w", err)
-			}
-		}
+	}
+	binary := filepath.Join(private, filepath.Base(r.binary))
+	if err := os.Link(r.binary, binary); err != nil {
+		return outcome{}, fmt.Errorf("grader: %w", err)
 	}
 
 	// RLIMIT_NPROC counts every task of the real uid, zombies included
@@ -245,9 +271,15 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		"--core=0",
 		"--"}
 	dir := private
-	env := []string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	// The test sees this environment and nothing of the grader's: not
+	// even bwrap, whose own environment a test could read in
+	// /proc/1/environ, gets more.
+	var extra []string
+	if r.limits.Serial {
+		extra = []string{"GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1"}
+	}
+	env := append([]string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, extra...)
 	if s.bwrap != "" {
-		binDir := filepath.Dir(r.binary)
 		argv = append(argv, s.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
 			"--uid", "65534", "--gid", "65534", "--hostname", "grader")
 		for _, d := range []string{"/usr", "/bin", "/lib", "/lib64", "/etc"} {
@@ -255,16 +287,26 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 		for _, h := range s.hide {
 			if isUnder(h, "/usr", "/bin", "/lib", "/lib64", "/etc") {
-				argv = append(argv, "--tmpfs", h)
+				argv = append(argv, "--size", "4096", "--tmpfs", h, "--remount-ro", h)
 			}
 		}
-		argv = append(argv, "--ro-bind", binDir, "/grader", "--proc", "/proc", "--dev", "/dev",
-			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp", "--chdir", "/tmp",
+		// Every tmpfs has a size, and the ones not meant for writing (the
+		// root, /dev) are read-only: tmpfs pages are memory that no
+		// rlimit counts.
+		argv = append(argv, "--ro-bind", private, "/grader", "--proc", "/proc", "--dev", "/dev",
+			"--size", strconv.FormatInt(shmSize, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp",
+			"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
 			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
-			"--setenv", "LANG", "C.UTF-8", "/grader/"+filepath.Base(r.binary))
-		dir, env = "/", nil
+			"--setenv", "LANG", "C.UTF-8")
+		for _, kv := range extra {
+			k, v, _ := strings.Cut(kv, "=")
+			argv = append(argv, "--setenv", k, v)
+		}
+		argv = append(argv, "/grader/"+filepath.Base(binary))
+		dir, env = "/", []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	} else {
-		argv = append(argv, r.binary)
+		argv = append(argv, binary)
 	}
 	argv = append(argv, r.args...)
 
@@ -281,7 +323,18 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	startCmd := cmd.Start
+	var cg *testCgroup
+	if s.cgroups != nil && uid >= 0 {
+		if cg, err = s.cgroups.newTest(uid, r.limits.AddressSpace, r.limits.Procs); err != nil {
+			pr.Close()
+			pw.Close()
+			return outcome{}, err
+		}
+		defer cg.remove()
+		startCmd = func() error { return cg.start(cmd) }
+	}
+	if err := startCmd(); err != nil {
 		pr.Close()
 		pw.Close()
 		return outcome{}, fmt.Errorf("grader: starting the test process: %w", err)
@@ -299,7 +352,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		out.output, out.flooded = readCapped(pr, r.limits.Output)
+		out.output, out.flooded = readCapped(pr, r.limits.Output, r.output)
 		if out.flooded {
 			killAll()
 		}
@@ -336,6 +389,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		<-readDone
 	}
 	out.exitCode = cmd.ProcessState.ExitCode()
+	out.oomKilled = cg != nil && cg.oomKilled()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		out.signal = ws.Signal()
 	}
@@ -361,7 +415,7 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 		case <-ctx.Done():
 			return 0, nil, ctx.Err()
 		}
-		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uid)), os.O_CREATE|os.O_RDWR, 0o600)
+		lock, err := openUIDLock(uid)
 		if err != nil {
 			s.uids <- uid
 			return 0, nil, fmt.Errorf("grader: %w", err)
@@ -387,10 +441,48 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 	}
 }
 
-// readCapped reads r until EOF or limit bytes, and says whether there was more.
-func readCapped(r io.Reader, limit int64) ([]byte, bool) {
-	var buf bytes.Buffer
-	n, _ := io.Copy(&buf, io.LimitReader(r, limit+1))
+// lockDir holds the lock files of the pool's uids: root's alone (0700), in
+// /run, where no other user can plant a file, a symlink or a lock before
+// the grader does.
+var lockDir = "/run/gpumem-grader"
+
+// openUIDLock opens (creating it) the lock file of uid in lockDir, which
+// must be a folder of root's, closed to others; no symlink is followed.
+func openUIDLock(uid int) (*os.File, error) {
+	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("grader: the lock folder: %w", err)
+	}
+	dfd, err := syscall.Open(lockDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+	}
+	defer syscall.Close(dfd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(dfd, &st); err != nil {
+		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+	}
+	if st.Uid != 0 || st.Mode&0o077 != 0 {
+		return nil, fmt.Errorf("grader: the lock folder %s must be root's and closed to others (mode 0700); it is uid %d's, mode %o", lockDir, st.Uid, st.Mode&0o777)
+	}
+	fd, err := syscall.Openat(dfd, fmt.Sprintf("uid-%d.lock", uid), syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("grader: the lock file of uid %d: %w", uid, err)
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uid))), nil
+}
+
+// readCapped copies r to w until EOF or limit bytes, and says whether
+// there was more; when w is nil, it returns what it read.
+func readCapped(r io.Reader, limit int64, w io.Writer) ([]byte, bool) {
+	var buf *bytes.Buffer
+	if w == nil {
+		buf = &bytes.Buffer{}
+		w = buf
+	}
+	n, _ := io.Copy(w, io.LimitReader(r, limit+1))
+	if buf == nil {
+		return nil, n > limit
+	}
 	if n > limit {
 		return buf.Bytes()[:limit], true
 	}
@@ -453,9 +545,10 @@ func chargedTasks(uid int) int {
 }
 
 // killUID kills every process of uid, again until none is left (a fork
-// bomb keeps forking while it is being killed).
+// bomb keeps forking while it is being killed, and a killed process can
+// take a while to die on a busy machine), for at most about 5 s.
 func killUID(uid int) {
-	for range 100 {
+	for i := range 600 {
 		found := false
 		procUIDs(func(pid, u, _ int, zombie bool) {
 			if u == uid && !zombie {
@@ -466,6 +559,6 @@ func killUID(uid int) {
 		if !found {
 			return
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Duration(1+i/100*2) * time.Millisecond)
 	}
 }

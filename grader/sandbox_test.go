@@ -88,3 +88,232 @@ func liveTasks(uid int) int {
 	})
 	return n
 }
+
+// A secret in the grader's environment reaches no test: not through its
+// own environment, nor through /proc (in bubblewrap /proc/1 is bwrap,
+// which the grader starts).
+func TestSandboxEnvironment(t *testing.T) {
+	t.Setenv("GRADER_SECRET_TOKEN", "tok-4f9c1d")
+	modes := []SandboxMode{SandboxAuto}
+	if os.Geteuid() == 0 {
+		// Without namespaces only a separate uid keeps /proc/PID/environ
+		// of the grader closed.
+		modes = append(modes, SandboxLimits)
+	}
+	for _, mode := range modes {
+		t.Run(fmt.Sprint(mode), func(t *testing.T) {
+			s, err := NewSandbox(mode, nil)
+			require.NoError(t, err)
+			dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			require.NoError(t, os.Chmod(dir, 0o755)) // the uid must reach the script
+			script := filepath.Join(dir, "env")
+			require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nenv\nfor f in /proc/[0-9]*/environ; do cat $f; done 2>/dev/null\necho done\n"), 0o755))
+			out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+				Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+				AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 20, Serial: true,
+			}})
+			require.NoError(t, err)
+			assert.Contains(t, string(out.output), "GOMAXPROCS=1")
+			assert.Contains(t, string(out.output), "done")
+			assert.NotContains(t, string(out.output), "tok-4f9c1d")
+		})
+	}
+}
+
+// The pool's lock files live in a folder of root's that nobody else can
+// prepare: what a student plants where they used to be (/tmp) is ignored,
+// and a lock folder that is not root's and closed, or a symlink, is
+// refused rather than followed.
+func TestSandboxLockFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the pool of uids is used only by a grader running as root")
+	}
+	// A student's plants at the old place: symlinks to a folder, and
+	// files held locked by another process.
+	target := t.TempDir()
+	var held []*os.File
+	for i := range uidCount {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("grader-uid-%d.lock", uidBase+i))
+		if _, err := os.Lstat(path); err == nil {
+			continue // a real grader's of before: leave it
+		}
+		if i%2 == 0 {
+			require.NoError(t, os.Symlink(target, path))
+			t.Cleanup(func() { os.Remove(path) })
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+		require.NoError(t, err)
+		t.Cleanup(func() { os.Remove(path) })
+		held = append(held, f)
+		require.NoError(t, exec.Command("flock", "-n", path, "true").Run()) // free now
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	}
+	t.Cleanup(func() {
+		for _, f := range held {
+			f.Close()
+		}
+	})
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := s.Run(ctx, run{binary: "/bin/true", limits: Limits{
+		Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err, "a student's plants in /tmp stopped the grader")
+	assert.Zero(t, out.exitCode)
+	entries, err := os.ReadDir(target)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "root created files through a planted symlink")
+
+	// The lock folder itself: a symlink, or a folder open to others, is
+	// refused.
+	saved := lockDir
+	t.Cleanup(func() { lockDir = saved })
+	dir := t.TempDir()
+	lockDir = filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(target, lockDir))
+	_, err = openUIDLock(uidBase)
+	assert.Error(t, err)
+	lockDir = filepath.Join(dir, "open")
+	require.NoError(t, os.Mkdir(lockDir, 0o777))
+	require.NoError(t, os.Chmod(lockDir, 0o777))
+	_, err = openUIDLock(uidBase)
+	assert.ErrorContains(t, err, "closed to others")
+	// A symlink planted inside is not followed.
+	require.NoError(t, os.Chmod(lockDir, 0o700))
+	require.NoError(t, os.Symlink(filepath.Join(target, "made"), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uidBase))))
+	_, err = openUIDLock(uidBase)
+	assert.Error(t, err)
+	assert.NoFileExists(t, filepath.Join(target, "made"))
+}
+
+// Without namespaces a test sees every process in /proc, with its command
+// line: another test's binary must still be out of its reach.
+func TestSandboxOtherTestsBinary(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: tests run as separate uids only when the grader is root")
+	}
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	victim := filepath.Join(dir, "victim-7d1e")
+	require.NoError(t, os.WriteFile(victim, []byte("#!/bin/sh\necho ran as $(id -u)\n/bin/sleep 3\n"), 0o755))
+	thief := filepath.Join(dir, "thief")
+	require.NoError(t, os.WriteFile(thief, []byte(`#!/bin/sh
+for i in $(seq 1 40); do
+	f=$(grep -l 'victim-7d1[e]' /proc/[0-9]*/cmdline 2>/dev/null | head -1)
+	if [ -n "$f" ]; then
+		p=$(tr '\0' '\n' < $f | grep 'victim-7d1[e]' | head -1)
+		echo "found $p"
+		"$p"
+		exit 0
+	fi
+	sleep 0.05
+done
+echo "not found"
+`), 0o755))
+	limits := Limits{Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16}
+	done := make(chan outcome, 1)
+	go func() {
+		out, _ := s.Run(context.Background(), run{binary: victim, limits: limits})
+		done <- out
+	}()
+	out, err := s.Run(context.Background(), run{binary: thief, limits: limits})
+	require.NoError(t, err)
+	assert.Contains(t, string(out.output), "found", "the thief did not see the victim: the test proves nothing")
+	assert.NotContains(t, string(out.output), "ran as", "a test ran another test's binary")
+	v := <-done
+	assert.Contains(t, string(v.output), "ran as")
+}
+
+// In bubblewrap every tmpfs is sized and only /tmp and /dev/shm are
+// writable: tmpfs pages are memory that no rlimit counts.
+func TestSandboxTmpfsSized(t *testing.T) {
+	s, err := NewSandbox(SandboxAuto, nil)
+	require.NoError(t, err)
+	if !s.Namespaced() {
+		t.Skip("bubblewrap cannot run here")
+	}
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	script := filepath.Join(dir, "fill")
+	// Files of 4 MiB each (under the file size limit), until one fails.
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+for d in / /dev /dev/shm /tmp /grader; do
+	n=0
+	while [ $n -lt 8 ] && head -c 4194304 /dev/zero 2>/dev/null > $d/fill-$n; do n=$((n+1)); done
+	echo "$d $n"
+done
+`), 0o755))
+	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 1 << 30, Procs: 16, FileSize: 8 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	files := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out.output)), "\n") {
+		var d string
+		var n int
+		if _, err := fmt.Sscan(line, &d, &n); err == nil {
+			files[d] = n
+		}
+	}
+	assert.Equal(t, map[string]int{"/": 0, "/dev": 0, "/dev/shm": shmSize / (4 << 20), "/tmp": 2, "/grader": 0}, files, "%s", out.output)
+}
+
+// Memory is limited for a test as a whole where cgroups can be used:
+// children that each stay under the address-space limit but together go
+// past it are killed. (Elsewhere only each process is limited: the
+// README says so.)
+func TestSandboxCgroupMemory(t *testing.T) {
+	s, err := NewSandbox(SandboxLimits, nil)
+	require.NoError(t, err)
+	if s.cgroups == nil {
+		t.Skipf("no cgroups here: %v", s.cgroupErr)
+	}
+	python := "/usr/bin/python3" // the system's: root's own may live where the test's uid cannot go
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	script := filepath.Join(dir, "hogs")
+	// Four children of 200 MiB each against 512 MiB for the test.
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+for i in 1 2 3 4; do
+	`+python+` -c "import time; b = b'a' * (200 << 20); time.sleep(2); print('held')" &
+done
+wait
+`), 0o755))
+	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	held := strings.Count(string(out.output), "held")
+	assert.Less(t, held, 4, "four children held 800 MiB against 512 MiB: %s", out.output)
+	assert.True(t, out.oomKilled)
+	// A test within the limit is not disturbed.
+	one := filepath.Join(dir, "one")
+	require.NoError(t, os.WriteFile(one, []byte("#!/bin/sh\n"+python+" -c \"b = b'a' * (100 << 20); print('held')\"\n"), 0o755))
+	out, err = s.Run(context.Background(), run{binary: one, limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	assert.Contains(t, string(out.output), "held")
+	assert.False(t, out.oomKilled)
+}

@@ -13,6 +13,7 @@ func TestSum(t *testing.T) {
 		want int
 	}{{[]int{1, 2, 3}, 6}, {[]int{-4, 4, 10}, 10}, {sample(), 14}} {
 		got, err := Sum(tc.xs)
+		_ = tallyOfTheHiddenTests(tc.xs)
 		require.NoError(t, err, "Sum(%v)", tc.xs)
 		require.Equal(t, tc.want, got, "Sum(%v)", tc.xs)
 	}
@@ -33,4 +34,14 @@ func TestReverse(t *testing.T) {
 		require.NoError(t, Reverse(xs), "Reverse(%v)", xs)
 		require.Equal(t, want, xs, "Reverse")
 	}
+}
+
+// tallyOfTheHiddenTests is a helper that only the hidden tests declare: a
+// submission declaring the same name must not learn where it is.
+func tallyOfTheHiddenTests(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
