@@ -89,7 +89,8 @@ func (o *SGD) Step() {
 
 func (o *SGD) update(p *tensor.Tensor, c SGDConfig) {
 	d := withDecay(p.Grad(), p, c.WeightDecay)
-	defer d.Release()
+	// d changes below: the deferred call releases the last one.
+	defer func() { d.Release() }()
 	if c.Momentum != 0 {
 		buf, ok := o.buf[p]
 		if !ok {
