@@ -32,8 +32,8 @@ func (c AdamConfig) validate() error {
 	if err := checkLR(c.LR); err != nil {
 		return err
 	}
-	if c.Eps < 0 || math.IsNaN(c.Eps) {
-		return fmt.Errorf("Invalid epsilon value: %v", c.Eps)
+	if err := checkFinite("epsilon value", c.Eps); err != nil {
+		return err
 	}
 	for i, b := range c.Betas {
 		if b < 0 || b >= 1 || math.IsNaN(b) {
@@ -166,8 +166,9 @@ func (o *Adam) Groups() int { return len(o.groups) }
 // LR is group g's learning rate.
 func (o *Adam) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
 
-// SetLR changes group g's learning rate.
-func (o *Adam) SetLR(g int, lr float64) { checkGroup(len(o.groups), g); o.groups[g].Config.LR = lr }
+// SetLR changes group g's learning rate; a negative, NaN or infinite lr
+// panics with an *Error.
+func (o *Adam) SetLR(g int, lr float64) { checkSetLR(len(o.groups), g, lr); o.groups[g].Config.LR = lr }
 
 // Params returns the parameters of every group in order.
 func (o *Adam) Params() []*tensor.Tensor { return groupParams(o.groups) }

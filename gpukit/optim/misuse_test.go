@@ -1,11 +1,15 @@
 package optim_test
 
 import (
+	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/safetensors"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -55,4 +59,147 @@ func TestOptimizerMemoryIsFlatAfterFirstStep(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Settings that would make the update NaN, or stall it, are refused with
+// the package's error, at construction and when loaded from a file.
+func TestInvalidSettingsAreRefused(t *testing.T) {
+	dev := newDev(t)
+	p := tensor.Ones([]int{2}, tensor.On(dev), tensor.RequiresGrad())
+	nan, inf := math.NaN(), math.Inf(1)
+	sgd := []struct {
+		name string
+		cfg  optim.SGDConfig
+		want string
+	}{
+		{"MomentumNaN", optim.SGDConfig{LR: 0.1, Momentum: nan}, "Invalid momentum value: NaN"},
+		{"MomentumInf", optim.SGDConfig{LR: 0.1, Momentum: inf}, "Invalid momentum value: +Inf"},
+		{"DampeningNegative", optim.SGDConfig{LR: 0.1, Momentum: 0.9, Dampening: -1}, "Invalid dampening value: -1"},
+		{"DampeningNaN", optim.SGDConfig{LR: 0.1, Momentum: 0.9, Dampening: nan}, "Invalid dampening value: NaN"},
+		{"WeightDecayInf", optim.SGDConfig{LR: 0.1, WeightDecay: inf}, "Invalid weight_decay value: +Inf"},
+	}
+	for _, tc := range sgd {
+		t.Run("SGD"+tc.name, func(t *testing.T) {
+			_, err := optim.NewSGD([]*tensor.Tensor{p}, tc.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "optim: ")
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	adam := []struct {
+		name string
+		edit func(*optim.AdamConfig)
+		want string
+	}{
+		{"EpsInf", func(c *optim.AdamConfig) { c.Eps = inf }, "Invalid epsilon value: +Inf"},
+		{"WeightDecayInf", func(c *optim.AdamConfig) { c.WeightDecay = inf }, "Invalid weight_decay value: +Inf"},
+	}
+	for _, tc := range adam {
+		t.Run("Adam"+tc.name, func(t *testing.T) {
+			c := optim.DefaultAdam()
+			tc.edit(&c)
+			_, err := optim.NewAdam([]*tensor.Tensor{p}, c)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	opt, err := optim.NewSGD([]*tensor.Tensor{p}, optim.SGDConfig{LR: 0.1})
+	require.NoError(t, err)
+	for _, lr := range []float64{nan, inf, -1} {
+		err := optimError(func() { opt.SetLR(0, lr) })
+		assert.ErrorContains(t, err, "optim: SetLR: Invalid learning rate")
+	}
+	assert.Equal(t, 0.1, opt.LR(0), "a refused SetLR changes nothing")
+	assert.ErrorContains(t, optimError(func() { opt.LR(3) }), "optim: parameter group 3 out of range [0, 1)")
+
+	for _, gamma := range []float64{nan, -0.5, inf} {
+		_, err := optim.NewStepLR(opt, 1, gamma)
+		assert.ErrorContains(t, err, "optim: StepLR: Invalid gamma", "gamma %v", gamma)
+	}
+	for _, eta := range []float64{nan, -1, inf} {
+		_, err := optim.NewCosineLR(opt, 5, eta)
+		assert.ErrorContains(t, err, "optim: CosineAnnealingLR: Invalid eta_min", "eta_min %v", eta)
+	}
+}
+
+// optimError runs fn and returns the *optim.Error it panics with.
+func optimError(fn func()) (err error) {
+	defer func() {
+		r := recover()
+		e, ok := r.(*optim.Error)
+		if !ok {
+			panic(r)
+		}
+		err = e
+	}()
+	fn()
+	return nil
+}
+
+// A state file whose values PyTorch's update would turn into NaN (a
+// negative, NaN or huge step; a negative or NaN exp_avg_sq; a NaN momentum
+// buffer) is refused, and the optimizer is left as it was.
+func TestLoadFileRefusesCorruptValues(t *testing.T) {
+	dev := newDev(t)
+	dir := t.TempDir()
+	p := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
+	a, err := optim.NewAdam([]*tensor.Tensor{p}, optim.DefaultAdam())
+	require.NoError(t, err)
+	s, err := optim.NewSGD([]*tensor.Tensor{p}, optim.SGDConfig{LR: 0.1, Momentum: 0.9})
+	require.NoError(t, err)
+	p.SetGrad(tensor.Ones([]int{3}, tensor.On(dev)))
+	a.Step()
+	s.Step()
+	adamPath, sgdPath := filepath.Join(dir, "adam.safetensors"), filepath.Join(dir, "sgd.safetensors")
+	require.NoError(t, a.SaveFile(adamPath))
+	require.NoError(t, s.SaveFile(sgdPath))
+	nan := math.NaN()
+	tests := []struct {
+		name, from, field string
+		values            []float64
+		want              string
+	}{
+		{"StepNegative", adamPath, "state.0.step", []float64{-1}, "state.0.step is -1"},
+		{"StepNaN", adamPath, "state.0.step", []float64{nan}, "state.0.step is NaN"},
+		{"StepHuge", adamPath, "state.0.step", []float64{1 << 60}, "state.0.step is 1.152921504606847e+18"},
+		{"StepFraction", adamPath, "state.0.step", []float64{1.5}, "state.0.step is 1.5"},
+		{"ExpAvgSqNegative", adamPath, "state.0.exp_avg_sq", []float64{1, -1, 1}, "state.0.exp_avg_sq[1] is -1"},
+		{"ExpAvgNaN", adamPath, "state.0.exp_avg", []float64{1, 1, nan}, "state.0.exp_avg[2] is NaN"},
+		{"MomentumBufferInf", sgdPath, "state.0.momentum_buffer", []float64{math.Inf(-1), 0, 0}, "state.0.momentum_buffer[0] is -Inf"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := rewrite(t, tc.from, tc.field, tc.values)
+			var err error
+			if tc.from == adamPath {
+				err = a.LoadFile(bad)
+				assert.Equal(t, 1, a.Steps(p), "the optimizer is left as it was")
+			} else {
+				err = s.LoadFile(bad)
+			}
+			assert.ErrorContains(t, err, "optim: loading ")
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// rewrite copies the state file at path with field's values replaced.
+func rewrite(t *testing.T, path, field string, values []float64) string {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var named []nn.Named
+	for _, info := range f.Tensors {
+		h, err := f.Load(info)
+		require.NoError(t, err)
+		defer h.Release()
+		if info.Name == field {
+			h = tensor.FromSlice(values, info.Shape, tensor.OnHost(false), h.Dtype())
+			defer h.Release()
+		}
+		named = append(named, nn.Named{Name: info.Name, Tensor: h})
+	}
+	out := filepath.Join(t.TempDir(), "bad.safetensors")
+	require.NoError(t, nn.SaveTensors(out, named, f.Metadata))
+	return out
 }

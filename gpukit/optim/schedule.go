@@ -20,6 +20,11 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
 	if stepSize <= 0 {
 		return nil, fmt.Errorf("optim: StepLR: step_size must be positive, got %d", stepSize)
 	}
+	// PyTorch's StepLR (torch/optim/lr_scheduler.py) checks nothing; a
+	// NaN gamma makes every rate NaN, a negative one flips its sign.
+	if err := checkFinite("gamma", gamma); err != nil {
+		return nil, fmt.Errorf("optim: StepLR: %w", err)
+	}
 	return newScheduler(opt, func(base float64, epoch int) float64 {
 		return base * math.Pow(gamma, float64(epoch/stepSize))
 	}), nil
@@ -31,6 +36,9 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
 func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
 	if tMax <= 0 {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
+	}
+	if err := checkFinite("eta_min", etaMin); err != nil {
+		return nil, fmt.Errorf("optim: CosineAnnealingLR: %w", err)
 	}
 	return newScheduler(opt, func(base float64, epoch int) float64 {
 		return etaMin + (base-etaMin)*(1+math.Cos(math.Pi*float64(epoch)/float64(tMax)))/2

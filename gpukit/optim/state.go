@@ -3,6 +3,7 @@ package optim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,10 @@ func readState[C any](path, kind string, groups []Group[C], fields []string) (*s
 		if err != nil {
 			return nil, fmt.Errorf("optim: %w", err)
 		}
+		if err := checkValues(info.Name, field, t); err != nil {
+			t.Release()
+			return nil, bad("%v", err)
+		}
 		if s.fields[i] == nil {
 			s.fields[i] = map[string]*tensor.Tensor{}
 		}
@@ -126,6 +131,34 @@ func readState[C any](path, kind string, groups []Group[C], fields []string) (*s
 	}
 	ok = true
 	return s, nil
+}
+
+// maxStep is the largest step count loaded: every integer up to it is
+// exact in a float64, and β^step underflows to 0 long before it.
+const maxStep = 1 << 53
+
+// checkValues refuses loaded values that the update would turn into NaN
+// or that no optimizer can have produced: a NaN or infinite element in
+// any field, a negative exp_avg_sq (its square root is taken), and a step
+// count that is not a whole number in [0, 2^53] (PyTorch keeps step as a
+// float32 tensor, torch/optim/adam.py, and its bias corrections
+// 1 − β^step divide by zero at step 0 only before the increment).
+func checkValues(name, field string, t *tensor.Tensor) error {
+	for i, v := range t.Float64s() {
+		at := name
+		if t.Dim() > 0 {
+			at = fmt.Sprintf("%s[%d]", name, i)
+		}
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return fmt.Errorf("%s is %v; a saved optimizer state is finite", at, v)
+		case field == "exp_avg_sq" && v < 0:
+			return fmt.Errorf("%s is %v; exp_avg_sq, a running mean of squares, is never negative", at, v)
+		case field == "step" && (v < 0 || v > maxStep || v != math.Trunc(v)):
+			return fmt.Errorf("%s is %v; a step count is a whole number in [0, 2^53]", at, v)
+		}
+	}
+	return nil
 }
 
 // deviceCopy returns a copy of host tensor h on p's device with p's dtype.
