@@ -1,13 +1,16 @@
 package optim_test
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/safetensors"
 	"github.com/gpumem/course/gpukit/optim"
@@ -202,4 +205,49 @@ func rewrite(t *testing.T, path, field string, values []float64) string {
 	out := filepath.Join(t.TempDir(), "bad.safetensors")
 	require.NoError(t, nn.SaveTensors(out, named, f.Metadata))
 	return out
+}
+
+// FindBatchSize returns a plain error from step (it stops the search),
+// refuses a nil step or device, and searches up to math.MaxInt without
+// overflowing.
+func TestFindBatchSizeMisuse(t *testing.T) {
+	dev := newDev(t)
+	missing := errors.New("dataset missing")
+	res, err := optim.FindBatchSize(dev, 64, 0, func(batch int) error {
+		if batch == 4 {
+			return missing
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, missing)
+	assert.ErrorContains(t, err, "optim: FindBatchSize: batch 4: dataset missing")
+	assert.Equal(t, 2, res.Batch)
+
+	_, err = optim.FindBatchSize(dev, 64, 0, nil)
+	assert.ErrorContains(t, err, "optim: FindBatchSize: step is nil")
+	_, err = optim.FindBatchSize(nil, 64, 0, func(int) error { return nil })
+	assert.ErrorContains(t, err, "optim: FindBatchSize: dev is nil")
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = optim.FindBatchSize(dev, math.MaxInt, 0, func(batch int) error {
+			if batch > 1000 {
+				return &alloc.OutOfMemoryError{Requested: int64(batch)}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("FindBatchSize(dev, math.MaxInt, ...) did not return")
+	}
+	require.NoError(t, err)
+	assert.Equal(t, 1000, res.Batch)
+
+	res, err = optim.FindBatchSize(dev, math.MaxInt, 0, func(int) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, math.MaxInt, res.Batch, "every batch passes: the largest is maxBatch")
+	assert.Len(t, res.Tries, 64)
 }
