@@ -1,0 +1,12 @@
+package hostmem
+
+import "syscall"
+
+// Total is the machine's physical memory in bytes (0 if unknown).
+func Total() int64 {
+	var info syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&info); err != nil {
+		return 0
+	}
+	return int64(info.Totalram) * int64(info.Unit)
+}
