@@ -131,6 +131,9 @@ func (e *entry) set(w *tensor.Tensor) {
 // original's .data; gpukit multiplies in place, which ends in the same
 // place with one tensor fewer at the peak.
 func Remove(p *Pruned, name string) (nn.Module, error) {
+	if p == nil || isNil(p.Module) {
+		return nil, errorf("Remove: nil *Pruned")
+	}
 	e := p.find(name)
 	if e == nil {
 		return p, errorf("Remove: parameter %q of %T is not pruned (pruned: %s)", name, p.Module, p.prunedNames())
@@ -168,7 +171,13 @@ type target struct {
 // resolve finds parameter name of m (a layer or a *Pruned).
 func resolve(m nn.Module, name string) (target, error) {
 	t := target{layer: m, name: name}
+	if isNil(m) {
+		return t, errorf("the module is nil")
+	}
 	if p, ok := m.(*Pruned); ok {
+		if isNil(p.Module) {
+			return t, errorf("the *Pruned wraps no module")
+		}
 		t.pruned, t.layer = p, p.Module
 		if e := p.find(name); e != nil {
 			t.entry, t.param, t.field = e, e.orig, e.field
@@ -194,6 +203,15 @@ func resolve(m nn.Module, name string) (target, error) {
 	}
 	t.field = f
 	return t, nil
+}
+
+// isNil reports whether m is nil or a nil pointer in an interface.
+func isNil(m nn.Module) bool {
+	if m == nil {
+		return true
+	}
+	v := reflect.ValueOf(m)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // fieldHolding returns the exported *tensor.Tensor field of the struct
