@@ -37,7 +37,8 @@ func readRow(t *Tensor, off int, buf []float64) {
 	}
 }
 
-// writeRow stores buf into contiguous t from element off.
+// writeRow stores buf into contiguous t from element off: for tensors an
+// op made itself (a caller's tensor goes through writeStrided).
 func writeRow(t *Tensor, off int, buf []float64) {
 	switch t.dtype {
 	case Float32:
@@ -52,6 +53,20 @@ func writeRow(t *Tensor, off int, buf []float64) {
 			store(t.dtype, t.st.data, off+i, v)
 		}
 	}
+}
+
+// writeStrided stores buf, in row-major order, into t through t's strides:
+// the way to write into a tensor the caller gave (running statistics),
+// which may be a view of a larger one. writeRow would assume t dense
+// from its offset and write into the elements between t's.
+func writeStrided(t *Tensor, buf []float64) {
+	if t.IsContiguous() {
+		writeRow(t, t.offset, buf)
+		return
+	}
+	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(k int, offs []int) {
+		store(t.dtype, t.st.data, offs[0], buf[k])
+	})
 }
 
 // values returns the n elements of an optional tensor in row-major
@@ -308,8 +323,8 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 					rm[j] = (1-momentum)*rm[j] + momentum*mu[j]
 					rv[j] = (1-momentum)*rv[j] + momentum*invstd[j]*unbias
 				}
-				writeRow(runningMean, runningMean.offset, rm)
-				writeRow(runningVar, runningVar.offset, rv)
+				writeStrided(runningMean, rm)
+				writeStrided(runningVar, rv)
 			}
 		} else {
 			mu = values(runningMean, c, 0)
