@@ -81,8 +81,9 @@ type optState struct {
 // NewGradScaler returns a scaler with cfg (start from DefaultGradScaler).
 func NewGradScaler(cfg GradScalerConfig) (*GradScaler, error) {
 	switch {
-	case !(cfg.InitScale > 0) || math.IsInf(cfg.InitScale, 0):
-		return nil, fmt.Errorf("amp: GradScaler: init_scale must be a positive finite number, got %v", cfg.InitScale)
+	case !(cfg.InitScale > 0) || cfg.InitScale > math.MaxFloat32:
+		// PyTorch keeps the scale in a float32 tensor: a larger one is inf.
+		return nil, fmt.Errorf("amp: GradScaler: init_scale must be a positive number within float32's range, got %v", cfg.InitScale)
 	case !(cfg.GrowthFactor > 1) || math.IsInf(cfg.GrowthFactor, 0):
 		return nil, fmt.Errorf("amp: GradScaler: the growth factor must be a finite number > 1.0, got %v", cfg.GrowthFactor)
 	case !(cfg.BackoffFactor > 0 && cfg.BackoffFactor < 1):
