@@ -57,7 +57,9 @@ func TestCheckpointMisuse(t *testing.T) {
 	for _, opts := range [][]checkpoint.Option{nil, {checkpoint.Reentrant()}} {
 		r := panicValue(func() { checkpoint.Checkpoint(nil, x, opts...) })
 		assert.EqualError(t, asError(r), "checkpoint: Checkpoint: fn is nil")
-		r = panicValue(func() { checkpoint.Checkpoint(func(in *tensor.Tensor) *tensor.Tensor { return in.Mul(2) }, nil, opts...) })
+		r = panicValue(func() {
+			checkpoint.Checkpoint(func(in *tensor.Tensor) *tensor.Tensor { return in.Mul(2) }, nil, opts...)
+		})
 		assert.EqualError(t, asError(r), "checkpoint: Checkpoint: x is nil")
 	}
 	r := panicValue(func() { checkpoint.Sequential(nil, 1, x) })
