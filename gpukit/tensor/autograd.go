@@ -101,6 +101,10 @@ type savedTensor struct {
 	vc      *versionCounter
 	version int64
 	desc    string // "float32 [2, 3]" for messages
+	// unchecked skips the version check: for a tensor saved only because
+	// PyTorch saves it, which backward does not read (BatchNorm's running
+	// statistics in training).
+	unchecked bool
 }
 
 type savedHooks struct {
@@ -169,7 +173,7 @@ func saveTensor(op string, t *Tensor) *savedTensor {
 // place since it was saved. owned reports whether the caller must release
 // the result.
 func (s *savedTensor) unpack(n *node, i int) (t *Tensor, owned bool) {
-	if v := s.vc.v.Load(); v != s.version {
+	if v := s.vc.v.Load(); v != s.version && !s.unchecked {
 		panicf("one of the variables needed for gradient computation has been modified by an inplace operation: [%s], saved tensor %d of %s, is at version %d; expected version %d instead. Hint: do not modify that tensor in place (or Clone it before the in-place op)", s.desc, i, n.name, v, s.version)
 	}
 	if s.hooks == nil {

@@ -265,9 +265,15 @@ func layerNormBackward(g, x, weight, bias, mean, rstd *Tensor, m, n int, needs [
 // input). In eval (training false) it normalises with the running
 // statistics, which it then needs, and saves the input, the weight and
 // them. Weight and bias are optional ([C]). The node is
-// NativeBatchNormBackward0; weight and running statistics are saved as
-// references, so the memory it keeps is the input plus, in training, two
-// statistics per channel.
+// NativeBatchNormBackward0 and saves what PyTorch's does
+// (tools/autograd/derivatives.yaml: native_batch_norm_backward(grad,
+// input, weight, running_mean, running_var, result1, result2, ...)): in
+// training the running statistics too, which its backward does not read.
+// Weight and running statistics are saved as references, so the memory
+// it keeps is the input plus, in training, two statistics per channel.
+// As in PyTorch, whose native_batch_norm updates the running statistics
+// without bumping their version, a later update of them (a second
+// forward before this backward) does not fail this node's backward.
 func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, momentum, eps float64) *Tensor {
 	const op = "BatchNorm"
 	x.live(op)
@@ -359,18 +365,28 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		}
 	}
 
-	save := []*Tensor{x, weight, saveMean, saveInvstd}
-	if !training {
-		save = []*Tensor{x, weight, runningMean, runningVar}
+	save := []*Tensor{x, weight, runningMean, runningVar}
+	stats := 2 // saved index of the statistics backward uses
+	if training {
+		save = append(save, saveMean, saveInvstd)
+		stats = 4
 	}
 	biasDtype, hasBias := x.dtype, bias != nil
 	if hasBias {
 		biasDtype = bias.dtype
 	}
-	return record(out, "NativeBatchNormBackward0", []*Tensor{x, weight, bias}, save,
+	y := record(out, "NativeBatchNormBackward0", []*Tensor{x, weight, bias}, save,
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
-			return batchNormBackward(g, saved[0], saved[1], saved[2], saved[3], training, eps, needs[:2], needs[2] && hasBias, biasDtype)
+			return batchNormBackward(g, saved[0], saved[1], saved[stats], saved[stats+1], training, eps, needs[:2], needs[2] && hasBias, biasDtype)
 		})
+	if training && y.gradFn != nil {
+		for _, s := range y.gradFn.saved[2:4] {
+			if s != nil {
+				s.unchecked = true
+			}
+		}
+	}
+	return y
 }
 
 // batchStats writes the per-channel mean and biased variance of a
