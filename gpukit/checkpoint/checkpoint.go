@@ -129,7 +129,7 @@ type frame struct {
 	mu         sync.Mutex
 	fn         Func
 	cfg        config
-	input      *tensor.Tensor // a reference of the frame's own (no history)
+	input      *tensor.Saved // saved for backward, through the hooks around the checkpoint
 	inputGrad  bool
 	states     [][]byte
 	packed     int // number of saved tensors in the forward
@@ -161,7 +161,14 @@ func (h *handle) Release() {
 }
 
 func nonReentrant(fn Func, x *tensor.Tensor, c config) *tensor.Tensor {
-	f := &frame{fn: fn, cfg: c, input: x.Detach(), inputGrad: x.RequiresGrad()}
+	if !tensor.IsGradEnabled() { // no graph will be recorded: nothing to recompute
+		return fn(x)
+	}
+	// The input is saved before the checkpoint's own hooks are installed,
+	// so that the hooks around the checkpoint see it, as PyTorch's
+	// _NoopSaveInputs.apply(dummy, kwargs, *args) before
+	// _checkpoint_hook(new_frame) (torch/utils/checkpoint.py).
+	f := &frame{fn: fn, cfg: c, input: tensor.SaveForBackward("checkpoint", x), inputGrad: x.RequiresGrad()}
 	if c.preserve {
 		f.states = rngStates(c.generators)
 	}
@@ -197,9 +204,11 @@ func (f *frame) unpack(p any) *tensor.Tensor {
 
 func (f *frame) recompute() {
 	run := func() {
+		saved := f.input.Unpack()
+		xr := saved.Detach()
+		saved.Release()
+		defer xr.Release()
 		tensor.EnableGrad(func() {
-			xr := f.input.Detach()
-			defer xr.Release()
 			if f.inputGrad {
 				xr.SetRequiresGrad(true)
 			}
