@@ -24,6 +24,8 @@ func TestOptimizerMemoryIsFlatAfterFirstStep(t *testing.T) {
 	adamW := optim.DefaultAdamW()
 	adamL2 := optim.DefaultAdam()
 	adamL2.WeightDecay = 0.1
+	amsgrad := adamW
+	amsgrad.Amsgrad = true
 	tests := map[string]func([]*tensor.Tensor) (optim.Optimizer, error){
 		"SGD": func(ps []*tensor.Tensor) (optim.Optimizer, error) { return optim.NewSGD(ps, optim.SGDConfig{LR: 0.1}) },
 		"SGDWeightDecay": func(ps []*tensor.Tensor) (optim.Optimizer, error) {
@@ -165,7 +167,7 @@ func TestLoadFileRefusesCorruptValues(t *testing.T) {
 		{"StepNaN", adamPath, "state.0.step", []float64{nan}, "state.0.step is NaN"},
 		{"StepHuge", adamPath, "state.0.step", []float64{1 << 60}, "state.0.step is 1.152921504606847e+18"},
 		{"StepFraction", adamPath, "state.0.step", []float64{1.5}, "state.0.step is 1.5"},
-		{"ExpAvgSqNegative", adamPath, "state.0.exp_avg_sq", []float64{1, -1, 1}, "state.0.exp_avg_sq[1] is -1"},
+		{"ExpAvgSqNegative", adamPath, "state.0.exp_avg_sq", []float64{1, -1, 1}, "state.0.exp_avg_sq[1] is -1; exp_avg_sq, a running mean of squares or its maximum, is never negative"},
 		{"ExpAvgNaN", adamPath, "state.0.exp_avg", []float64{1, 1, nan}, "state.0.exp_avg[2] is NaN"},
 		{"MomentumBufferInf", sgdPath, "state.0.momentum_buffer", []float64{math.Inf(-1), 0, 0}, "state.0.momentum_buffer[0] is -Inf"},
 	}
@@ -250,4 +252,60 @@ func TestFindBatchSizeMisuse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, math.MaxInt, res.Batch, "every batch passes: the largest is maxBatch")
 	assert.Len(t, res.Tries, 64)
+}
+
+// Adam and AdamW with amsgrad normalise by the running maximum of
+// exp_avg_sq (torch/optim/adam.py, _single_tensor_adam): checked against
+// that formula written out in float64, on gradients whose second moment
+// falls after the first step, so that the maximum matters. The state
+// holds a third tensor, max_exp_avg_sq.
+func TestAmsgrad(t *testing.T) {
+	grads := [][]float64{{0.5, -1}, {0.1, 0.3}, {-0.2, 0.4}}
+	for _, decoupled := range []bool{false, true} {
+		c := optim.DefaultAdam()
+		// β2 = 0.5 lets exp_avg_sq fall when the gradients shrink
+		c.LR, c.WeightDecay, c.Amsgrad, c.Betas[1] = 0.1, 0.1, true, 0.5
+		// reference: PyTorch's update, one element at a time
+		want := []float64{1, -2}
+		m, v, vmax := make([]float64, 2), make([]float64, 2), make([]float64, 2)
+		for step, g := range grads {
+			n := float64(step + 1)
+			for i := range want {
+				gi := g[i]
+				if decoupled {
+					want[i] *= 1 - c.LR*c.WeightDecay
+				} else {
+					gi += c.WeightDecay * want[i]
+				}
+				m[i] = c.Betas[0]*m[i] + (1-c.Betas[0])*gi
+				v[i] = c.Betas[1]*v[i] + (1-c.Betas[1])*gi*gi
+				vmax[i] = math.Max(vmax[i], v[i])
+				denom := math.Sqrt(vmax[i])/math.Sqrt(1-math.Pow(c.Betas[1], n)) + c.Eps
+				want[i] -= c.LR / (1 - math.Pow(c.Betas[0], n)) * m[i] / denom
+			}
+		}
+		plain := c
+		plain.Amsgrad = false
+		dev := newDev(t)
+		build := func(c optim.AdamConfig) func([]*tensor.Tensor) (optim.Optimizer, error) {
+			return func(ps []*tensor.Tensor) (optim.Optimizer, error) {
+				if decoupled {
+					return optim.NewAdamW(ps, c)
+				}
+				return optim.NewAdam(ps, c)
+			}
+		}
+		got := threeSteps(t, dev, build(c))
+		assert.InDeltaSlice(t, want, got, 1e-12, "decoupled %v", decoupled)
+		assert.NotEqual(t, threeSteps(t, dev, build(plain)), got, "the maximum changed the result")
+	}
+	dev := newDev(t)
+	p := tensor.Ones([]int{256}, tensor.On(dev), tensor.RequiresGrad())
+	c := optim.DefaultAdam()
+	c.Amsgrad = true
+	opt, err := optim.NewAdam([]*tensor.Tensor{p}, c)
+	require.NoError(t, err)
+	p.SetGrad(tensor.Ones([]int{256}, tensor.On(dev)))
+	opt.Step()
+	assert.EqualValues(t, 3*1024, opt.StateBytes(), "exp_avg, exp_avg_sq and max_exp_avg_sq")
 }
