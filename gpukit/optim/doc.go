@@ -1,6 +1,7 @@
 // Package optim holds gpukit's optimizers and learning-rate schedules,
 // with PyTorch's update formulas and defaults: SGD (momentum, dampening,
-// Nesterov, weight decay), Adam and AdamW; StepLR and cosine annealing.
+// Nesterov, weight decay), Adam and AdamW (amsgrad too); StepLR and cosine
+// annealing.
 //
 // State is allocated lazily, at a parameter's first Step, exactly as
 // PyTorch allocates it: SGD with momentum one buffer per parameter, Adam
