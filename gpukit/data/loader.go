@@ -461,6 +461,9 @@ func (e *Epoch) Close() error {
 		return nil
 	}
 	e.cancel()
+	if len(e.out) == 0 { // no workers: Next loads on the caller's goroutine
+		return nil
+	}
 	done := make(chan struct{})
 	go func() {
 		e.wg.Wait()
@@ -473,10 +476,6 @@ func (e *Epoch) Close() error {
 		}
 		close(done)
 	}()
-	if len(e.out) == 0 {
-		<-done
-		return nil
-	}
 	t := time.NewTimer(e.l.opts.CloseWait)
 	defer t.Stop()
 	select {
