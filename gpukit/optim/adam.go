@@ -170,7 +170,8 @@ func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 
 	v := s.expAvgSq
 	if c.Amsgrad {
-		// torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+		// torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+		// in torch/optim/adam.py, _single_tensor_adam
 		m := s.maxExpAvgSq.Maximum(s.expAvgSq)
 		s.maxExpAvgSq.CopyFrom(m)
 		m.Release()
