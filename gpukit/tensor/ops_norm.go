@@ -271,9 +271,12 @@ func layerNormBackward(g, x, weight, bias, mean, rstd *Tensor, m, n int, needs [
 // training the running statistics too, which its backward does not read.
 // Weight and running statistics are saved as references, so the memory
 // it keeps is the input plus, in training, two statistics per channel.
-// As in PyTorch, whose native_batch_norm updates the running statistics
-// without bumping their version, a later update of them (a second
-// forward before this backward) does not fail this node's backward.
+// A later update of the running statistics (a second forward before this
+// backward, as in gradient accumulation) does not fail this node's
+// backward: native_batch_norm's schema does not mark them as written
+// (Tensor? running_mean, not Tensor(a!); aten/src/ATen/native/
+// native_functions.yaml), so PyTorch's autograd does not version-check
+// its own update of them either.
 func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, momentum, eps float64) *Tensor {
 	const op = "BatchNorm"
 	x.live(op)
