@@ -155,7 +155,7 @@ func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
 // (torch.nn.BatchNorm1d(C): eps 1e-5, momentum 0.1, affine, running
 // statistics). It is one op (tensor.BatchNorm, PyTorch's
 // native_batch_norm). In training it uses the batch's mean and biased
-// variance, saves the input, references to its parameters and running
+// variance, saves the input, references to its weight and running
 // statistics (no new memory) and a mean and 1/σ per feature, and updates
 // the buffers running_mean (zeros at start), running_var (ones; updated
 // with the unbiased variance) and num_batches_tracked (Int64); in eval it
