@@ -29,6 +29,14 @@ func NewLinear(in, out int, bias bool, opts ...tensor.Option) *Linear {
 	return l
 }
 
+// checkInput panics with an *Error for a nil input, which a layer's shape
+// check would otherwise dereference.
+func checkInput(op string, x *tensor.Tensor) {
+	if x == nil {
+		panic(errorf("%s: input is nil", op))
+	}
+}
+
 func checkSizes(op string, sizes ...int) {
 	for _, n := range sizes {
 		if n <= 0 {
@@ -48,6 +56,7 @@ func (l *Linear) Members() Members {
 
 // Forward returns x Wᵀ + b. Autograd saves x and W (the matmul's inputs).
 func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("Linear", x)
 	if x.Dim() == 0 || x.Size(-1) != l.In {
 		panic(errorf("Linear: input of shape %v, expected last dimension %d", x.Shape(), l.In))
 	}
@@ -143,6 +152,7 @@ func (n *LayerNorm) Members() Members {
 // Forward returns (x - mean) / √(var + eps) · weight + bias over the
 // trailing NormalizedShape dimensions (biased variance, as PyTorch).
 func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("LayerNorm", x)
 	k := len(n.NormalizedShape)
 	if x.Dim() < k || !slices.Equal(x.Shape()[x.Dim()-k:], n.NormalizedShape) {
 		panic(errorf("LayerNorm: input of shape %v, expected to end in %v", x.Shape(), n.NormalizedShape))
@@ -193,6 +203,7 @@ func (b *BatchNorm1d) Members() Members {
 
 // Forward normalises x of shape [N, C] or [N, C, L].
 func (b *BatchNorm1d) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("BatchNorm1d", x)
 	if (x.Dim() != 2 && x.Dim() != 3) || x.Size(1) != b.Features {
 		panic(errorf("BatchNorm1d: input of shape %v, expected [N, %d] or [N, %d, L]", x.Shape(), b.Features, b.Features))
 	}
