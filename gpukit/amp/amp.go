@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -108,6 +109,8 @@ func (s *GradScaler) GetScale() float64 { return s.scale }
 // dividing them by the scale would silently shrink them.
 var ErrNoScaledBackward = errors.New("amp: GradScaler: no loss was scaled since the last Update; call Scale(loss).Backward() before Step")
 
+var errNilOptimizer = errors.New("amp: GradScaler: the optimizer is nil")
+
 func (s *GradScaler) state(opt optim.Optimizer) *optState {
 	st, ok := s.opts[opt]
 	if !ok {
@@ -121,6 +124,9 @@ func (s *GradScaler) state(opt optim.Optimizer) *optState {
 // records whether any holds inf or NaN. Call it before clipping
 // gradients; Step calls it when you have not.
 func (s *GradScaler) Unscale(opt optim.Optimizer) error {
+	if isnil.Nil(opt) {
+		return errNilOptimizer
+	}
 	if !s.scaled {
 		return ErrNoScaledBackward
 	}
@@ -169,6 +175,9 @@ func finite(g *tensor.Tensor) bool {
 // opt.Step, unless a gradient holds inf or NaN: then the step is skipped
 // (stepped is false) and Update will lower the scale.
 func (s *GradScaler) Step(opt optim.Optimizer) (stepped bool, err error) {
+	if isnil.Nil(opt) {
+		return false, errNilOptimizer
+	}
 	st := s.state(opt)
 	if st.stepped {
 		return false, errors.New("amp: GradScaler: Step has already been called since the last Update")

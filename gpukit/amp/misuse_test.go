@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/amp"
 	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -57,4 +58,14 @@ func TestAutocastMisuse(t *testing.T) {
 	loss.Release()
 	s.Update()
 	assert.Equal(t, float64(math.MaxFloat32), s.GetScale(), "a scale that growing would make infinite stays as it is")
+}
+
+func TestGradScalerWithoutOptimizer(t *testing.T) {
+	s, err := amp.NewGradScaler(amp.DefaultGradScaler())
+	require.NoError(t, err)
+	var sgd *optim.SGD
+	assert.EqualError(t, s.Unscale(nil), "amp: GradScaler: the optimizer is nil")
+	assert.EqualError(t, s.Unscale(sgd), "amp: GradScaler: the optimizer is nil")
+	_, err = s.Step(nil)
+	assert.EqualError(t, err, "amp: GradScaler: the optimizer is nil")
 }

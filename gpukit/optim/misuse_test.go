@@ -309,3 +309,13 @@ func TestAmsgrad(t *testing.T) {
 	opt.Step()
 	assert.EqualValues(t, 3*1024, opt.StateBytes(), "exp_avg, exp_avg_sq and max_exp_avg_sq")
 }
+
+func TestScheduleWithoutOptimizer(t *testing.T) {
+	var sgd *optim.SGD
+	for _, opt := range []optim.Optimizer{nil, sgd} {
+		_, err := optim.NewStepLR(opt, 1, 0.5)
+		assert.EqualError(t, err, "optim: a learning-rate schedule needs an optimizer, got nil")
+		_, err = optim.NewCosineLR(opt, 1, 0)
+		assert.EqualError(t, err, "optim: a learning-rate schedule needs an optimizer, got nil")
+	}
+}

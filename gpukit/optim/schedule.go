@@ -1,8 +1,11 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gpumem/course/gpukit/internal/isnil"
 )
 
 // Scheduler changes the learning rates of an optimizer's groups once per
@@ -17,6 +20,9 @@ type Scheduler struct {
 // NewStepLR multiplies each group's initial learning rate by gamma every
 // stepSize epochs: lr = base·gamma^⌊epoch/stepSize⌋ (torch.optim.lr_scheduler.StepLR).
 func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
+	if isnil.Nil(opt) {
+		return nil, errNilOptimizer
+	}
 	if stepSize <= 0 {
 		return nil, fmt.Errorf("optim: StepLR: step_size must be positive, got %d", stepSize)
 	}
@@ -34,6 +40,9 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
 // to etaMin over tMax epochs: lr = etaMin + (base − etaMin)·(1 + cos(π·epoch/tMax))/2
 // (CosineAnnealingLR's closed form).
 func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
+	if isnil.Nil(opt) {
+		return nil, errNilOptimizer
+	}
 	if tMax <= 0 {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
 	}
@@ -44,6 +53,9 @@ func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
 		return etaMin + (base-etaMin)*(1+math.Cos(math.Pi*float64(epoch)/float64(tMax)))/2
 	}), nil
 }
+
+// errNilOptimizer is the refusal of a schedule without an optimizer.
+var errNilOptimizer = errors.New("optim: a learning-rate schedule needs an optimizer, got nil")
 
 func newScheduler(opt Optimizer, lr func(float64, int) float64) *Scheduler {
 	s := &Scheduler{opt: opt, lr: lr}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -131,7 +132,7 @@ func (e *entry) set(w *tensor.Tensor) {
 // original's .data; gpukit multiplies in place, which ends in the same
 // place with one tensor fewer at the peak.
 func Remove(p *Pruned, name string) (nn.Module, error) {
-	if p == nil || isNil(p.Module) {
+	if p == nil || isnil.Nil(p.Module) {
 		return nil, errorf("Remove: nil *Pruned")
 	}
 	e := p.find(name)
@@ -171,11 +172,11 @@ type target struct {
 // resolve finds parameter name of m (a layer or a *Pruned).
 func resolve(m nn.Module, name string) (target, error) {
 	t := target{layer: m, name: name}
-	if isNil(m) {
+	if isnil.Nil(m) {
 		return t, errorf("the module is nil")
 	}
 	if p, ok := m.(*Pruned); ok {
-		if isNil(p.Module) {
+		if isnil.Nil(p.Module) {
 			return t, errorf("the *Pruned wraps no module")
 		}
 		t.pruned, t.layer = p, p.Module
@@ -203,15 +204,6 @@ func resolve(m nn.Module, name string) (target, error) {
 	}
 	t.field = f
 	return t, nil
-}
-
-// isNil reports whether m is nil or a nil pointer in an interface.
-func isNil(m nn.Module) bool {
-	if m == nil {
-		return true
-	}
-	v := reflect.ValueOf(m)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // fieldHolding returns the exported *tensor.Tensor field of the struct
