@@ -10,6 +10,22 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
+// A nil module, or a nil layer in a Sequential, gets nn's error.
+func TestNilModules(t *testing.T) {
+	var lin *nn.Linear
+	for _, m := range []nn.Module{nil, lin} {
+		assert.EqualError(t, nn.SaveFile(t.TempDir()+"/m.safetensors", m), "nn: SaveFile: the module is nil")
+		assert.EqualError(t, nn.LoadFile(t.TempDir()+"/m.safetensors", m), "nn: LoadFile: the module is nil")
+		assert.Contains(t, recoverMsgOf(func() { nn.NewSequential(nn.NewReLU(), m) }), "nn: NewSequential: layer 1 is nil")
+		assert.Contains(t, recoverMsgOf(func() { nn.Parameters(m) }), `nn: module "" is nil`)
+		assert.Contains(t, recoverMsgOf(func() { nn.RunLayers([]nn.Module{m}, nil) }), "nn: RunLayers: layer 0 is nil")
+	}
+	s := nn.NewSequential(nn.NewReLU())
+	s.Layers = append(s.Layers, lin)
+	assert.Contains(t, recoverMsgOf(func() { nn.StateDict(s) }), `nn: module "1" is nil`)
+	assert.Contains(t, recoverMsgOf(func() { nn.RunLayers(nil, nil) }), "nn: RunLayers: input is nil")
+}
+
 // Every layer's Forward(nil) panics with the package's error (nn's or
 // tensor's), never a Go runtime error.
 func TestForwardNil(t *testing.T) {

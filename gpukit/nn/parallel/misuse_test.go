@@ -15,7 +15,10 @@ func TestPipelineMisuse(t *testing.T) {
 	d0, d1 := newDev(t, 0), newDev(t, 1)
 	first, second := mlp(d0, d1)
 	stages := []parallel.Stage{{Module: first, Device: d0}, {Module: second, Device: d1}}
-	_, err := parallel.NewPipeline(stages, 2, nil)
+	var nilSeq *nn.Sequential
+	_, err := parallel.NewPipeline([]parallel.Stage{{Module: nilSeq, Device: d0}}, 2, tensor.Zeros([]int{1, 16}, tensor.On(d0)))
+	assert.EqualError(t, err, "parallel: NewPipeline: stage 0 needs a module and a device")
+	_, err = parallel.NewPipeline(stages, 2, nil)
 	assert.EqualError(t, err, "parallel: NewPipeline: probe is nil; give an example input (a batch of one is enough)")
 
 	p, err := parallel.NewPipeline(stages, 2, tensor.Zeros([]int{1, 16}, tensor.On(d0), tensor.Float64))

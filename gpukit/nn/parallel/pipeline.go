@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -60,7 +61,7 @@ func NewPipeline(stages []Stage, microBatches int, probe *tensor.Tensor) (*Pipel
 		return nil, errorf("NewPipeline: probe is nil; give an example input (a batch of one is enough)")
 	}
 	for i, s := range stages {
-		if s.Module == nil || s.Device == nil {
+		if isnil.Nil(s.Module) || s.Device == nil {
 			return nil, errorf("NewPipeline: stage %d needs a module and a device", i)
 		}
 		for _, name := range Where(s.Module) {
