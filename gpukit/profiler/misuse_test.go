@@ -28,6 +28,7 @@ func TestProfilerMisuse(t *testing.T) {
 	assert.EqualError(t, err, "profiler: Timeline of a nil device")
 	_, err = p.PhasePeaks(nil)
 	assert.EqualError(t, err, "profiler: Timeline of a nil device")
+	assert.EqualError(t, p.WriteChromeTrace(nil), "profiler: WriteChromeTrace to a nil writer")
 
 	var m *profiler.Monitor
 	assert.Nil(t, m.Stop())
