@@ -76,8 +76,10 @@ func (nilSource) Next() (*Batch, error) { return nil, nil }
 func TestDataMisuse(t *testing.T) {
 	dev := newSim(t)
 	assert.EqualError(t, WriteShard(filepath.Join(t.TempDir(), "x"), nil, []int{2}), "data: WriteShard: nil data set")
+	_, err := ReadShardHeader("x", nil, 0)
+	assert.EqualError(t, err, "data: shard x: nil reader")
 	assert.EqualError(t, CopyToHostChunked(nil, nil, nil, 1, 0), "data: CopyToHostChunked: nil device, buffer or block")
-	_, _, err := MapChunks(dev, nil, 1, 1<<20, nil)
+	_, _, err = MapChunks(dev, nil, 1, 1<<20, nil)
 	assert.EqualError(t, err, "data: MapChunks: nil device, data set or function")
 
 	p, err := NewPrefetcher(dev, nilSource{}, dev.DefaultStream(), 2)

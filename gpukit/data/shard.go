@@ -130,6 +130,9 @@ func (e *CorruptShardError) Error() string {
 // given size), and checks that the file is exactly as long as the header
 // says.
 func ReadShardHeader(path string, r io.ReaderAt, size int64) (ShardHeader, error) {
+	if r == nil {
+		return ShardHeader{}, fmt.Errorf("data: shard %s: nil reader", path)
+	}
 	bad := func(off int64, format string, args ...any) (ShardHeader, error) {
 		return ShardHeader{}, &CorruptShardError{Path: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
