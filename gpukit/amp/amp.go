@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -20,9 +21,12 @@ import (
 // Call Backward after Autocast returns, as PyTorch recommends (gpukit
 // pauses autocast inside Backward anyway).
 //
-// Float64 and integer dtypes are refused with an error, and fn does not
-// run.
+// Float64 and integer dtypes and a nil fn are refused with an error, and
+// fn does not run.
 func Autocast(dtype tensor.Dtype, fn func()) error {
+	if fn == nil {
+		return errors.New("amp: Autocast: fn is nil")
+	}
 	if dtype != tensor.Float16 && dtype != tensor.BFloat16 {
 		return fmt.Errorf("amp: autocast to %s is not supported; use tensor.Float16 or tensor.BFloat16 (float64 training needs no autocast)", dtype)
 	}
@@ -78,10 +82,11 @@ type optState struct {
 // NewGradScaler returns a scaler with cfg (start from DefaultGradScaler).
 func NewGradScaler(cfg GradScalerConfig) (*GradScaler, error) {
 	switch {
-	case !(cfg.InitScale > 0) || math.IsInf(cfg.InitScale, 0):
-		return nil, fmt.Errorf("amp: GradScaler: init_scale must be a positive finite number, got %v", cfg.InitScale)
-	case !(cfg.GrowthFactor > 1):
-		return nil, fmt.Errorf("amp: GradScaler: the growth factor must be > 1.0, got %v", cfg.GrowthFactor)
+	case !(cfg.InitScale > 0) || cfg.InitScale > math.MaxFloat32:
+		// PyTorch keeps the scale in a float32 tensor: a larger one is inf.
+		return nil, fmt.Errorf("amp: GradScaler: init_scale must be a positive number within float32's range, got %v", cfg.InitScale)
+	case !(cfg.GrowthFactor > 1) || math.IsInf(cfg.GrowthFactor, 0):
+		return nil, fmt.Errorf("amp: GradScaler: the growth factor must be a finite number > 1.0, got %v", cfg.GrowthFactor)
 	case !(cfg.BackoffFactor > 0 && cfg.BackoffFactor < 1):
 		return nil, fmt.Errorf("amp: GradScaler: the backoff factor must be < 1.0, got %v", cfg.BackoffFactor)
 	case cfg.GrowthInterval <= 0:
@@ -104,6 +109,8 @@ func (s *GradScaler) GetScale() float64 { return s.scale }
 // dividing them by the scale would silently shrink them.
 var ErrNoScaledBackward = errors.New("amp: GradScaler: no loss was scaled since the last Update; call Scale(loss).Backward() before Step")
 
+var errNilOptimizer = errors.New("amp: GradScaler: the optimizer is nil")
+
 func (s *GradScaler) state(opt optim.Optimizer) *optState {
 	st, ok := s.opts[opt]
 	if !ok {
@@ -117,6 +124,9 @@ func (s *GradScaler) state(opt optim.Optimizer) *optState {
 // records whether any holds inf or NaN. Call it before clipping
 // gradients; Step calls it when you have not.
 func (s *GradScaler) Unscale(opt optim.Optimizer) error {
+	if isnil.Nil(opt) {
+		return errNilOptimizer
+	}
 	if !s.scaled {
 		return ErrNoScaledBackward
 	}
@@ -165,6 +175,9 @@ func finite(g *tensor.Tensor) bool {
 // opt.Step, unless a gradient holds inf or NaN: then the step is skipped
 // (stepped is false) and Update will lower the scale.
 func (s *GradScaler) Step(opt optim.Optimizer) (stepped bool, err error) {
+	if isnil.Nil(opt) {
+		return false, errNilOptimizer
+	}
 	st := s.state(opt)
 	if st.stepped {
 		return false, errors.New("amp: GradScaler: Step has already been called since the last Update")
@@ -185,7 +198,8 @@ func (s *GradScaler) Step(opt optim.Optimizer) (stepped bool, err error) {
 // Update adapts the scale after the iteration's steps: multiplied by the
 // backoff factor if any step found inf or NaN (and the growth count reset),
 // otherwise multiplied by the growth factor after GrowthInterval
-// consecutive clean iterations. It resets the per-iteration state.
+// consecutive clean iterations, unless that would take it past float32's
+// range (it then stays, as in PyTorch). It resets the per-iteration state.
 func (s *GradScaler) Update() {
 	found := false
 	for _, st := range s.opts {
@@ -197,7 +211,13 @@ func (s *GradScaler) Update() {
 	} else if s.scaled {
 		s.tracker++
 		if s.tracker == s.cfg.GrowthInterval {
-			s.scale *= s.cfg.GrowthFactor
+			// PyTorch keeps the scale in a float32 tensor and does not
+			// grow it past float32's range to inf
+			// (aten/src/ATen/native/cpu/AmpGradScalerKernels.cpp,
+			// _amp_update_scale_cpu_kernel).
+			if grown := s.scale * s.cfg.GrowthFactor; !math.IsInf(float64(float32(grown)), 0) {
+				s.scale = grown
+			}
 			s.tracker = 0
 		}
 	}

@@ -8,6 +8,15 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
+// Error is the panic value of misuse of a checkpoint (a nil function, a
+// recomputation that differs from the forward, a segment whose output
+// needs no grad); its message starts with "checkpoint: ".
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return "checkpoint: " + e.msg }
+
+func panicf(format string, args ...any) { panic(&Error{fmt.Sprintf(format, args...)}) }
+
 // Func is a checkpointed segment: a deterministic function of one tensor
 // (given the same random state) that returns a new tensor.
 type Func func(x *tensor.Tensor) *tensor.Tensor
@@ -101,6 +110,12 @@ func withStates(gens []*tensor.Generator, states [][]byte, fn func()) {
 // a dropout inside fn recomputes the same mask and the gradients equal
 // those without checkpointing bitwise.
 func Checkpoint(fn Func, x *tensor.Tensor, opts ...Option) *tensor.Tensor {
+	switch {
+	case fn == nil:
+		panicf("Checkpoint: fn is nil")
+	case x == nil:
+		panicf("Checkpoint: x is nil")
+	}
 	c := newConfig(opts)
 	if c.reentrant {
 		return reentrant(fn, x, c)
@@ -114,7 +129,7 @@ type frame struct {
 	mu         sync.Mutex
 	fn         Func
 	cfg        config
-	input      *tensor.Tensor // a reference of the frame's own (no history)
+	input      *tensor.Saved // saved for backward, through the hooks around the checkpoint
 	inputGrad  bool
 	states     [][]byte
 	packed     int // number of saved tensors in the forward
@@ -146,7 +161,14 @@ func (h *handle) Release() {
 }
 
 func nonReentrant(fn Func, x *tensor.Tensor, c config) *tensor.Tensor {
-	f := &frame{fn: fn, cfg: c, input: x.Detach(), inputGrad: x.RequiresGrad()}
+	if !tensor.IsGradEnabled() { // no graph will be recorded: nothing to recompute
+		return fn(x)
+	}
+	// The input is saved before the checkpoint's own hooks are installed,
+	// so that the hooks around the checkpoint see it, as PyTorch's
+	// _NoopSaveInputs.apply(dummy, kwargs, *args) before
+	// _checkpoint_hook(new_frame) (torch/utils/checkpoint.py).
+	f := &frame{fn: fn, cfg: c, input: tensor.SaveForBackward("checkpoint", x), inputGrad: x.RequiresGrad()}
 	if c.preserve {
 		f.states = rngStates(c.generators)
 	}
@@ -174,7 +196,7 @@ func (f *frame) unpack(p any) *tensor.Tensor {
 	}
 	t := f.recomputed[h.i]
 	if t == nil {
-		panic(fmt.Sprintf("checkpoint: saved tensor %d was unpacked twice; backward through a checkpointed segment runs once (RetainGraph is not supported)", h.i))
+		panicf("saved tensor %d was unpacked twice; backward through a checkpointed segment runs once (RetainGraph is not supported)", h.i)
 	}
 	f.recomputed[h.i] = nil
 	return t
@@ -182,9 +204,11 @@ func (f *frame) unpack(p any) *tensor.Tensor {
 
 func (f *frame) recompute() {
 	run := func() {
+		saved := f.input.Unpack()
+		xr := saved.Detach()
+		saved.Release()
+		defer xr.Release()
 		tensor.EnableGrad(func() {
-			xr := f.input.Detach()
-			defer xr.Release()
 			if f.inputGrad {
 				xr.SetRequiresGrad(true)
 			}
@@ -206,7 +230,7 @@ func (f *frame) recompute() {
 			t.Release()
 		}
 		f.recomputed = make([]*tensor.Tensor, f.packed)
-		panic(fmt.Sprintf("checkpoint: the recomputed forward saved %d tensors, the original forward %d; the checkpointed function must run the same ops both times", n, f.packed))
+		panicf("the recomputed forward saved %d tensors, the original forward %d; the checkpointed function must run the same ops both times", n, f.packed)
 	}
 }
 
@@ -227,9 +251,13 @@ func reentrant(fn Func, x *tensor.Tensor, c config) *tensor.Tensor {
 			var yr *tensor.Tensor
 			c.recomputeAs(states, func() { tensor.EnableGrad(func() { yr = fn(xr) }) })
 			defer yr.Release()
-			if yr.RequiresGrad() {
-				yr.Backward(tensor.WithGradient(g))
+			// PyTorch's CheckpointFunction.backward
+			// (torch/utils/checkpoint.py) raises when no output of the
+			// recomputed segment requires grad.
+			if !yr.RequiresGrad() {
+				panicf("none of output has requires_grad=True, this checkpoint() is not necessary")
 			}
+			yr.Backward(tensor.WithGradient(g))
 			var gx *tensor.Tensor
 			if needs[0] && xr.Grad() != nil {
 				gx = xr.Grad().Detach()
@@ -246,7 +274,7 @@ func reentrant(fn Func, x *tensor.Tensor, c config) *tensor.Tensor {
 // segment's input is kept, plus what the last segment saves.
 func Sequential(layers []nn.Module, segments int, x *tensor.Tensor, opts ...Option) *tensor.Tensor {
 	if segments < 1 || segments > len(layers) {
-		panic(fmt.Sprintf("checkpoint: Sequential: %d segments for %d layers; use 1 to %d", segments, len(layers), len(layers)))
+		panicf("Sequential: %d segments for %d layers; use 1 to %d", segments, len(layers), len(layers))
 	}
 	size := len(layers) / segments
 	h := x

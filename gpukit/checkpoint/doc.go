@@ -6,7 +6,10 @@
 // Checkpoint(fn, x) has PyTorch's two modes. Non-reentrant (the default)
 // runs fn under saved-tensor hooks that keep a small handle instead of
 // each saved tensor, and recomputes the whole segment at the first unpack
-// in backward. Reentrant (Reentrant()) runs fn under NoGrad and attaches
+// in backward; it saves the segment's input for backward before that
+// (tensor.SaveForBackward, PyTorch's _NoopSaveInputs), so saved-tensor
+// hooks around the checkpoint see the input: offloading it to the host
+// works as save_on_cpu around a checkpoint does. Reentrant (Reentrant()) runs fn under NoGrad and attaches
 // a custom backward node that recomputes fn with grad enabled and runs a
 // nested Backward; as in PyTorch it records nothing when the input does
 // not require grad. Both save the random generators' states (the default

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
 // Item is one example: float32 values and their shape (row-major).
@@ -135,6 +137,9 @@ func (d *FuncDataset) Len() int { return d.n }
 func (d *FuncDataset) Item(i int) (Item, error) {
 	if i < 0 || i >= d.n {
 		return Item{}, fmt.Errorf("data: FuncDataset: index %d out of range [0, %d)", i, d.n)
+	}
+	if err := hostmem.Check(fmt.Sprintf("data: FuncDataset: item %d", i), 4*int64(d.size)); err != nil {
+		return Item{}, err
 	}
 	it := Item{Shape: d.shape, Data: make([]float32, d.size)}
 	d.fill(i, it.Data)

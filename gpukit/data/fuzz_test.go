@@ -2,7 +2,9 @@ package data
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,6 +56,50 @@ func FuzzShard(f *testing.F) {
 			if _, err := sd.Item(i); err != nil {
 				t.Fatalf("item %d of an accepted shard: %v", i, err)
 			}
+		}
+	})
+}
+
+// FuzzLoader builds loaders from arbitrary options and data set sizes: an
+// error, or an epoch that serves every item once; never a panic.
+func FuzzLoader(f *testing.F) {
+	f.Add(10, 3, 1, 2, true, false, uint64(1))
+	f.Add(0, 1, 0, 0, false, true, uint64(0))
+	f.Add(-1, -1, -1, -1, false, false, uint64(7))
+	f.Fuzz(func(t *testing.T, n, batch, workers, prefetch int, shuffle, dropLast bool, seed uint64) {
+		n, workers = n%200, workers%4 // keep each input fast
+		ds, err := NewFuncDataset(n, []int{1}, func(i int, dst []float32) { dst[0] = float32(i) })
+		if err != nil {
+			return
+		}
+		l, err := NewLoader(ds, Options{BatchSize: batch, Workers: workers, Prefetch: prefetch % 8, Shuffle: shuffle, DropLast: dropLast, Seed: seed})
+		if err != nil {
+			return
+		}
+		defer l.Close()
+		ep, err := l.Epoch(context.Background(), int(seed%5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]bool{}
+		for {
+			b, err := ep.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range b.Indices {
+				if seen[i] {
+					t.Fatalf("item %d served twice", i)
+				}
+				seen[i] = true
+			}
+			b.Release()
+		}
+		if want := l.NumBatches() * batch; len(seen) > n || (!dropLast && len(seen) != n) || (dropLast && len(seen) != min(want, n)) {
+			t.Fatalf("served %d of %d items (batch %d, drop last %v)", len(seen), n, batch, dropLast)
 		}
 	})
 }

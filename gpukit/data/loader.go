@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
 // ErrClosed is returned by a loader, or an epoch, used after Close.
@@ -108,7 +111,15 @@ type Options struct {
 	Pin *device.Device
 	// Collate builds a batch from its items; default Stack.
 	Collate Collate
+	// CloseWait bounds how long Close waits for workers to return (one
+	// stuck in a data set's Item cannot be interrupted); default 10s.
+	// Workers still running then finish in the background and release
+	// what they loaded.
+	CloseWait time.Duration
 }
+
+// defaultCloseWait is Options.CloseWait's default.
+const defaultCloseWait = 10 * time.Second
 
 // Loader serves a data set in batches, epoch after epoch
 // (torch.utils.data.DataLoader). It is safe for one consumer goroutine.
@@ -136,9 +147,17 @@ func NewLoader(ds Dataset, opts Options) (*Loader, error) {
 		return nil, fmt.Errorf("data: NewLoader: %d workers; use 0 to load on the caller's goroutine", opts.Workers)
 	case opts.Prefetch < 0:
 		return nil, fmt.Errorf("data: NewLoader: prefetch depth %d must not be negative", opts.Prefetch)
+	case opts.CloseWait < 0:
+		return nil, fmt.Errorf("data: NewLoader: CloseWait %v must not be negative", opts.CloseWait)
+	}
+	if err := checkOrder(ds.Len()); err != nil {
+		return nil, fmt.Errorf("data: NewLoader: %w", err)
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = 2
+	}
+	if opts.CloseWait == 0 {
+		opts.CloseWait = defaultCloseWait
 	}
 	l := &Loader{ds: ds, opts: opts}
 	if opts.Collate == nil {
@@ -155,6 +174,18 @@ func (l *Loader) NumBatches() int {
 		return n / b
 	}
 	return n/b + min(1, n%b)
+}
+
+// checkOrder refuses a data set of n items whose epoch order (one int per
+// item) does not fit in host memory.
+func checkOrder(n int) error {
+	if n < 0 {
+		return fmt.Errorf("the data set has %d items", n)
+	}
+	if n > math.MaxInt64/8 || hostmem.Check("", 8*int64(n)) != nil {
+		return fmt.Errorf("an epoch's order of %d items does not fit in host memory", n)
+	}
+	return nil
 }
 
 // Order returns the data set indices of one epoch, in the order the loader
@@ -207,6 +238,9 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) (*Epoch, error) {
 	if l.current != nil {
 		l.current.Close()
 	}
+	if err := checkOrder(l.ds.Len()); err != nil { // Len may have grown
+		return nil, fmt.Errorf("data: Epoch: %w", err)
+	}
 	order := l.Order(epoch)
 	nb := l.NumBatches()
 	ctx, cancel := context.WithCancel(ctx)
@@ -217,6 +251,7 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) (*Epoch, error) {
 			e.out[i] = make(chan result, l.opts.Prefetch)
 		}
 		e.wg.Add(w)
+		e.running.Store(int64(w))
 		for i := range w {
 			go e.work(i)
 		}
@@ -226,7 +261,8 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) (*Epoch, error) {
 }
 
 // Close stops the running epoch and its workers and makes the loader
-// refuse further use. It is safe to call more than once.
+// refuse further use; it returns Epoch.Close's error. It is safe to call
+// more than once, from any goroutine.
 func (l *Loader) Close() error {
 	l.mu.Lock()
 	l.closed = true
@@ -234,7 +270,7 @@ func (l *Loader) Close() error {
 	l.current = nil
 	l.mu.Unlock()
 	if e != nil {
-		e.Close()
+		return e.Close()
 	}
 	return nil
 }
@@ -254,6 +290,8 @@ type Epoch struct {
 	out    []chan result // one per worker; batch k comes from worker k%W
 	wg     sync.WaitGroup
 
+	running atomic.Int64 // workers that have not returned
+
 	next   int   // number of the batch Next returns next
 	err    error // sticky: after an error Next keeps returning it
 	closed atomic.Bool
@@ -261,6 +299,7 @@ type Epoch struct {
 
 func (e *Epoch) work(w int) {
 	defer e.wg.Done()
+	defer e.running.Add(-1)
 	workers := len(e.out)
 	for k := w; k < e.nb; k += workers {
 		if e.ctx.Err() != nil {
@@ -300,6 +339,9 @@ func (e *Epoch) load(k int) (b *Batch, err error) {
 	alloc := func(n int) ([]float32, error) {
 		if n < 0 || n > (1<<62)/4 {
 			return nil, fmt.Errorf("data: batch of %d values is too large", n)
+		}
+		if err := hostmem.Check("data: batch", 4*int64(n)); err != nil {
+			return nil, err
 		}
 		if e.l.opts.Pin == nil || n == 0 {
 			b.pool = &e.l.buffers
@@ -395,6 +437,9 @@ func (e *Epoch) Next() (*Batch, error) {
 		case r = <-e.out[k%len(e.out)]:
 		case <-e.ctx.Done():
 			r.err = e.ctx.Err()
+			if e.closed.Load() { // closed by another goroutine: not the caller's context
+				r.err = ErrClosed
+			}
 		}
 	}
 	if r.err != nil {
@@ -407,19 +452,36 @@ func (e *Epoch) Next() (*Batch, error) {
 }
 
 // Close stops the epoch's workers, waits for them to return, and releases
-// the batches they had ready. It is safe to call more than once.
+// the batches they had ready. It is safe to call more than once. A worker
+// inside the data set's Item cannot be interrupted: Close waits for the
+// workers at most Options.CloseWait and then returns an error; the
+// batches are released when the last worker returns.
 func (e *Epoch) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
 	e.cancel()
-	e.wg.Wait()
-	for _, ch := range e.out {
-		for len(ch) > 0 {
-			if r := <-ch; r.b != nil {
-				r.b.Release()
+	if len(e.out) == 0 { // no workers: Next loads on the caller's goroutine
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		e.wg.Wait()
+		for _, ch := range e.out {
+			for len(ch) > 0 {
+				if r := <-ch; r.b != nil {
+					r.b.Release()
+				}
 			}
 		}
+		close(done)
+	}()
+	t := time.NewTimer(e.l.opts.CloseWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("data: Close: %d worker(s) still loading after %v (inside the data set's Item?); it finishes in the background", e.running.Load(), e.l.opts.CloseWait)
 	}
-	return nil
 }

@@ -16,8 +16,8 @@ import (
 // that src may be freed right after the call: the allocator keeps it until
 // the copies are done. The host must synchronize s before reading dst.
 func CopyToHostChunked(d *device.Device, dst *device.HostBuffer, src *alloc.Block, chunk int64, s alloc.Stream) error {
-	if dst == nil || src == nil {
-		return fmt.Errorf("data: CopyToHostChunked: nil buffer or block")
+	if d == nil || dst == nil || src == nil {
+		return fmt.Errorf("data: CopyToHostChunked: nil device, buffer or block")
 	}
 	if chunk <= 0 {
 		return fmt.Errorf("data: CopyToHostChunked: chunk of %d bytes; it must be positive", chunk)
@@ -61,6 +61,9 @@ type MapStats struct {
 // allocator's peak is reset at the start, so PeakBytes is this run's.
 func MapChunks(d *device.Device, ds Dataset, outRow int, budget int64, fn ChunkFunc) ([]float32, MapStats, error) {
 	var st MapStats
+	if d == nil || ds == nil || fn == nil {
+		return nil, st, fmt.Errorf("data: MapChunks: nil device, data set or function")
+	}
 	rows := ds.Len()
 	if rows == 0 {
 		return nil, st, nil

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -71,6 +72,9 @@ func (p *Prefetcher) issue() error {
 	if err != nil {
 		return err
 	}
+	if hb == nil {
+		return errors.New("data: prefetch: the source returned neither a batch nor an error")
+	}
 	n := int64(len(hb.Data)) * 4
 	issued := p.d.RecordEvent(p.copyS)
 	blk, err := p.d.Malloc(n, p.copyS)
@@ -118,9 +122,12 @@ func (p *Prefetcher) Next() (*DeviceBatch, error) {
 // timeline.
 func (b *DeviceBatch) CopyEvents() (start, end *device.Event) { return b.issued, b.ready }
 
-// Float32s returns the batch's values on a sim device (nil elsewhere): they
-// alias device memory.
+// Float32s returns the batch's values on a sim device (nil elsewhere, and
+// after Release): they alias device memory.
 func (b *DeviceBatch) Float32s() []float32 {
+	if b.p == nil || b.Block == nil {
+		return nil
+	}
 	raw := b.p.d.Bytes(b.Block)
 	if len(raw) < 4 || b.copied == 0 {
 		return nil

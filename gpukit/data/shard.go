@@ -61,12 +61,18 @@ func (h ShardHeader) headerSize() int64 { return 8 + 4 + 4 + 4 + 8*int64(len(h.I
 // temporary file that is synced and renamed, so a crash leaves either the
 // old file or the whole new one. Every item must have itemShape.
 func WriteShard(path string, ds Dataset, itemShape []int) error {
+	if ds == nil {
+		return errors.New("data: WriteShard: nil data set")
+	}
 	if len(itemShape) > MaxShardDims {
 		return fmt.Errorf("data: WriteShard %s: items of rank %d; at most %d dimensions", path, len(itemShape), MaxShardDims)
 	}
 	size, err := numel(itemShape)
 	if err != nil {
 		return fmt.Errorf("data: WriteShard %s: %w", path, err)
+	}
+	if size == 0 {
+		return fmt.Errorf("data: WriteShard %s: items of shape %v hold no values", path, itemShape)
 	}
 	h := ShardHeader{Dtype: Float32, ItemShape: slices.Clone(itemShape), Count: ds.Len()}
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
@@ -124,6 +130,9 @@ func (e *CorruptShardError) Error() string {
 // given size), and checks that the file is exactly as long as the header
 // says.
 func ReadShardHeader(path string, r io.ReaderAt, size int64) (ShardHeader, error) {
+	if r == nil {
+		return ShardHeader{}, fmt.Errorf("data: shard %s: nil reader", path)
+	}
 	bad := func(off int64, format string, args ...any) (ShardHeader, error) {
 		return ShardHeader{}, &CorruptShardError{Path: path, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -165,9 +174,14 @@ func ReadShardHeader(path string, r io.ReaderAt, size int64) (ShardHeader, error
 		h.ItemShape[i] = int(d)
 		itemBytes *= d
 	}
+	// Items without values would let 36 bytes claim 2^62 of them, which
+	// no loader can order or index.
+	if itemBytes == 0 {
+		return bad(20, "items of shape %v hold no values", h.ItemShape)
+	}
 	count := binary.LittleEndian.Uint64(rest[8*ndim:])
 	hs := h.headerSize()
-	if count > math.MaxInt64 || (itemBytes != 0 && count > uint64(math.MaxInt64-hs)/itemBytes) {
+	if count > uint64(math.MaxInt64-hs)/itemBytes {
 		return bad(20+8*int64(ndim), "item count %d is too large", count)
 	}
 	h.Count = int(count)

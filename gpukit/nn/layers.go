@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -28,6 +29,14 @@ func NewLinear(in, out int, bias bool, opts ...tensor.Option) *Linear {
 	return l
 }
 
+// checkInput panics with an *Error for a nil input, which a layer's shape
+// check would otherwise dereference.
+func checkInput(op string, x *tensor.Tensor) {
+	if x == nil {
+		panic(errorf("%s: input is nil", op))
+	}
+}
+
 func checkSizes(op string, sizes ...int) {
 	for _, n := range sizes {
 		if n <= 0 {
@@ -47,6 +56,7 @@ func (l *Linear) Members() Members {
 
 // Forward returns x Wᵀ + b. Autograd saves x and W (the matmul's inputs).
 func (l *Linear) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("Linear", x)
 	if x.Dim() == 0 || x.Size(-1) != l.In {
 		panic(errorf("Linear: input of shape %v, expected last dimension %d", x.Shape(), l.In))
 	}
@@ -99,38 +109,64 @@ func (e *Embedding) Forward(ids *tensor.Tensor) *tensor.Tensor {
 // autograd saves the input and a mean and 1/σ per row, as PyTorch does.
 type LayerNorm struct {
 	Base
-	Dim          int
-	Eps          float64
-	Weight, Bias *tensor.Tensor
+	NormalizedShape []int // the trailing dimensions normalised over
+	Eps             float64
+	Weight, Bias    *tensor.Tensor // of NormalizedShape; nil without affine
 }
 
-// NewLayerNorm returns a LayerNorm over a last dimension of size dim.
+// NewLayerNorm returns a LayerNorm over a last dimension of size dim,
+// with weight and bias.
 func NewLayerNorm(dim int, opts ...tensor.Option) *LayerNorm {
-	checkSizes("NewLayerNorm", dim)
-	return &LayerNorm{Dim: dim, Eps: 1e-5,
-		Weight: newParam([]int{dim}, constant(1), opts),
-		Bias:   newParam([]int{dim}, constant(0), opts)}
+	return NewLayerNormShape([]int{dim}, true, opts...)
 }
 
-// Members lists weight and bias.
-func (n *LayerNorm) Members() Members {
-	return Members{Params: []Named{{"weight", n.Weight}, {"bias", n.Bias}}}
-}
-
-// Forward returns (x - mean) / √(var + eps) · weight + bias over the last
-// dimension (biased variance, as PyTorch).
-func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
-	if x.Dim() == 0 || x.Size(-1) != n.Dim {
-		panic(errorf("LayerNorm: input of shape %v, expected last dimension %d", x.Shape(), n.Dim))
+// NewLayerNormShape returns a LayerNorm over the trailing dimensions
+// shape (torch.nn.LayerNorm(normalized_shape, elementwise_affine=affine)):
+// with affine, a weight of ones and a bias of zeros of that shape;
+// without, no parameters at all.
+func NewLayerNormShape(shape []int, affine bool, opts ...tensor.Option) *LayerNorm {
+	if len(shape) == 0 {
+		panic(errorf("NewLayerNormShape: the normalized shape is empty; give at least one dimension"))
 	}
-	return tensor.LayerNorm(x, []int{n.Dim}, n.Weight, n.Bias, n.Eps)
+	checkSizes("NewLayerNormShape", shape...)
+	n := &LayerNorm{NormalizedShape: slices.Clone(shape), Eps: 1e-5}
+	if affine {
+		n.Weight = newParam(n.NormalizedShape, constant(1), opts)
+		n.Bias = newParam(n.NormalizedShape, constant(0), opts)
+	}
+	return n
 }
 
-// BatchNorm1d normalises each feature of [N, C] inputs over the batch
+// Members lists weight and bias, when the layer has them.
+func (n *LayerNorm) Members() Members {
+	var ps []Named
+	if n.Weight != nil {
+		ps = append(ps, Named{"weight", n.Weight})
+	}
+	if n.Bias != nil {
+		ps = append(ps, Named{"bias", n.Bias})
+	}
+	return Members{Params: ps}
+}
+
+// Forward returns (x - mean) / √(var + eps) · weight + bias over the
+// trailing NormalizedShape dimensions (biased variance, as PyTorch).
+func (n *LayerNorm) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("LayerNorm", x)
+	k := len(n.NormalizedShape)
+	if x.Dim() < k || !slices.Equal(x.Shape()[x.Dim()-k:], n.NormalizedShape) {
+		panic(errorf("LayerNorm: input of shape %v, expected to end in %v", x.Shape(), n.NormalizedShape))
+	}
+	return tensor.LayerNorm(x, n.NormalizedShape, n.Weight, n.Bias, n.Eps)
+}
+
+// BatchNorm1d normalises each feature of [N, C] inputs over the batch, or
+// each channel of [N, C, L] inputs over the batch and the length
 // (torch.nn.BatchNorm1d(C): eps 1e-5, momentum 0.1, affine, running
 // statistics). It is one op (tensor.BatchNorm, PyTorch's
 // native_batch_norm). In training it uses the batch's mean and biased
-// variance, saves the input and a mean and 1/σ per feature, and updates
+// variance, saves the input, references to its weight and running
+// statistics (no new memory) and a mean and 1/σ per feature, and updates
 // the buffers running_mean (zeros at start), running_var (ones; updated
 // with the unbiased variance) and num_batches_tracked (Int64); in eval it
 // uses the running statistics.
@@ -165,15 +201,16 @@ func (b *BatchNorm1d) Members() Members {
 	}
 }
 
-// Forward normalises x of shape [N, C].
+// Forward normalises x of shape [N, C] or [N, C, L].
 func (b *BatchNorm1d) Forward(x *tensor.Tensor) *tensor.Tensor {
-	if x.Dim() != 2 || x.Size(1) != b.Features {
-		panic(errorf("BatchNorm1d: input of shape %v, expected [N, %d]", x.Shape(), b.Features))
+	checkInput("BatchNorm1d", x)
+	if (x.Dim() != 2 && x.Dim() != 3) || x.Size(1) != b.Features {
+		panic(errorf("BatchNorm1d: input of shape %v, expected [N, %d] or [N, %d, L]", x.Shape(), b.Features, b.Features))
 	}
 	if !b.Training() {
 		return tensor.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, false, b.Momentum, b.Eps)
 	}
-	if x.Size(0) < 2 {
+	if x.Numel()/b.Features < 2 {
 		panic(errorf("BatchNorm1d: expected more than 1 value per channel when training, got input of shape %v", x.Shape()))
 	}
 	y := tensor.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, true, b.Momentum, b.Eps)
@@ -219,8 +256,13 @@ func (*ReLU) Members() Members { return Members{} }
 // Forward returns max(x, 0).
 func (*ReLU) Forward(x *tensor.Tensor) *tensor.Tensor { return x.Relu() }
 
-// GELU is x·Φ(x), the exact erf form (torch.nn.GELU()).
-type GELU struct{ Base }
+// GELU is x·Φ(x), the exact erf form (torch.nn.GELU()), or with
+// Approximate "tanh" PyTorch's tanh approximation
+// (torch.nn.GELU(approximate="tanh"), tensor.GeluTanh).
+type GELU struct {
+	Base
+	Approximate string // "none" (or "") or "tanh"
+}
 
 // NewGELU returns a GELU.
 func NewGELU() *GELU { return &GELU{} }
@@ -228,5 +270,13 @@ func NewGELU() *GELU { return &GELU{} }
 // Members is empty.
 func (*GELU) Members() Members { return Members{} }
 
-// Forward returns x·Φ(x).
-func (*GELU) Forward(x *tensor.Tensor) *tensor.Tensor { return x.Gelu() }
+// Forward returns x·Φ(x), or its tanh approximation.
+func (g *GELU) Forward(x *tensor.Tensor) *tensor.Tensor {
+	switch g.Approximate {
+	case "", "none":
+		return x.Gelu()
+	case "tanh":
+		return x.GeluTanh()
+	}
+	panic(errorf("GELU: approximate %q; use \"none\" or \"tanh\"", g.Approximate))
+}

@@ -3,7 +3,9 @@ package nn
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -73,6 +75,9 @@ func (b *Base) SetTraining(train bool) { b.eval = !train }
 // walk calls fn for every module under m (m first), with its dotted
 // prefix ("" for m, "blocks.0." for a child's child).
 func walk(m Module, prefix string, fn func(prefix string, m Module)) {
+	if isnil.Nil(m) {
+		panic(errorf("module %q is nil", strings.TrimSuffix(prefix, ".")))
+	}
 	fn(prefix, m)
 	for _, c := range m.Members().Children {
 		walk(c.Module, prefix+c.Name+".", fn)
@@ -189,8 +194,14 @@ type Sequential struct {
 	Layers []Module
 }
 
-// NewSequential returns a Sequential of layers.
+// NewSequential returns a Sequential of layers; a nil layer panics with an
+// *Error.
 func NewSequential(layers ...Module) *Sequential {
+	for i, l := range layers {
+		if isnil.Nil(l) {
+			panic(errorf("NewSequential: layer %d is nil", i))
+		}
+	}
 	return &Sequential{Layers: slices.Clone(layers)}
 }
 
@@ -214,7 +225,13 @@ func (s *Sequential) Forward(x *tensor.Tensor) *tensor.Tensor {
 // releasing the intermediate outputs (not x). With no layers it returns a
 // new reference to x.
 func RunLayers(layers []Module, x *tensor.Tensor) *tensor.Tensor {
+	for i, l := range layers {
+		if isnil.Nil(l) {
+			panic(errorf("RunLayers: layer %d is nil", i))
+		}
+	}
 	if len(layers) == 0 {
+		checkInput("RunLayers", x)
 		return x.Reshape(x.Shape()...) // a new reference (a view), gradients flow
 	}
 	h := layers[0].Forward(x)

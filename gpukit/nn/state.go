@@ -1,10 +1,12 @@
 package nn
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/nn/safetensors"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -30,6 +32,9 @@ func StateDict(m Module) []Named {
 // metadata {"format": "pt"}, as safetensors.torch.save_file writes),
 // through a temporary file renamed into place.
 func SaveFile(path string, m Module) error {
+	if isnil.Nil(m) {
+		return errors.New("nn: SaveFile: the module is nil")
+	}
 	return SaveTensors(path, StateDict(m), map[string]string{"format": "pt"})
 }
 
@@ -93,6 +98,9 @@ func torchSize(shape []int) string {
 // corrupt or truncated one) m is left as it was. Floating-point values
 // are converted to the parameter's dtype, as copy_ does.
 func LoadFile(path string, m Module) error {
+	if isnil.Nil(m) {
+		return errors.New("nn: LoadFile: the module is nil")
+	}
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("nn: %w", err)

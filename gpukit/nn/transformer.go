@@ -49,6 +49,7 @@ func (m *MultiheadAttention) Members() Members {
 // q, k, v, the [B, H, T, T] attention probabilities, and the inputs of
 // the two projections.
 func (m *MultiheadAttention) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkInput("MultiheadAttention", x)
 	if x.Dim() != 3 || x.Size(2) != m.Dim {
 		panic(errorf("MultiheadAttention: input of shape %v, expected [B, T, %d]", x.Shape(), m.Dim))
 	}

@@ -8,12 +8,15 @@ import (
 )
 
 // AdamConfig holds Adam's and AdamW's hyperparameters (torch.optim.Adam,
-// AdamW). Start from DefaultAdam or DefaultAdamW.
+// AdamW). Start from DefaultAdam or DefaultAdamW. Amsgrad normalises by
+// the running maximum of exp_avg_sq, kept in a third state tensor,
+// max_exp_avg_sq (amsgrad=True).
 type AdamConfig struct {
 	LR          float64
 	Betas       [2]float64
 	Eps         float64
 	WeightDecay float64
+	Amsgrad     bool
 }
 
 // DefaultAdam returns torch.optim.Adam's defaults: lr 1e-3, betas (0.9,
@@ -32,8 +35,8 @@ func (c AdamConfig) validate() error {
 	if err := checkLR(c.LR); err != nil {
 		return err
 	}
-	if c.Eps < 0 || math.IsNaN(c.Eps) {
-		return fmt.Errorf("Invalid epsilon value: %v", c.Eps)
+	if err := checkFinite("epsilon value", c.Eps); err != nil {
+		return err
 	}
 	for i, b := range c.Betas {
 		if b < 0 || b >= 1 || math.IsNaN(b) {
@@ -43,11 +46,25 @@ func (c AdamConfig) validate() error {
 	return checkWeightDecay(c.WeightDecay)
 }
 
-// adamState is one parameter's state: PyTorch's step, exp_avg and
-// exp_avg_sq.
+// adamState is one parameter's state: PyTorch's step, exp_avg,
+// exp_avg_sq and, with amsgrad, max_exp_avg_sq (nil without).
 type adamState struct {
-	step             int
-	expAvg, expAvgSq *tensor.Tensor
+	step                          int
+	expAvg, expAvgSq, maxExpAvgSq *tensor.Tensor
+}
+
+func (s *adamState) release() {
+	s.expAvg.Release()
+	s.expAvgSq.Release()
+	s.maxExpAvgSq.Release()
+}
+
+func (s *adamState) nbytes() int64 {
+	n := s.expAvg.Nbytes() + s.expAvgSq.Nbytes()
+	if s.maxExpAvgSq != nil {
+		n += s.maxExpAvgSq.Nbytes()
+	}
+	return n
 }
 
 // Adam is torch.optim.Adam (and AdamW when decoupled): per parameter,
@@ -57,7 +74,8 @@ type adamState struct {
 //	g ← grad + weight_decay·p          (Adam only)
 //	m ← β1·m + (1 − β1)·g              exp_avg
 //	v ← β2·v + (1 − β2)·g²             exp_avg_sq
-//	p ← p − lr/(1 − β1ᵗ) · m / (√v/√(1 − β2ᵗ) + eps)
+//	v̂ ← max(v̂, v)                      max_exp_avg_sq (amsgrad only; else v̂ = v)
+//	p ← p − lr/(1 − β1ᵗ) · m / (√v̂/√(1 − β2ᵗ) + eps)
 //
 // exp_avg and exp_avg_sq, each the size of the parameter, are allocated
 // at the parameter's first step, which is when a real card's memory grows
@@ -65,10 +83,10 @@ type adamState struct {
 // parameter (tensor.FusedAdam, PyTorch's fused=True) that allocates
 // nothing; PyTorch's default foreach implementation would also hold
 // temporaries for a whole group at once. Where the step cannot be fused
-// (float16 or bfloat16 parameters, non-contiguous ones, a cuda device) it
-// is composed of elementwise ops, as PyTorch's single-tensor
+// (float16 or bfloat16 parameters, non-contiguous ones, a cuda device,
+// amsgrad) it is composed of elementwise ops, as PyTorch's single-tensor
 // implementation is, with two temporaries of one parameter's size at a
-// time.
+// time. Amsgrad adds a third state tensor the size of the parameter.
 type Adam struct {
 	groups    []Group[AdamConfig]
 	decoupled bool
@@ -117,10 +135,13 @@ func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
 		s = &adamState{expAvg: tensor.ZerosLike(p), expAvgSq: tensor.ZerosLike(p)}
 		o.state[p] = s
 	}
+	if c.Amsgrad && s.maxExpAvgSq == nil {
+		s.maxExpAvgSq = tensor.ZerosLike(p)
+	}
 	s.step++
 	sc := tensor.AdamScalars{LR: c.LR, Beta1: c.Betas[0], Beta2: c.Betas[1], Eps: c.Eps,
 		WeightDecay: c.WeightDecay, Decoupled: o.decoupled, Step: s.step}
-	if !tensor.FusedAdam(p, p.Grad(), s.expAvg, s.expAvgSq, sc) {
+	if c.Amsgrad || !tensor.FusedAdam(p, p.Grad(), s.expAvg, s.expAvgSq, sc) {
 		o.composedUpdate(p, s, c)
 	}
 }
@@ -128,7 +149,7 @@ func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
 // composedUpdate is the step as separate elementwise ops (PyTorch's
 // single-tensor implementation), for what FusedAdam cannot fuse: half
 // precision, non-contiguous tensors, cuda. It holds two temporaries of
-// the parameter's size at a time.
+// the parameter's size at a time (three for a moment with amsgrad).
 func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 	b1, b2 := c.Betas[0], c.Betas[1]
 	var g *tensor.Tensor
@@ -147,9 +168,18 @@ func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 	s.expAvgSq.MulInPlace(b2).AddInPlace(sq.MulInPlace(1 - b2))
 	sq.Release()
 
+	v := s.expAvgSq
+	if c.Amsgrad {
+		// torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+		// in torch/optim/adam.py, _single_tensor_adam
+		m := s.maxExpAvgSq.Maximum(s.expAvgSq)
+		s.maxExpAvgSq.CopyFrom(m)
+		m.Release()
+		v = s.maxExpAvgSq
+	}
 	bc1 := 1 - math.Pow(b1, float64(s.step))
 	bc2 := 1 - math.Pow(b2, float64(s.step))
-	denom := s.expAvgSq.Sqrt()
+	denom := v.Sqrt()
 	denom.DivInPlace(math.Sqrt(bc2)).AddInPlace(c.Eps)
 	upd := s.expAvg.Div(denom)
 	denom.Release()
@@ -166,8 +196,9 @@ func (o *Adam) Groups() int { return len(o.groups) }
 // LR is group g's learning rate.
 func (o *Adam) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
 
-// SetLR changes group g's learning rate.
-func (o *Adam) SetLR(g int, lr float64) { checkGroup(len(o.groups), g); o.groups[g].Config.LR = lr }
+// SetLR changes group g's learning rate; a negative, NaN or infinite lr
+// panics with an *Error.
+func (o *Adam) SetLR(g int, lr float64) { checkSetLR(len(o.groups), g, lr); o.groups[g].Config.LR = lr }
 
 // Params returns the parameters of every group in order.
 func (o *Adam) Params() []*tensor.Tensor { return groupParams(o.groups) }
@@ -180,11 +211,12 @@ func (o *Adam) Steps(p *tensor.Tensor) int {
 	return 0
 }
 
-// StateBytes is the memory of exp_avg and exp_avg_sq of every parameter.
+// StateBytes is the memory of exp_avg and exp_avg_sq (and max_exp_avg_sq
+// with amsgrad) of every parameter.
 func (o *Adam) StateBytes() int64 {
 	var n int64
 	for _, s := range o.state {
-		n += s.expAvg.Nbytes() + s.expAvgSq.Nbytes()
+		n += s.nbytes()
 	}
 	return n
 }
@@ -192,8 +224,7 @@ func (o *Adam) StateBytes() int64 {
 // Release frees the optimizer's state.
 func (o *Adam) Release() {
 	for p, s := range o.state {
-		s.expAvg.Release()
-		s.expAvgSq.Release()
+		s.release()
 		delete(o.state, p)
 	}
 }

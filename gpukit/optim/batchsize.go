@@ -43,11 +43,17 @@ type BatchResult struct {
 // each failed try and at the end, so reserved memory is left as found;
 // otherwise EmptyCache would also drop segments cached before the search,
 // and FindBatchSize leaves the cache alone. Errors other than
-// out-of-memory stop the search.
+// out-of-memory, returned by step or panicked as a *tensor.Error, stop the
+// search and are returned, wrapped, with the result so far.
 func FindBatchSize(dev *device.Device, maxBatch int, budget int64, step func(batch int) error) (BatchResult, error) {
 	var res BatchResult
-	if maxBatch < 1 {
+	switch {
+	case dev == nil:
+		return res, errors.New("optim: FindBatchSize: dev is nil")
+	case maxBatch < 1:
 		return res, fmt.Errorf("optim: FindBatchSize: maxBatch must be at least 1, got %d", maxBatch)
+	case step == nil:
+		return res, errors.New("optim: FindBatchSize: step is nil")
 	}
 	tensor.CollectGarbage() // tensors dropped without Release would blur the baseline
 	base := dev.MemoryAllocated()
@@ -59,11 +65,11 @@ func FindBatchSize(dev *device.Device, maxBatch int, budget int64, step func(bat
 	}()
 	try := func(batch int) (bool, error) {
 		dev.ResetPeakStats()
-		err := tensor.Try(func() {
-			if e := step(batch); e != nil {
-				panic(e)
-			}
-		})
+		var stepErr error
+		err := tensor.Try(func() { stepErr = step(batch) })
+		if err == nil {
+			err = stepErr
+		}
 		peak := dev.MaxMemoryAllocated() - base
 		var oom *alloc.OutOfMemoryError
 		isOOM := errors.As(err, &oom)
@@ -86,9 +92,10 @@ func FindBatchSize(dev *device.Device, maxBatch int, budget int64, step func(bat
 		}
 		return ok, nil
 	}
-	// grow: 1, 2, 4, ... up to maxBatch
-	lo, hi := 0, maxBatch+1 // lo passed (0: none yet), hi failed
-	for b := 1; ; b = min(2*b, maxBatch) {
+	// grow: 1, 2, 4, ... up to maxBatch (doubling without overflow, even
+	// for maxBatch = math.MaxInt)
+	lo, hi := 0, 0 // lo passed (0: none yet), hi failed (0: none yet)
+	for b := 1; ; {
 		ok, err := try(b)
 		if err != nil {
 			return res, err
@@ -101,9 +108,14 @@ func FindBatchSize(dev *device.Device, maxBatch int, budget int64, step func(bat
 		if b == maxBatch {
 			break
 		}
+		if b > maxBatch/2 {
+			b = maxBatch
+		} else {
+			b *= 2
+		}
 	}
-	// bisect
-	for hi-lo > 1 {
+	// bisect between the last success and the first failure
+	for hi != 0 && hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		ok, err := try(mid)
 		if err != nil {

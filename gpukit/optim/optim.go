@@ -74,16 +74,29 @@ func checkGroups[C any](groups []Group[C], validate func(C) error) error {
 	return nil
 }
 
-func checkLR(lr float64) error {
-	if lr < 0 || math.IsNaN(lr) || math.IsInf(lr, 0) {
-		return fmt.Errorf("Invalid learning rate: %v", lr)
-	}
-	return nil
-}
+// Error is the panic value of misuse in a method that has no error
+// result (SetLR with a NaN rate, a group index out of range); its message
+// starts with "optim: ". Constructors and LoadFile return errors instead.
+type Error struct{ msg string }
 
-func checkWeightDecay(wd float64) error {
-	if wd < 0 || math.IsNaN(wd) {
-		return fmt.Errorf("Invalid weight_decay value: %v", wd)
+func (e *Error) Error() string { return "optim: " + e.msg }
+
+func panicf(format string, args ...any) { panic(&Error{fmt.Sprintf(format, args...)}) }
+
+// Hyperparameter checks. PyTorch (torch/optim/sgd.py, adam.py) refuses
+// only negative values with these messages ("Invalid learning rate: -1");
+// a NaN passes its `< 0.0` tests and an infinite one is accepted, and
+// either turns the parameters into NaN or stalls training, so gpukit
+// refuses them too, with the same wording.
+
+func checkLR(lr float64) error { return checkFinite("learning rate", lr) }
+
+func checkWeightDecay(wd float64) error { return checkFinite("weight_decay value", wd) }
+
+// checkFinite refuses a negative, NaN or infinite hyperparameter.
+func checkFinite(what string, v float64) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("Invalid %s: %v", what, v)
 	}
 	return nil
 }
@@ -109,7 +122,15 @@ func zeroGrad(params []*tensor.Tensor, setToNone bool) {
 
 func checkGroup(n, g int) {
 	if g < 0 || g >= n {
-		panic(fmt.Sprintf("optim: parameter group %d out of range [0, %d)", g, n))
+		panicf("parameter group %d out of range [0, %d)", g, n)
+	}
+}
+
+// checkSetLR is SetLR's check: the group exists and lr is valid.
+func checkSetLR(n, g int, lr float64) {
+	checkGroup(n, g)
+	if err := checkLR(lr); err != nil {
+		panicf("SetLR: %v", err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gpumem/course/gpukit/internal/isnil"
 )
 
 // Scheduler changes the learning rates of an optimizer's groups once per
@@ -17,8 +20,16 @@ type Scheduler struct {
 // NewStepLR multiplies each group's initial learning rate by gamma every
 // stepSize epochs: lr = base·gamma^⌊epoch/stepSize⌋ (torch.optim.lr_scheduler.StepLR).
 func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
+	if isnil.Nil(opt) {
+		return nil, errNilOptimizer
+	}
 	if stepSize <= 0 {
 		return nil, fmt.Errorf("optim: StepLR: step_size must be positive, got %d", stepSize)
+	}
+	// PyTorch's StepLR (torch/optim/lr_scheduler.py) checks nothing; a
+	// NaN gamma makes every rate NaN, a negative one flips its sign.
+	if err := checkFinite("gamma", gamma); err != nil {
+		return nil, fmt.Errorf("optim: StepLR: %w", err)
 	}
 	return newScheduler(opt, func(base float64, epoch int) float64 {
 		return base * math.Pow(gamma, float64(epoch/stepSize))
@@ -29,13 +40,22 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
 // to etaMin over tMax epochs: lr = etaMin + (base − etaMin)·(1 + cos(π·epoch/tMax))/2
 // (CosineAnnealingLR's closed form).
 func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
+	if isnil.Nil(opt) {
+		return nil, errNilOptimizer
+	}
 	if tMax <= 0 {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
+	}
+	if err := checkFinite("eta_min", etaMin); err != nil {
+		return nil, fmt.Errorf("optim: CosineAnnealingLR: %w", err)
 	}
 	return newScheduler(opt, func(base float64, epoch int) float64 {
 		return etaMin + (base-etaMin)*(1+math.Cos(math.Pi*float64(epoch)/float64(tMax)))/2
 	}), nil
 }
+
+// errNilOptimizer is the refusal of a schedule without an optimizer.
+var errNilOptimizer = errors.New("optim: a learning-rate schedule needs an optimizer, got nil")
 
 func newScheduler(opt Optimizer, lr func(float64, int) float64) *Scheduler {
 	s := &Scheduler{opt: opt, lr: lr}

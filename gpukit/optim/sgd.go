@@ -2,7 +2,6 @@ package optim
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -23,8 +22,11 @@ func (c SGDConfig) validate() error {
 	if err := checkLR(c.LR); err != nil {
 		return err
 	}
-	if c.Momentum < 0 {
-		return fmt.Errorf("Invalid momentum value: %v", c.Momentum)
+	if err := checkFinite("momentum value", c.Momentum); err != nil {
+		return err
+	}
+	if err := checkFinite("dampening value", c.Dampening); err != nil {
+		return err
 	}
 	if err := checkWeightDecay(c.WeightDecay); err != nil {
 		return err
@@ -89,7 +91,8 @@ func (o *SGD) Step() {
 
 func (o *SGD) update(p *tensor.Tensor, c SGDConfig) {
 	d := withDecay(p.Grad(), p, c.WeightDecay)
-	defer d.Release()
+	// d changes below: the deferred call releases the last one.
+	defer func() { d.Release() }()
 	if c.Momentum != 0 {
 		buf, ok := o.buf[p]
 		if !ok {
@@ -125,8 +128,9 @@ func (o *SGD) Groups() int { return len(o.groups) }
 // LR is group g's learning rate.
 func (o *SGD) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
 
-// SetLR changes group g's learning rate.
-func (o *SGD) SetLR(g int, lr float64) { checkGroup(len(o.groups), g); o.groups[g].Config.LR = lr }
+// SetLR changes group g's learning rate; a negative, NaN or infinite lr
+// panics with an *Error.
+func (o *SGD) SetLR(g int, lr float64) { checkSetLR(len(o.groups), g, lr); o.groups[g].Config.LR = lr }
 
 // Params returns the parameters of every group in order.
 func (o *SGD) Params() []*tensor.Tensor { return groupParams(o.groups) }

@@ -3,6 +3,7 @@ package optim
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // An optimizer's state dict in a .safetensors file follows PyTorch's
 // optimizer.state_dict(): tensors "state.<i>.<field>" for parameter i of
 // Params() (Adam: step, a float32 scalar as in PyTorch, exp_avg,
-// exp_avg_sq; SGD: momentum_buffer), and the metadata "optimizer" (the
+// exp_avg_sq and, in a group with amsgrad, max_exp_avg_sq; SGD:
+// momentum_buffer), and the metadata "optimizer" (the
 // kind) and "param_groups" (PyTorch's list as JSON, each group with its
 // hyperparameters and the indices of its parameters).
 
@@ -24,6 +26,7 @@ type groupJSON struct {
 	Betas       [2]float64 `json:"betas,omitzero"`
 	Eps         float64    `json:"eps,omitempty"`
 	WeightDecay float64    `json:"weight_decay"`
+	Amsgrad     bool       `json:"amsgrad,omitempty"`
 	Momentum    float64    `json:"momentum,omitempty"`
 	Dampening   float64    `json:"dampening,omitempty"`
 	Nesterov    bool       `json:"nesterov,omitempty"`
@@ -62,9 +65,10 @@ func (s *stateFile) release() {
 }
 
 // readState opens path and checks it against the optimizer: kind, group
-// sizes, field names and shapes. It reads every tensor to the host; on
-// any error nothing is returned.
-func readState[C any](path, kind string, groups []Group[C], fields []string) (*stateFile, error) {
+// sizes, field names (those fields gives for the parameter's group, as
+// the file describes it) and shapes. It reads every tensor to the host;
+// on any error nothing is returned.
+func readState[C any](path, kind string, groups []Group[C], fields func(groupJSON) []string) (*stateFile, error) {
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("optim: %w", err)
@@ -84,11 +88,15 @@ func readState[C any](path, kind string, groups []Group[C], fields []string) (*s
 		return nil, bad("loaded state dict has a different number of parameter groups (%d, the optimizer has %d)", len(s.groups), len(groups))
 	}
 	var params []*tensor.Tensor
+	var paramFields [][]string // the fields of each parameter, by its group
 	for i, g := range groups {
 		if len(s.groups[i].Params) != len(g.Params) {
 			return nil, bad("loaded state dict contains a parameter group that doesn't match the size of optimizer's group (group %d: %d parameters, the optimizer's has %d)", i, len(s.groups[i].Params), len(g.Params))
 		}
 		params = append(params, g.Params...)
+		for range g.Params {
+			paramFields = append(paramFields, fields(s.groups[i]))
+		}
 	}
 	ok := false
 	defer func() {
@@ -100,8 +108,12 @@ func readState[C any](path, kind string, groups []Group[C], fields []string) (*s
 		rest, found := strings.CutPrefix(info.Name, "state.")
 		idx, field, found2 := strings.Cut(rest, ".")
 		i, err := strconv.Atoi(idx)
-		if !found || !found2 || err != nil || i < 0 || i >= len(params) || !slices.Contains(fields, field) {
-			return nil, bad("unexpected key %q (expected state.<parameter index>.<%s>)", info.Name, strings.Join(fields, "|"))
+		if !found || !found2 || err != nil || i < 0 || i >= len(params) || !slices.Contains(paramFields[i], field) {
+			want := paramFields[0]
+			if err == nil && i >= 0 && i < len(params) {
+				want = paramFields[i]
+			}
+			return nil, bad("unexpected key %q (expected state.<parameter index>.<%s>)", info.Name, strings.Join(want, "|"))
 		}
 		want := params[i].Shape()
 		if field == "step" {
@@ -114,18 +126,50 @@ func readState[C any](path, kind string, groups []Group[C], fields []string) (*s
 		if err != nil {
 			return nil, fmt.Errorf("optim: %w", err)
 		}
+		if err := checkValues(info.Name, field, t); err != nil {
+			t.Release()
+			return nil, bad("%v", err)
+		}
 		if s.fields[i] == nil {
 			s.fields[i] = map[string]*tensor.Tensor{}
 		}
 		s.fields[i][field] = t
 	}
 	for i, fs := range s.fields {
-		if len(fs) != len(fields) {
-			return nil, bad("parameter %d has %d of the state fields %v", i, len(fs), fields)
+		if len(fs) != len(paramFields[i]) {
+			return nil, bad("parameter %d has %d of the state fields %v", i, len(fs), paramFields[i])
 		}
 	}
 	ok = true
 	return s, nil
+}
+
+// maxStep is the largest step count loaded: every integer up to it is
+// exact in a float64, and β^step underflows to 0 long before it.
+const maxStep = 1 << 53
+
+// checkValues refuses loaded values that the update would turn into NaN
+// or that no optimizer can have produced: a NaN or infinite element in
+// any field, a negative exp_avg_sq (its square root is taken), and a step
+// count that is not a whole number in [0, 2^53] (PyTorch keeps step as a
+// float32 tensor, torch/optim/adam.py, and its bias corrections
+// 1 − β^step divide by zero at step 0 only before the increment).
+func checkValues(name, field string, t *tensor.Tensor) error {
+	for i, v := range t.Float64s() {
+		at := name
+		if t.Dim() > 0 {
+			at = fmt.Sprintf("%s[%d]", name, i)
+		}
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return fmt.Errorf("%s is %v; a saved optimizer state is finite", at, v)
+		case (field == "exp_avg_sq" || field == "max_exp_avg_sq") && v < 0:
+			return fmt.Errorf("%s is %v; %s, a running mean of squares or its maximum, is never negative", at, v, field)
+		case field == "step" && (v < 0 || v > maxStep || v != math.Trunc(v)):
+			return fmt.Errorf("%s is %v; a step count is a whole number in [0, 2^53]", at, v)
+		}
+	}
+	return nil
 }
 
 // deviceCopy returns a copy of host tensor h on p's device with p's dtype.
@@ -151,9 +195,12 @@ func (o *Adam) SaveFile(path string) error {
 		pre := fmt.Sprintf("state.%d.", i)
 		named = append(named, nn.Named{Name: pre + "step", Tensor: step},
 			nn.Named{Name: pre + "exp_avg", Tensor: s.expAvg}, nn.Named{Name: pre + "exp_avg_sq", Tensor: s.expAvgSq})
+		if s.maxExpAvgSq != nil {
+			named = append(named, nn.Named{Name: pre + "max_exp_avg_sq", Tensor: s.maxExpAvgSq})
+		}
 	}
 	return nn.SaveTensors(path, named, groupsMeta(o.kind(), o.groups, func(c AdamConfig) groupJSON {
-		return groupJSON{LR: c.LR, Betas: c.Betas, Eps: c.Eps, WeightDecay: c.WeightDecay}
+		return groupJSON{LR: c.LR, Betas: c.Betas, Eps: c.Eps, WeightDecay: c.WeightDecay, Amsgrad: c.Amsgrad}
 	}))
 }
 
@@ -168,14 +215,19 @@ func (o *Adam) kind() string {
 // path, after checking them all against this optimizer (kind, groups,
 // shapes); on error the optimizer is left as it was.
 func (o *Adam) LoadFile(path string) error {
-	s, err := readState(path, o.kind(), o.groups, []string{"step", "exp_avg", "exp_avg_sq"})
+	s, err := readState(path, o.kind(), o.groups, func(g groupJSON) []string {
+		if g.Amsgrad {
+			return []string{"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
+		}
+		return []string{"step", "exp_avg", "exp_avg_sq"}
+	})
 	if err != nil {
 		return err
 	}
 	defer s.release()
 	for gi := range o.groups {
 		g := s.groups[gi]
-		c := AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay}
+		c := AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay, Amsgrad: g.Amsgrad}
 		if err := c.validate(); err != nil {
 			return fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
 		}
@@ -185,13 +237,17 @@ func (o *Adam) LoadFile(path string) error {
 	err = tensor.Try(func() {
 		for i, fs := range s.fields {
 			p := params[i]
-			next[p] = &adamState{step: int(fs["step"].Item()), expAvg: deviceCopy(fs["exp_avg"], p), expAvgSq: deviceCopy(fs["exp_avg_sq"], p)}
+			st := &adamState{step: int(fs["step"].Item())}
+			next[p] = st
+			st.expAvg, st.expAvgSq = deviceCopy(fs["exp_avg"], p), deviceCopy(fs["exp_avg_sq"], p)
+			if m, ok := fs["max_exp_avg_sq"]; ok {
+				st.maxExpAvgSq = deviceCopy(m, p)
+			}
 		}
 	})
 	if err != nil {
 		for _, st := range next {
-			st.expAvg.Release()
-			st.expAvgSq.Release()
+			st.release()
 		}
 		return fmt.Errorf("optim: loading %s: %w", path, err)
 	}
@@ -199,7 +255,7 @@ func (o *Adam) LoadFile(path string) error {
 	o.state = next
 	for gi := range o.groups {
 		g := s.groups[gi]
-		o.groups[gi].Config = AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay}
+		o.groups[gi].Config = AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay, Amsgrad: g.Amsgrad}
 	}
 	return nil
 }
@@ -220,7 +276,7 @@ func (o *SGD) SaveFile(path string) error {
 // LoadFile replaces SGD's momentum buffers and hyperparameters with those
 // saved in path, all or nothing.
 func (o *SGD) LoadFile(path string) error {
-	s, err := readState(path, "SGD", o.groups, []string{"momentum_buffer"})
+	s, err := readState(path, "SGD", o.groups, func(groupJSON) []string { return []string{"momentum_buffer"} })
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,11 @@ func TestStateFileResumesBitwise(t *testing.T) {
 	kinds := map[string]func([]*tensor.Tensor) (saver, error){
 		"Adam":  func(ps []*tensor.Tensor) (saver, error) { return optim.NewAdam(ps, optim.DefaultAdam()) },
 		"AdamW": func(ps []*tensor.Tensor) (saver, error) { return optim.NewAdamW(ps, optim.DefaultAdamW()) },
+		"AdamAmsgrad": func(ps []*tensor.Tensor) (saver, error) {
+			c := optim.DefaultAdam()
+			c.Amsgrad = true
+			return optim.NewAdam(ps, c)
+		},
 		"SGD": func(ps []*tensor.Tensor) (saver, error) {
 			return optim.NewSGD(ps, optim.SGDConfig{LR: 0.05, Momentum: 0.9, Nesterov: true})
 		},

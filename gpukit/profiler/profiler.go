@@ -154,8 +154,12 @@ func Start(opts Options) (*Profile, error) {
 }
 
 // Stop ends the profile. Open ranges are closed at this moment. Stopping a
-// stopped profile does nothing.
+// stopped profile, or a nil one (what a failed Start returned), does
+// nothing.
 func (p *Profile) Stop() {
+	if p == nil {
+		return
+	}
 	p.stopOnce.Do(p.stop)
 }
 
@@ -196,6 +200,9 @@ func (p *Profile) MemoryEvents() ([]MemoryEvent, error) {
 }
 
 func (p *Profile) ready() error {
+	if p == nil {
+		return errors.New("profiler: the profile is nil (did Start return an error?)")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.stopped {

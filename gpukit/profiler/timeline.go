@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -105,6 +106,9 @@ type TimelinePoint struct {
 func (p *Profile) Timeline(d *device.Device) ([]TimelinePoint, error) {
 	if err := p.ready(); err != nil {
 		return nil, err
+	}
+	if d == nil {
+		return nil, errors.New("profiler: Timeline of a nil device")
 	}
 	base, ok := p.base[d]
 	if !ok {

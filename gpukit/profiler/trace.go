@@ -3,6 +3,7 @@ package profiler
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,9 @@ const (
 func (p *Profile) WriteChromeTrace(w io.Writer) error {
 	if err := p.ready(); err != nil {
 		return err
+	}
+	if w == nil {
+		return errors.New("profiler: WriteChromeTrace to a nil writer")
 	}
 	pid := os.Getpid()
 	var evs []traceEvent

@@ -36,7 +36,16 @@ const (
 
 type autocastState struct {
 	stack []autocastFrame // innermost last
-	cache map[*Tensor]*Tensor
+	cache map[castKey]*Tensor
+}
+
+// castKey names a cached cast: a parameter and the dtype it was cast to.
+// Nested scopes with different dtypes (a float16 scope holding bfloat16
+// ones) each cache their own cast, and all are released when the
+// outermost scope ends.
+type castKey struct {
+	t  *Tensor
+	dt Dtype
 }
 
 type autocastFrame struct {
@@ -62,7 +71,7 @@ func WithAutocast(dtype Dtype, enabled bool, fn func()) {
 	if v, ok := autocastStates.Load(id); ok {
 		st = v.(*autocastState)
 	} else {
-		st = &autocastState{cache: map[*Tensor]*Tensor{}}
+		st = &autocastState{cache: map[castKey]*Tensor{}}
 		autocastStates.Store(id, st)
 	}
 	st.stack = append(st.stack, autocastFrame{dtype: dtype, enabled: enabled})
@@ -191,11 +200,12 @@ func autocastCast(st *autocastState, t *Tensor, dt Dtype) (*Tensor, bool) {
 		return t, false
 	}
 	if t.IsLeaf() && t.requiresGrad && IsGradEnabled() { // a cast made under NoGrad would carry no graph
-		if c, ok := st.cache[t]; ok && c.dtype == dt && !c.released() {
+		k := castKey{t, dt}
+		if c, ok := st.cache[k]; ok && !c.released() {
 			return c, false
 		}
 		c := t.ToDtype(dt)
-		st.cache[t] = c
+		st.cache[k] = c
 		return c, false
 	}
 	return t.ToDtype(dt), true

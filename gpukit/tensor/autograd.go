@@ -101,6 +101,10 @@ type savedTensor struct {
 	vc      *versionCounter
 	version int64
 	desc    string // "float32 [2, 3]" for messages
+	// unchecked skips the version check: for a tensor saved only because
+	// PyTorch saves it, which backward does not read (BatchNorm's running
+	// statistics in training).
+	unchecked bool
 }
 
 type savedHooks struct {
@@ -123,6 +127,46 @@ type savedHooks struct {
 // Hooks apply to the calling goroutine only; the innermost hooks win.
 func WithSavedTensorHooks(pack func(*Tensor) any, unpack func(any) *Tensor, fn func()) {
 	withMode(frameHooks, &savedHooks{pack: pack, unpack: unpack}, fn)
+}
+
+// Saved is a tensor saved for backward outside an op, as
+// ctx.save_for_backward saves one in a torch.autograd.Function: through
+// the saved-tensor hooks active when it is saved (their pack now, their
+// unpack at Unpack), with a version check that catches in-place changes
+// in between. Non-reentrant checkpointing saves its segment's input this
+// way, as PyTorch's _NoopSaveInputs does, so that hooks around the
+// checkpoint (offloading to the host) see it.
+type Saved struct {
+	name string
+	s    *savedTensor
+}
+
+// SaveForBackward saves t for a later Unpack; op names the saver in
+// messages. Release the result when done.
+func SaveForBackward(op string, t *Tensor) *Saved { return &Saved{name: op, s: saveTensor(op, t)} }
+
+// Unpack returns the saved tensor (from the hooks' unpack when it was
+// saved under hooks), as a new reference the caller releases. It panics
+// with an *Error when the tensor was modified in place since it was saved
+// or the Saved was released.
+func (s *Saved) Unpack() *Tensor {
+	if s.s == nil {
+		panicf("%s: the saved tensor was released", s.name)
+	}
+	t, owned := s.s.unpack(s.name, 0)
+	if owned {
+		return t
+	}
+	return t.alias()
+}
+
+// Release frees the saved tensor (what the hooks' pack returned, when it
+// has a Release method). It is safe to call more than once.
+func (s *Saved) Release() {
+	if s.s != nil {
+		s.s.release()
+		s.s = nil
+	}
 }
 
 func currentHooks() *savedHooks {
@@ -168,9 +212,9 @@ func saveTensor(op string, t *Tensor) *savedTensor {
 // unpack returns the saved tensor, checking that nobody changed it in
 // place since it was saved. owned reports whether the caller must release
 // the result.
-func (s *savedTensor) unpack(n *node, i int) (t *Tensor, owned bool) {
-	if v := s.vc.v.Load(); v != s.version {
-		panicf("one of the variables needed for gradient computation has been modified by an inplace operation: [%s], saved tensor %d of %s, is at version %d; expected version %d instead. Hint: do not modify that tensor in place (or Clone it before the in-place op)", s.desc, i, n.name, v, s.version)
+func (s *savedTensor) unpack(name string, i int) (t *Tensor, owned bool) {
+	if v := s.vc.v.Load(); v != s.version && !s.unchecked {
+		panicf("one of the variables needed for gradient computation has been modified by an inplace operation: [%s], saved tensor %d of %s, is at version %d; expected version %d instead. Hint: do not modify that tensor in place (or Clone it before the in-place op)", s.desc, i, name, v, s.version)
 	}
 	if s.hooks == nil {
 		return s.t, false
@@ -493,7 +537,7 @@ func runBackward(root *Tensor, seed *Tensor, retain bool) {
 			if s == nil {
 				continue // not saved: no needed gradient uses it
 			}
-			st, own := s.unpack(n, i)
+			st, own := s.unpack(n.name, i)
 			saved[i] = st
 			if own {
 				owned = append(owned, st)

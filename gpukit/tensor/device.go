@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
 // This file is the only one that talks to gpukit/device: the memory seam
@@ -62,7 +63,7 @@ func (m hostMem) alloc(n int64) (any, uint64, []byte, error) {
 	if n == 0 {
 		return nil, 0, nil, nil
 	}
-	if total := hostMemoryTotal(); total > 0 && n > total {
+	if total := hostmem.Total(); total > 0 && n > total {
 		return nil, 0, nil, errorf("host allocation of %d bytes is larger than this machine's memory (%d bytes); PyTorch's CPU allocator would fail too (\"can't allocate memory\")", n, total)
 	}
 	if m.pinned {

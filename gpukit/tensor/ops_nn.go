@@ -198,8 +198,19 @@ func CrossEntropy(logits, targets *Tensor) *Tensor {
 		store(out.dtype, out.st.data, 0, sum/float64(nb))
 	}
 	out.charge("CrossEntropy", 6*int64(logits.Numel()), logits, targets)
-	return record(out, "NllLossBackward0", []*Tensor{logits}, []*Tensor{ls, targets}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-		// (softmax - onehot(targets)) · g / N
+	// PyTorch's nll_loss_forward returns, besides the loss, total_weight:
+	// a 0-dim tensor of the logits' dtype holding the number of targets
+	// counted, which NllLossBackward0 saves with self and target
+	// (tools/autograd/derivatives.yaml, nll_loss_forward). It is made only
+	// when a node will keep it.
+	var total *Tensor
+	if needsGrad(logits) {
+		total = Full(nil, float64(nb), like(logits))
+		defer total.Release()
+	}
+	return record(out, "NllLossBackward0", []*Tensor{logits}, []*Tensor{ls, targets, total}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+		// (softmax - onehot(targets)) · g / total_weight (N: every target
+		// counts, there is no ignore_index)
 		d := saved[0].Exp()
 		minusOne := Full([]int{nb, 1}, -1, like(d))
 		idx := saved[1].View(nb, 1)

@@ -161,8 +161,10 @@ func TestCrossEntropy(t *testing.T) {
 		base := dev.MemoryAllocated()
 		loss := tensor.CrossEntropy(logits, targets)
 		targets.Release()
-		// 64×1000 float32 log-probs and the loss (512 B); the graph holds targets.
-		assert.Equal(t, base+256000+512, dev.MemoryAllocated())
+		// 64×1000 float32 log-probs, the loss (512 B) and total_weight
+		// (0-dim, 512 B, as NllLossBackward0 saves it); the graph holds
+		// targets.
+		assert.Equal(t, base+256000+512+512, dev.MemoryAllocated())
 		loss.Backward()
 		assert.Equal(t, base-512+512+256000, dev.MemoryAllocated(), "after backward: targets gone; the loss and logits.grad remain")
 	})

@@ -37,7 +37,8 @@ func readRow(t *Tensor, off int, buf []float64) {
 	}
 }
 
-// writeRow stores buf into contiguous t from element off.
+// writeRow stores buf into contiguous t from element off: for tensors an
+// op made itself (a caller's tensor goes through writeStrided).
 func writeRow(t *Tensor, off int, buf []float64) {
 	switch t.dtype {
 	case Float32:
@@ -52,6 +53,20 @@ func writeRow(t *Tensor, off int, buf []float64) {
 			store(t.dtype, t.st.data, off+i, v)
 		}
 	}
+}
+
+// writeStrided stores buf, in row-major order, into t through t's strides:
+// the way to write into a tensor the caller gave (running statistics),
+// which may be a view of a larger one. writeRow would assume t dense
+// from its offset and write into the elements between t's.
+func writeStrided(t *Tensor, buf []float64) {
+	if t.IsContiguous() {
+		writeRow(t, t.offset, buf)
+		return
+	}
+	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(k int, offs []int) {
+		store(t.dtype, t.st.data, offs[0], buf[k])
+	})
 }
 
 // values returns the n elements of an optional tensor in row-major
@@ -250,9 +265,18 @@ func layerNormBackward(g, x, weight, bias, mean, rstd *Tensor, m, n int, needs [
 // input). In eval (training false) it normalises with the running
 // statistics, which it then needs, and saves the input, the weight and
 // them. Weight and bias are optional ([C]). The node is
-// NativeBatchNormBackward0; weight and running statistics are saved as
-// references, so the memory it keeps is the input plus, in training, two
-// statistics per channel.
+// NativeBatchNormBackward0 and saves what PyTorch's does
+// (tools/autograd/derivatives.yaml: native_batch_norm_backward(grad,
+// input, weight, running_mean, running_var, result1, result2, ...)): in
+// training the running statistics too, which its backward does not read.
+// Weight and running statistics are saved as references, so the memory
+// it keeps is the input plus, in training, two statistics per channel.
+// A later update of the running statistics (a second forward before this
+// backward, as in gradient accumulation) does not fail this node's
+// backward: native_batch_norm's schema does not mark them as written
+// (Tensor? running_mean, not Tensor(a!); aten/src/ATen/native/
+// native_functions.yaml), so PyTorch's autograd does not version-check
+// its own update of them either.
 func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, momentum, eps float64) *Tensor {
 	const op = "BatchNorm"
 	x.live(op)
@@ -308,8 +332,8 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 					rm[j] = (1-momentum)*rm[j] + momentum*mu[j]
 					rv[j] = (1-momentum)*rv[j] + momentum*invstd[j]*unbias
 				}
-				writeRow(runningMean, runningMean.offset, rm)
-				writeRow(runningVar, runningVar.offset, rv)
+				writeStrided(runningMean, rm)
+				writeStrided(runningVar, rv)
 			}
 		} else {
 			mu = values(runningMean, c, 0)
@@ -344,18 +368,28 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		}
 	}
 
-	save := []*Tensor{x, weight, saveMean, saveInvstd}
-	if !training {
-		save = []*Tensor{x, weight, runningMean, runningVar}
+	save := []*Tensor{x, weight, runningMean, runningVar}
+	stats := 2 // saved index of the statistics backward uses
+	if training {
+		save = append(save, saveMean, saveInvstd)
+		stats = 4
 	}
 	biasDtype, hasBias := x.dtype, bias != nil
 	if hasBias {
 		biasDtype = bias.dtype
 	}
-	return record(out, "NativeBatchNormBackward0", []*Tensor{x, weight, bias}, save,
+	y := record(out, "NativeBatchNormBackward0", []*Tensor{x, weight, bias}, save,
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
-			return batchNormBackward(g, saved[0], saved[1], saved[2], saved[3], training, eps, needs[:2], needs[2] && hasBias, biasDtype)
+			return batchNormBackward(g, saved[0], saved[1], saved[stats], saved[stats+1], training, eps, needs[:2], needs[2] && hasBias, biasDtype)
 		})
+	if training && y.gradFn != nil {
+		for _, s := range y.gradFn.saved[2:4] {
+			if s != nil {
+				s.unchecked = true
+			}
+		}
+	}
+	return y
 }
 
 // batchStats writes the per-channel mean and biased variance of a

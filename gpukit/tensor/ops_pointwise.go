@@ -310,6 +310,44 @@ func (t *Tensor) Gelu() *Tensor {
 		})
 }
 
+// GeluTanh returns GELU with PyTorch's tanh approximation
+// (torch.nn.functional.gelu(approximate="tanh")):
+//
+//	0.5·t·(1 + tanh(√(2/π)·(t + 0.044715·t³)))
+//
+// Its node is GeluBackward0, as for Gelu, and saves its input; the
+// derivative is that of aten/src/ATen/native/cpu/Activation.cpp
+// (GeluBackwardKernelImpl, the tanh branch).
+func (t *Tensor) GeluTanh() *Tensor {
+	const op = "GeluTanh"
+	t.live(op)
+	if !t.dtype.IsFloat() {
+		panicf("%s: expected a floating-point input, got %s (convert with ToDtype)", op, t.dtype)
+	}
+	out := empty(t.outMem(), t.shape, t.dtype)
+	mapKernel(out, t, func(x float64) float64 {
+		return 0.5 * x * (1 + math.Tanh(geluBeta*(x+geluKappa*x*x*x)))
+	})
+	out.charge(op, int64(out.Numel()), t)
+	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
+		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
+			d := empty(g.outMem(), saved[0].shape, g.dtype)
+			defer d.Release()
+			mapKernel(d, saved[0], func(x float64) float64 {
+				th := math.Tanh(geluBeta * (x + geluKappa*x*x*x))
+				return 0.5*(1+th) + 0.5*x*(1-th*th)*geluBeta*(1+3*geluKappa*x*x)
+			})
+			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
+			return []*Tensor{g.Mul(d)}
+		})
+}
+
+// The constants of GELU's tanh approximation: √(2/π) and 0.044715.
+const (
+	geluBeta  = 0.7978845608028654
+	geluKappa = 0.044715
+)
+
 // Clamp limits t to [lo, hi] (torch.clamp; pass math.Inf(-1) or
 // math.Inf(1) for a one-sided clamp; if lo > hi every element becomes hi).
 // The gradient passes where lo ≤ t ≤ hi and is 0 elsewhere. It saves its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
 // Backend is one CUDA device, driven through its primary context. Every
@@ -234,8 +235,8 @@ func (b *Backend) FreeBytes() int64 {
 // HostAlloc returns page-locked memory from cuMemHostAlloc when pinned, Go
 // memory otherwise. Free the buffer to release pinned memory.
 func (b *Backend) HostAlloc(size int64, pinned bool) (*backend.HostBuffer, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("cuda: %s: host alloc of %d bytes: size must not be negative", b.Name(), size)
+	if err := hostmem.Check("cuda: "+b.Name(), size); err != nil {
+		return nil, err
 	}
 	if !pinned || size == 0 {
 		return backend.NewHostBuffer(make([]byte, size), pinned, nil), nil

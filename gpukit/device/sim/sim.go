@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
 // Address layout. Each device owns a 16 TiB window of virtual addresses;
@@ -267,8 +268,8 @@ func (b *Backend) Segments() (n int, bytes int64) {
 // HostAlloc returns size bytes of host memory. Pinned-ness only selects the
 // bandwidth the copies are charged at.
 func (b *Backend) HostAlloc(size int64, pinned bool) (*backend.HostBuffer, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("sim: %s: host alloc of %d bytes: size must not be negative", b.Name(), size)
+	if err := hostmem.Check("sim: "+b.Name(), size); err != nil {
+		return nil, err
 	}
 	return backend.NewHostBuffer(make([]byte, size), pinned, nil), nil
 }

@@ -19,11 +19,16 @@ const (
 )
 
 func (s Strategy) String() string {
-	if s == Concat {
+	switch s {
+	case Preallocated:
+		return "preallocated"
+	case Concat:
 		return "concat"
 	}
-	return "preallocated"
+	return fmt.Sprintf("Strategy(%d)", int(s))
 }
+
+func (s Strategy) valid() bool { return s == Preallocated || s == Concat }
 
 // Error is the error of a refused step; its message starts with
 // "kvcache: ".
@@ -49,6 +54,14 @@ type Decoder struct {
 // tokens. With Preallocated it allocates the cache now: 2·B·maxLen·D
 // values in the block's dtype.
 func NewDecoder(block *nn.Block, strategy Strategy, batch, maxLen int) (*Decoder, error) {
+	switch {
+	case block == nil:
+		return nil, errorf("NewDecoder: block is nil")
+	case block.Attn == nil || block.LN1 == nil || block.LN2 == nil || block.MLP == nil:
+		return nil, errorf("NewDecoder: the block has no attention, layer norms or MLP; make it with nn.NewBlock")
+	case !strategy.valid():
+		return nil, errorf("NewDecoder: unknown strategy %v; use Preallocated or Concat", strategy)
+	}
 	if !block.Attn.Causal {
 		return nil, errorf("NewDecoder: the block's attention is not causal; a key/value cache needs causal attention")
 	}
@@ -84,7 +97,8 @@ func (d *Decoder) CacheBytes() int64 {
 	return d.k.Nbytes() + d.v.Nbytes()
 }
 
-// Release frees the cache.
+// Release frees the cache. A Preallocated decoder cannot step afterwards;
+// a Concat one starts again from an empty cache.
 func (d *Decoder) Release() {
 	d.k.Release()
 	d.v.Release()
@@ -95,6 +109,16 @@ func (d *Decoder) Release() {
 // block's outputs for them [B, C, D]: what Block.Forward gives at those
 // positions on the whole sequence so far.
 func (d *Decoder) Step(x *tensor.Tensor) (*tensor.Tensor, error) {
+	switch {
+	case x == nil:
+		return nil, errorf("Step: x is nil")
+	case d.Block == nil || d.Block.Attn == nil:
+		return nil, errorf("Step: the decoder has no block; make it with NewDecoder")
+	case !d.Strategy.valid():
+		return nil, errorf("Step: unknown strategy %v; use Preallocated or Concat", d.Strategy)
+	case d.Strategy == Preallocated && d.k == nil:
+		return nil, errorf("Step: the decoder was released")
+	}
 	dim := d.Block.Attn.Dim
 	if x.Dim() != 3 || x.Size(0) != d.Batch || x.Size(2) != dim {
 		return nil, errorf("Step: input of shape %v, expected [%d, C, %d]", x.Shape(), d.Batch, dim)
@@ -125,6 +149,9 @@ func (d *Decoder) Prefill(x *tensor.Tensor, chunk int) (*tensor.Tensor, error) {
 	if chunk <= 0 {
 		return nil, errorf("Prefill: chunk %d must be positive", chunk)
 	}
+	if x == nil {
+		return nil, errorf("Prefill: x is nil")
+	}
 	if x.Dim() != 3 || x.Size(1) == 0 {
 		return nil, errorf("Prefill: input of shape %v, expected [B, T, D] with T > 0", x.Shape())
 	}
@@ -148,8 +175,12 @@ func (d *Decoder) Prefill(x *tensor.Tensor, chunk int) (*tensor.Tensor, error) {
 }
 
 // ChunkForBudget is the largest chunk whose attention scores, for a
-// prompt of length tokens, fit in budget bytes: B·H·chunk·length values.
+// prompt of length tokens, fit in budget bytes: B·H·chunk·length values
+// (0 for a nil block or one without attention).
 func ChunkForBudget(block *nn.Block, batch, length int, budget int64) int {
+	if block == nil || block.Attn == nil || block.Attn.InProjWeight == nil {
+		return 0
+	}
 	per := int64(batch) * int64(block.Attn.Heads) * int64(length) * int64(block.Attn.InProjWeight.Dtype().Size())
 	if per <= 0 {
 		return 0

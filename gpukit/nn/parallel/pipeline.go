@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -56,8 +57,11 @@ func NewPipeline(stages []Stage, microBatches int, probe *tensor.Tensor) (*Pipel
 	if microBatches < 1 {
 		return nil, errorf("NewPipeline: %d micro-batches; need at least 1", microBatches)
 	}
+	if probe == nil {
+		return nil, errorf("NewPipeline: probe is nil; give an example input (a batch of one is enough)")
+	}
 	for i, s := range stages {
-		if s.Module == nil || s.Device == nil {
+		if isnil.Nil(s.Module) || s.Device == nil {
 			return nil, errorf("NewPipeline: stage %d needs a module and a device", i)
 		}
 		for _, name := range Where(s.Module) {
@@ -117,6 +121,7 @@ func (p *Pipeline) Members() nn.Members {
 // concatenated on the last stage's device. It records the durations in
 // p.Last.
 func (p *Pipeline) Forward(x *tensor.Tensor) *tensor.Tensor {
+	checkRun("Forward", x, true)
 	S := len(p.Stages)
 	pieces := split(x, p.MicroBatches)
 	p.Last = Measured{Compute: grid(S, len(pieces)), Copy: grid(S, len(pieces))}
@@ -143,6 +148,7 @@ func (p *Pipeline) Forward(x *tensor.Tensor) *tensor.Tensor {
 // of p.MicroBatches would: the same micro-batches, concatenated. Its
 // outputs and gradients are those of p, bitwise.
 func Reference(model nn.Module, x *tensor.Tensor, microBatches int) *tensor.Tensor {
+	checkRun("Reference", x, model != nil)
 	pieces := split(x, microBatches)
 	outs := make([]*tensor.Tensor, len(pieces))
 	for m, h := range pieces {
@@ -155,6 +161,17 @@ func Reference(model nn.Module, x *tensor.Tensor, microBatches int) *tensor.Tens
 // split cuts x into n pieces along dimension 0 (views): equal sizes,
 // the first ones one row longer when n does not divide the batch, and no
 // more pieces than rows.
+// checkRun panics with an *Error when a run gets no input or no loss:
+// what a nil would otherwise make a nil dereference deep inside.
+func checkRun(op string, x *tensor.Tensor, haveFn bool) {
+	switch {
+	case x == nil:
+		panic(errorf("%s: x is nil", op))
+	case !haveFn:
+		panic(errorf("%s: the model or loss function is nil", op))
+	}
+}
+
 func split(x *tensor.Tensor, n int) []*tensor.Tensor {
 	rows := x.Size(0)
 	if n > rows {

@@ -96,6 +96,7 @@ type Allocated struct{ Start, Copied, End int64 }
 // freed. The gradients are those of ReferenceStep on the unsplit model
 // run in the same order, bitwise.
 func (p *Pipeline) ForwardBackward(x *tensor.Tensor, loss func(out *tensor.Tensor, micro int) *tensor.Tensor) float64 {
+	checkRun("ForwardBackward", x, loss != nil)
 	S := len(p.Stages)
 	pieces := split(x, p.MicroBatches)
 	M := len(pieces)
@@ -230,6 +231,7 @@ type stepKey struct {
 // It returns the sum of the losses; the gradients are the pipeline's,
 // bitwise.
 func ReferenceStep(model nn.Module, x *tensor.Tensor, microBatches int, order Order, loss func(out *tensor.Tensor, micro int) *tensor.Tensor) float64 {
+	checkRun("ReferenceStep", x, model != nil && loss != nil)
 	pieces := split(x, microBatches)
 	losses := make([]*tensor.Tensor, len(pieces))
 	for m, h := range pieces {

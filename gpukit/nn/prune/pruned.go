@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -131,6 +132,9 @@ func (e *entry) set(w *tensor.Tensor) {
 // original's .data; gpukit multiplies in place, which ends in the same
 // place with one tensor fewer at the peak.
 func Remove(p *Pruned, name string) (nn.Module, error) {
+	if p == nil || isnil.Nil(p.Module) {
+		return nil, errorf("Remove: nil *Pruned")
+	}
 	e := p.find(name)
 	if e == nil {
 		return p, errorf("Remove: parameter %q of %T is not pruned (pruned: %s)", name, p.Module, p.prunedNames())
@@ -168,7 +172,13 @@ type target struct {
 // resolve finds parameter name of m (a layer or a *Pruned).
 func resolve(m nn.Module, name string) (target, error) {
 	t := target{layer: m, name: name}
+	if isnil.Nil(m) {
+		return t, errorf("the module is nil")
+	}
 	if p, ok := m.(*Pruned); ok {
+		if isnil.Nil(p.Module) {
+			return t, errorf("the *Pruned wraps no module")
+		}
 		t.pruned, t.layer = p, p.Module
 		if e := p.find(name); e != nil {
 			t.entry, t.param, t.field = e, e.orig, e.field

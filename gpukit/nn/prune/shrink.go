@@ -9,6 +9,9 @@ import (
 // weight) holds a non-zero: the rows (dim 0) or columns (dim 1) a
 // structured pruning kept.
 func KeptSlices(t *tensor.Tensor, dim int) ([]int, error) {
+	if t == nil {
+		return nil, errorf("KeptSlices: nil tensor")
+	}
 	shape := t.Shape()
 	if dim < 0 {
 		dim += len(shape)
@@ -37,6 +40,9 @@ func KeptSlices(t *tensor.Tensor, dim int) ([]int, error) {
 // one when the dropped units' outputs were zero (no bias, or a pruned
 // one). l is left as it is; release it when done.
 func ShrinkOutputs(l *nn.Linear, keep []int) (*nn.Linear, error) {
+	if l == nil {
+		return nil, errorf("ShrinkOutputs: nil Linear")
+	}
 	if err := checkKeep("ShrinkOutputs", keep, l.Out); err != nil {
 		return nil, err
 	}
@@ -46,6 +52,9 @@ func ShrinkOutputs(l *nn.Linear, keep []int) (*nn.Linear, error) {
 // ShrinkInputs returns a new Linear holding only the input features keep
 // of l (columns of its weight; the bias is copied whole).
 func ShrinkInputs(l *nn.Linear, keep []int) (*nn.Linear, error) {
+	if l == nil {
+		return nil, errorf("ShrinkInputs: nil Linear")
+	}
 	if err := checkKeep("ShrinkInputs", keep, l.In); err != nil {
 		return nil, err
 	}

@@ -210,6 +210,9 @@ func ParseHeader(header []byte) (*File, error) {
 	if err := json.Unmarshal(trimmed, &raw); err != nil {
 		return nil, fmt.Errorf("header is not valid JSON: %v", err)
 	}
+	if err := noDuplicateKeys(trimmed); err != nil {
+		return nil, err
+	}
 	f := &File{}
 	for name, msg := range raw {
 		if name == "__metadata__" {
@@ -246,6 +249,80 @@ func ParseHeader(header []byte) (*File, error) {
 		at = t.End
 	}
 	return f, nil
+}
+
+// noDuplicateKeys refuses a JSON document in which an object repeats a
+// key: encoding/json keeps the last, so a header could hold two entries
+// for one tensor (even of different dtypes) or two values for one
+// metadata key, and readers would disagree on which is meant. The format
+// disallows it (huggingface/safetensors README.md, "Duplicate keys are
+// disallowed"; serde_json, the reference parser, refuses them). data is
+// valid JSON.
+func noDuplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var stack []*jsonObject // innermost last; nil for an array
+	var lastKey string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("header is not valid JSON: %v", err)
+		}
+		var top *jsonObject
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.expect {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				markValue(stack)
+				continue
+			}
+			key := tok.(string)
+			if top.keys[key] {
+				if top.name == "" {
+					return fmt.Errorf("tensor %q appears twice in the header (duplicate keys are not allowed)", key)
+				}
+				return fmt.Errorf("key %q appears twice in %q (duplicate keys are not allowed)", key, top.name)
+			}
+			top.keys[key] = true
+			top.expect = false
+			lastKey = key
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			name := lastKey
+			if len(stack) == 0 {
+				name = ""
+			}
+			stack = append(stack, &jsonObject{keys: map[string]bool{}, name: name, expect: true})
+		case json.Delim('['):
+			stack = append(stack, nil)
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			markValue(stack)
+		default:
+			markValue(stack)
+		}
+	}
+}
+
+// jsonObject is an object that noDuplicateKeys is inside.
+type jsonObject struct {
+	keys   map[string]bool
+	name   string // the key that holds this object, for the message
+	expect bool   // the next token is a key (or the closing brace)
+}
+
+// markValue records that the innermost object got a key's value: its next
+// token is a key again.
+func markValue(stack []*jsonObject) {
+	if n := len(stack); n > 0 && stack[n-1] != nil {
+		stack[n-1].expect = true
+	}
 }
 
 func (e entry) check(name string) (Info, error) {

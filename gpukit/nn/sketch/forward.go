@@ -10,6 +10,9 @@ import (
 // saves x and the factor tensors, which the layer holds anyway, so the
 // graph costs no memory beyond what the layer and its input already do.
 func (s *SKLinear) Forward(x *tensor.Tensor) *tensor.Tensor {
+	if x == nil {
+		panic(errorf("SKLinear: input is nil"))
+	}
 	if x.Dim() == 0 || x.Size(-1) != s.In {
 		panic(errorf("SKLinear: input of shape %v, expected last dimension %d", x.Shape(), s.In))
 	}

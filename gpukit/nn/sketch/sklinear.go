@@ -70,6 +70,9 @@ func New(in, out, numTerms, lowRank int, bias bool, opts ...tensor.Option) (*SKL
 // buffers are drawn from the generator in opts; the layer is placed on
 // l's device in l's dtype unless opts say otherwise. l is not changed.
 func FromLinear(l *nn.Linear, numTerms, lowRank int, opts ...tensor.Option) (*SKLinear, error) {
+	if l == nil || l.Weight == nil {
+		return nil, errorf("FromLinear: nil Linear (or one without a weight)")
+	}
 	if err := check(l.In, l.Out, numTerms, lowRank); err != nil {
 		return nil, err
 	}

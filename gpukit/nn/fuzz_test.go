@@ -1,0 +1,54 @@
+package nn_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+// FuzzLoadFile feeds a module's LoadFile arbitrary bytes: it returns an
+// error and leaves the module as it was, or loads every parameter; it
+// never panics.
+func FuzzLoadFile(f *testing.F) {
+	dev := simtest.Device(f, 0)
+	newModel := func() nn.Module {
+		return nn.NewSequential(nn.NewLinear(3, 2, true, tensor.On(dev)), nn.NewLayerNorm(2, tensor.On(dev)))
+	}
+	seed := filepath.Join(f.TempDir(), "seed.safetensors")
+	if err := nn.SaveFile(seed, newModel()); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(seed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "m.safetensors")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := newModel()
+		before := snapshot(m)
+		if err := nn.LoadFile(path, m); err != nil {
+			after := snapshot(m)
+			for name, v := range before {
+				if len(after[name]) != len(v) {
+					t.Fatalf("a refused load changed %s", name)
+				}
+				for i := range v {
+					if v[i] != after[name][i] && !(v[i] != v[i] && after[name][i] != after[name][i]) {
+						t.Fatalf("a refused load changed %s", name)
+					}
+				}
+			}
+		}
+		for _, p := range nn.Parameters(m) {
+			p.Release()
+		}
+	})
+}
