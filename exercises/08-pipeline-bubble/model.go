@@ -1,6 +1,7 @@
 package bubble
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -24,7 +25,7 @@ func MetaStages(width int, layers ...int) ([]parallel.Stage, error) {
 		return nil, err
 	}
 	if len(layers) == 0 {
-		return nil, fmt.Errorf("bubble: MetaStages needs at least one stage")
+		return nil, errors.New("bubble: MetaStages needs at least one stage")
 	}
 	var stages []parallel.Stage
 	for i, n := range layers {
