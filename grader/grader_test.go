@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -360,6 +361,31 @@ func TestRelease(t *testing.T) {
 	assert.ErrorContains(t, err, "not empty")
 	_, err = c.Release(filepath.Join(c.Root, "inside"))
 	assert.ErrorContains(t, err, "inside the course")
+}
+
+// TestReleaseTrackedOnly: in a git checkout the student edition holds what
+// the course declares (tracked files), never what the instructor left
+// beside it (a gradebook, feedback, a class folder).
+func TestReleaseTrackedOnly(t *testing.T) {
+	c := fixtureCourse(t)
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = c.Root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "course")
+	require.NoError(t, os.WriteFile(filepath.Join(c.Root, "grades.csv"), []byte("student,score\nada,10\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(c.Root, "feedback"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(c.Root, "feedback", "ada.json"), []byte("{}"), 0o644))
+	out := filepath.Join(t.TempDir(), "student")
+	_, err := c.Release(out)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(out, "exercises", "01-toy", "sum.go"))
+	assert.NoFileExists(t, filepath.Join(out, "grades.csv"))
+	assert.NoDirExists(t, filepath.Join(out, "feedback"))
 }
 
 func TestRedactor(t *testing.T) {
