@@ -256,7 +256,7 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 	header := records[0]
 	col := map[string]int{}
 	for i, h := range header {
-		col[h] = i
+		col[strings.SplitN(h, " (max ", 2)[0]] = i // "TestSum (max 3)"
 	}
 	rows := map[string][]string{}
 	for _, r := range records[1:] {
@@ -328,7 +328,7 @@ func TestBatchResumes(t *testing.T) {
 	assert.Equal(t, BatchSummary{Graded: 2}, sum)
 	data, err := os.ReadFile(csvPath)
 	require.NoError(t, err)
-	assert.Equal(t, "student,score,max_score,TestSum,TestSumEmpty,TestReverse,status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
+	assert.Equal(t, "student,score,max_score,percent,TestSum (max 3),TestSumEmpty (max 1),TestReverse (max 3),status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
 
 	// A new student arrives; the two graded ones are skipped.
 	require.NoError(t, os.CopyFS(filepath.Join(subs, "late"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
@@ -337,14 +337,57 @@ func TestBatchResumes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, BatchSummary{Graded: 1, Skipped: 2}, sum)
 	assert.Contains(t, progress.String(), "batch: 1/1 late 7/7")
+	assert.Contains(t, progress.String(), "batch: skipped 2 students already in "+csvPath+" (compile-error, missing-file); --regrade grades them again")
 	data, err = os.ReadFile(csvPath)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), "\nlate,7,7,3,1,3,graded,")
+	assert.Contains(t, string(data), "\nlate,7,7,100.0,3,1,3,graded,")
+
+	// --regrade grades everyone again.
+	progress.Reset()
+	sum, err = g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath, Regrade: true, Progress: &progress})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{Graded: 3}, sum)
+	assert.NotContains(t, progress.String(), "skipped")
 
 	// A grades file of another exercise is refused, not overwritten.
 	require.NoError(t, os.WriteFile(csvPath, []byte("student,score\n"), 0o644))
 	_, err = g.Batch(context.Background(), ex, subs, BatchOptions{CSV: csvPath})
 	assert.ErrorContains(t, err, "written for other tests")
+}
+
+// TestBatchShards: shard i of n grades the students whose position in byte
+// order is i modulo n; together the shards grade every student once.
+func TestBatchShards(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "missing-file"}, {name: "compile-error"}})
+	require.NoError(t, os.CopyFS(filepath.Join(subs, "b-late"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	students := map[string]int{}
+	for i := range 2 {
+		csvPath := filepath.Join(t.TempDir(), "grades.csv")
+		_, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 1, CSV: csvPath, Shard: i, Shards: 2})
+		require.NoError(t, err)
+		f, err := os.Open(csvPath)
+		require.NoError(t, err)
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		require.NoError(t, err)
+		for _, r := range records[1:] {
+			students[r[0]]++
+		}
+	}
+	// Byte order: b-late, compile-error, missing-file.
+	assert.Equal(t, map[string]int{"b-late": 1, "compile-error": 1, "missing-file": 1}, students)
+
+	_, err = g.Batch(context.Background(), ex, subs, BatchOptions{CSV: filepath.Join(t.TempDir(), "g.csv"), Shard: 2, Shards: 2})
+	assert.ErrorContains(t, err, "shard 2 is out of range")
+	// A shard with no student is not an error: the class is smaller than the Job.
+	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{CSV: filepath.Join(t.TempDir(), "g.csv"), Shard: 5, Shards: 8})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{}, sum)
 }
 
 func TestRelease(t *testing.T) {
