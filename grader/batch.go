@@ -83,7 +83,7 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 		return sum, fmt.Errorf("grader: %w", err)
 	}
 	if opts.FeedbackDir != "" {
-		if err := os.MkdirAll(opts.FeedbackDir, 0o755); err != nil {
+		if err := os.MkdirAll(opts.FeedbackDir, 0o700); err != nil {
 			return sum, fmt.Errorf("grader: %w", err)
 		}
 	}
@@ -127,7 +127,7 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 				rows[student] = csvRow(student, ex.Spec, res)
 				werr := writeGrades(opts.CSV, header, rows)
 				if werr == nil && opts.FeedbackDir != "" {
-					werr = atomicfile.Write(filepath.Join(opts.FeedbackDir, student+".json"), 0o644, func(w io.Writer) error {
+					werr = atomicfile.Write(filepath.Join(opts.FeedbackDir, student+".json"), 0o600, func(w io.Writer) error {
 						return WriteJSON(w, res.Gradescope())
 					})
 				}
@@ -213,7 +213,8 @@ func writeGrades(path string, header []string, rows map[string][]string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+	// Grades are private: only their owner reads them.
+	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		cw.Write(header)
 		for _, n := range names {

@@ -326,6 +326,9 @@ func TestBatchResumes(t *testing.T) {
 	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath})
 	require.NoError(t, err)
 	assert.Equal(t, BatchSummary{Graded: 2}, sum)
+	info, err := os.Stat(csvPath)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the gradebook is private")
 	data, err := os.ReadFile(csvPath)
 	require.NoError(t, err)
 	assert.Equal(t, "student,score,max_score,percent,TestSum (max 3),TestSumEmpty (max 1),TestReverse (max 3),status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
@@ -466,4 +469,22 @@ func TestCheckStudentFile(t *testing.T) {
 			assert.Contains(t, got, tc.want, tc.src)
 		}
 	}
+}
+
+// TestGradeStrictUmask: an instructor who grades with umask 077 (to keep
+// the gradebook private) still gets real scores. As root, tests run as
+// other uids, which must reach the test binary's folder whatever the umask.
+// Not parallel: the umask is the whole process's.
+func TestGradeStrictUmask(t *testing.T) {
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	sub := filepath.Join(t.TempDir(), "ada")
+	require.NoError(t, os.CopyFS(sub, os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	res, err := g.Grade(context.Background(), ex, sub)
+	require.NoError(t, err)
+	assert.Equal(t, res.MaxScore, res.Score, "%+v", res.Tests)
 }
