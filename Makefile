@@ -147,5 +147,5 @@ hub-test:
 	@/usr/bin/python3 deploy/hub/test_gpumem.py
 	@bash scripts/image-context-test.sh
 	@bash deploy/k8s/test-grade-job.sh
-	@bash deploy/hub/test-grader-locks.sh
 	@bash deploy/hub/test-hub.sh
+	@bash deploy/hub/test-grader-locks.sh

@@ -14,7 +14,8 @@
 #      passwords lock a name, the right one included, and not another name;
 #   3. item 1 of issue 19: while the course is copied into a student's
 #      home, the student swaps ~/.course.copying for a link to a root-owned
-#      folder; nothing in it may change owner or gain a file;
+#      folder, again and again; nothing in it may change owner or gain a
+#      file (the spawner that copied as root chowned it all to the student);
 #   4. homes are closed: the roster's homes are mode 700, a classmate cannot
 #      list one, and a home opened to others is closed by the spawner;
 #   5. the course in a home is the student edition (no solutions, no hidden
@@ -64,6 +65,11 @@ for p in 18000 18001 18081; do
 		exit 1
 	fi
 done
+# A run killed before its clean-up may have left its users and group.
+for u in $students $admin $outsider; do
+	id "$u" >/dev/null 2>&1 && { pkill -KILL -u "$u"; userdel -r "$u" >/dev/null 2>&1; }
+done
+getent group "$group" >/dev/null && groupdel "$group"
 # The state folder: the hub's own files in hub/ (0700), the student
 # edition in course/ (readable by the students, as /var/lib/gpumem/course;
 # not under /tmp or /var/tmp, which each server has private).
@@ -173,15 +179,18 @@ chmod 755 "$decoy"
 echo secret >"$decoy/secret"
 chmod 600 "$decoy/secret"
 cat >"$state/watcher.sh" <<'EOF'
-# As the student: wait for the copy's staging folder, move it away and put
-# a link to the decoy in its place, as a detached watcher would.
+# As the student: whenever the copy's staging folder is a real folder, move
+# it away and put a link to the decoy in its place, until the course
+# appears, as a detached watcher would. (Against the spawner that copied as
+# root, this put the course into the decoy and chowned the decoy's secret,
+# and all of the course, to the student.)
 cd "$HOME" || exit 1
-for _ in $(seq 200000); do
+n=0
+while [ ! -e course ] && [ $n -lt 200000 ]; do
+	n=$((n + 1))
 	if [ -d .course.copying ] && [ ! -L .course.copying ]; then
-		mv .course.copying moved-away && ln -s "$1" .course.copying && echo swapped >swapped
-		exit 0
+		mv .course.copying moved-away-$n 2>/dev/null && ln -s "$1" .course.copying 2>/dev/null && echo "$n" >>swapped
 	fi
-	sleep 0.01
 done
 EOF
 chmod 644 "$state/watcher.sh"
@@ -198,7 +207,7 @@ else
 fi
 # gpumem-s2 starts over: their own folders go, as they could do themselves.
 stop_server gpumem-s2
-as gpumem-s2 rm -rf /home/gpumem-s2/.course.copying /home/gpumem-s2/course /home/gpumem-s2/moved-away /home/gpumem-s2/swapped
+as gpumem-s2 sh -c 'cd /home/gpumem-s2 && rm -rf .course.copying course moved-away-* swapped'
 
 # --- 4. homes -------------------------------------------------------------
 modes=$(for s in $students; do stat -c %a "/home/$s"; done | sort -u | tr '\n' ' ')

@@ -55,6 +55,41 @@ class TestThrottle(unittest.TestCase):
         self.assertFalse(auth.check_allowed("root"), "an account outside the group is refused")
 
 
+class TestConfig(unittest.TestCase):
+    """jupyterhub_config.py, loaded as JupyterHub loads it."""
+
+    def load(self, **env):
+        from traitlets.config import Config
+        config = Config()
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jupyterhub_config.py")
+        with open(path) as f:
+            code = compile(f.read(), path, "exec")
+        self.state = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, self.state)
+        with mock.patch.dict(os.environ, dict(env, GPUMEM_HUB_STATE=self.state), clear=False):
+            exec(code, {"get_config": lambda: config, "__file__": path})
+        return config
+
+    def test_plain_http_only_on_loopback(self):
+        c = self.load(GPUMEM_HUB_IP="127.0.0.1")
+        self.assertEqual(c.JupyterHub.ip, "127.0.0.1")
+        with self.assertRaisesRegex(SystemExit, "without TLS"):
+            self.load(GPUMEM_HUB_IP="0.0.0.0")
+        c = self.load(GPUMEM_HUB_IP="0.0.0.0", GPUMEM_SSL_CERT="/etc/gpumem/hub.crt", GPUMEM_SSL_KEY="/etc/gpumem/hub.key")
+        self.assertEqual(c.JupyterHub.ssl_cert, "/etc/gpumem/hub.crt")
+
+    def test_logins(self):
+        c = self.load(GPUMEM_ADMINS="teacher")
+        self.assertEqual(c.ClassAuthenticator.allowed_groups, {"students"})
+        self.assertEqual(c.Authenticator.admin_users, {"teacher"})
+        self.assertEqual(c.JupyterHub.authenticator_class.__name__, "ClassAuthenticator")
+
+    def test_state_stays_in_state_folder(self):
+        c = self.load()
+        for path in (c.JupyterHub.pid_file, c.ConfigurableHTTPProxy.pid_file, c.JupyterHub.cookie_secret_file):
+            self.assertEqual(os.path.dirname(path), self.state)
+
+
 class TestCgroupParent(unittest.TestCase):
     """cgroup v2: the students' groups go in the hub's delegated cgroup,
     also after the hub moved itself into its "hub" leaf."""
