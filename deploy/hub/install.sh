@@ -79,8 +79,7 @@ chmod go-rwx "$course"
 say "checkout: $course closed to other users (mode $(stat -c %a "$course"))"
 
 # The student edition, made beside the old one and swapped in whole.
-mkdir -p "$(dirname "$edition")"
-chmod 755 "$(dirname "$edition")"
+[ -d "$(dirname "$edition")" ] || install -d -m 755 "$(dirname "$edition")"
 rm -rf "$edition.new" "$edition.old"
 (cd "$course" && go run ./grader/cmd/grader release --out "$edition.new") | sed 's/^/hub-install: /' ||
 	die "grader release failed"
