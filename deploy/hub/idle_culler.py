@@ -2,8 +2,8 @@
 """idle_culler.py stops students' servers that have been idle too long, as
 a service the hub starts (jupyterhub_config.py; Debian has no package of
 jupyterhub-idle-culler). The home stays; the next login starts a fresh
-server. It runs as nobody, with a token that may only list users, read
-their activity and stop servers.
+server. It runs as the hub's user, with a token that may only list users,
+read their activity and stop servers.
 
     idle_culler.py TIMEOUT_SECONDS [--once]
 

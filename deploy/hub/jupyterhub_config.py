@@ -90,7 +90,10 @@ if token_file:
 # hold a student's memory and processes all night.
 idle_timeout = int(os.environ.get("GPUMEM_IDLE_TIMEOUT", "3600"))
 if idle_timeout > 0:
-    services.append({"name": "idle-culler", "user": "nobody",
+    # As the hub's own user: its token, in its environment, stays out of
+    # reach of any other account (a service run as nobody shares its uid
+    # with every other daemon run as nobody).
+    services.append({"name": "idle-culler",
                      "command": ["/usr/bin/python3", os.path.join(here, "idle_culler.py"), str(idle_timeout)]})
     roles.append({"name": "idle-culler", "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
                   "services": ["idle-culler"]})

@@ -116,7 +116,7 @@ token=$(cat "$state/work/token")
 (cd "$state/work" && exec env GPUMEM_HUB_STATE="$state/hub" GPUMEM_ADMIN_TOKEN_FILE="$state/work/token" \
 	GPUMEM_HUB_PORT=18000 GPUMEM_PROXY_API_PORT=18001 GPUMEM_HUB_API_PORT=18081 GPUMEM_MEM_LIMIT=1G \
 	GPUMEM_COURSE_DIR="$state/course" GPUMEM_STUDENT_GROUP=$group GPUMEM_ADMINS=$admin GPUMEM_CGROUP=$cgroup \
-	GPUMEM_IDLE_TIMEOUT=0 GPUMEM_TMP_SIZE=256M \
+	GPUMEM_IDLE_TIMEOUT=3599 GPUMEM_TMP_SIZE=256M \
 	jupyterhub -f "$here/jupyterhub_config.py") >"$state/hub.log" 2>&1 &
 hub_pid=$!
 
@@ -357,6 +357,10 @@ else
 fi
 
 # --- 9. the idle culler ------------------------------------------------------
+# The hub's own culler (an hour here) is running; a second one, run once
+# with a 2 s timeout, stops the servers.
+pgrep -f "$here/idle_culler.py 3599" >/dev/null && ok "the hub's idle culler runs" ||
+	bad "the hub's idle culler is not running: $(grep -i 'culler' "$state/hub.log" | tail -n 2)"
 sleep 3
 if JUPYTERHUB_API_URL=$hub/hub/api JUPYTERHUB_API_TOKEN=$token /usr/bin/python3 "$here/idle_culler.py" 2 --once | sed 's/^/    /' &&
 	[ "$(server_state gpumem-s1)" = stopped ]; then
