@@ -1,16 +1,23 @@
 # The classroom image: Jupyter Notebook with the Go (gonb) kernel and the
-# course, following the Jupyter docker-stacks conventions (user jovyan, uid
-# 1000, port 8888, Jupyter as the default command). Notebooks and the grader
-# work with the network off: every module is in the image's module cache and
-# Go is told to use only it (GOPROXY=off).
+# student edition of the course, following the Jupyter docker-stacks
+# conventions (user jovyan, uid 1000, port 8888, Jupyter as the default
+# command). Notebooks and the grader work with the network off: every module
+# is in the image's module cache and Go is told to use only it (GOPROXY=off).
 #
-#   docker build -t gpumem-course .
+# It is every student's container, so it is built from the student edition
+# (grader release: no solutions, no hidden tests, nothing untracked), never
+# from the instructor's checkout; the build stops if the context holds
+# solutions/ or grader/hidden/. The grading Job's image adds the hidden tests
+# on top (deploy/k8s/Dockerfile.grader).
+#
+#   go run ./grader/cmd/grader release --out /tmp/edition
+#   docker build -t gpumem-course -f Dockerfile /tmp/edition
 #   docker run --rm -p 8888:8888 gpumem-course
 #
 # The GPU variant (GPUKIT_TAGS=cuda) adds CUDA 11.8 from Debian (make
 # image-cuda), or uses NVIDIA's CUDA image as its base; it runs on a machine
 # with an NVIDIA GPU and the NVIDIA container toolkit:
-#   docker build --build-arg BASE=nvidia/cuda:12.4.1-devel-ubuntu22.04 --build-arg GPUKIT_TAGS=cuda -t gpumem-course:cuda .
+#   docker build --build-arg BASE=nvidia/cuda:12.4.1-devel-ubuntu22.04 --build-arg GPUKIT_TAGS=cuda -t gpumem-course:cuda -f Dockerfile /tmp/edition
 #   docker run --rm --gpus all -p 8888:8888 gpumem-course:cuda
 # gorgonia.org/cu v0.9.6 compiles against CUDA 11.8 and 12.x headers, not 13.
 #
@@ -105,6 +112,9 @@ RUN case ",${GPUKIT_TAGS}," in *,cuda,*) \
 USER ${NB_UID}
 
 COPY --chown=${NB_UID}:${NB_GID} . .
+RUN if [ -e solutions ] || [ -e grader/hidden ]; then \
+        echo "image: the build context holds solutions/ or grader/hidden/, which would reach every student: build from the student edition (go run ./grader/cmd/grader release --out DIR; docker build -f Dockerfile DIR)" >&2; exit 1; \
+    fi
 # A build of every package warms the build cache, so a notebook's first
 # cell compiles in seconds. Nothing is fetched here: setup downloaded it all.
 RUN GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build ./... \

@@ -10,7 +10,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test chart-hub-test deploy-check
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -98,8 +98,9 @@ bench:
 
 # The classroom image, built with podman from base images made on this
 # machine (no registry needed; scripts/image-base.sh), then checked in a
-# running container with the network off. With docker and Docker Hub:
-# docker build -t gpumem-course . (see the Dockerfile).
+# running container with the network off. It is built from the student
+# edition (scripts/image-context.sh), never from the checkout. With docker
+# and Docker Hub, see the Dockerfile's first lines.
 image:
 	@bash scripts/image-build.sh
 
@@ -116,6 +117,11 @@ image-cuda:
 image-cuda-test: image-cuda
 	@IMAGE=gpumem-course:cuda bash scripts/image-cuda-test.sh
 
+# The grading Job's image, gpumem-grader: the classroom image plus the hidden
+# tests (deploy/k8s/Dockerfile.grader). Never give it to students.
+image-grader: image
+	podman build --isolation chroot -t gpumem-grader -f deploy/k8s/Dockerfile.grader .
+
 # values.yaml and the image against the chart's JupyterHub (5.x, from Debian
 # trixie) without a cluster: students log in, start servers, run a cell and
 # keep their work across a restart (deploy/k8s/test-chart-hub.sh). Not in CI:
@@ -125,8 +131,23 @@ chart-hub-test: image
 
 # The Kubernetes manifests decoded strictly into k8s.io/api types, values.yaml
 # validated against the Zero to JupyterHub chart's values schema (vendored,
-# chart 4.2.0), both in their own module (deploy/k8s/validate), and the grading
-# Job's sharding checked.
+# chart 4.2.0), both in their own module (deploy/k8s/validate), and the
+# classroom image's build context checked for solutions and hidden tests.
 deploy-check:
-	@bash deploy/k8s/test-shard.sh
+	@bash scripts/image-context-test.sh
 	cd deploy/k8s/validate && $(GO) test ./...
+
+# The class servers' security tests, as root: the spawner's and the
+# authenticator's unit tests (deploy/hub/test_gpumem.py), every attack a
+# student was found to have on the one-machine hub (deploy/hub/test-hub.sh: the hub on
+# loopback with three students, about 5 minutes; needs jupyterhub from
+# Debian and npm, which deploy/hub/install.sh installs), the grader's lock
+# files (deploy/hub/test-grader-locks.sh), the grading Job's command against
+# real submissions (deploy/k8s/test-grade-job.sh) and what the image is built
+# from (scripts/image-context-test.sh). Not in CI: root, users and cgroups.
+hub-test:
+	@/usr/bin/python3 deploy/hub/test_gpumem.py
+	@bash scripts/image-context-test.sh
+	@bash deploy/k8s/test-grade-job.sh
+	@bash deploy/hub/test-hub.sh
+	@bash deploy/hub/test-grader-locks.sh

@@ -24,6 +24,11 @@ type BatchOptions struct {
 	FeedbackDir string    // when set, one Gradescope results file per student
 	Progress    io.Writer // progress bar or lines; nil for none
 	Terminal    bool      // Progress is a terminal: redraw one bar
+	Regrade     bool      // grade students already in CSV again
+	// Shard and Shards split the class between graders (a Kubernetes
+	// Indexed Job's pods): with Shards > 1, only the students whose
+	// position in byte order is Shard modulo Shards are graded.
+	Shard, Shards int
 }
 
 // BatchSummary counts what Batch did.
@@ -31,10 +36,11 @@ type BatchSummary struct {
 	Graded, Skipped, Failed int
 }
 
-// Batch grades every sub-folder of dir (one per student) with opts.Jobs
-// workers. Students already in opts.CSV are skipped, so an interrupted
-// batch resumes where it stopped. A student whose grading failed (the
-// grader's failure, not the code's) gets no row and is retried next time.
+// Batch grades every sub-folder of dir (one per student), or opts.Shard's
+// share of them, with opts.Jobs workers. Students already in opts.CSV are
+// skipped unless opts.Regrade, so an interrupted batch resumes where it
+// stopped. A student whose grading failed (the grader's failure, not the
+// code's) gets no row and is retried next time.
 func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts BatchOptions) (BatchSummary, error) {
 	var sum BatchSummary
 	if ex.Spec == nil {
@@ -42,6 +48,9 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 	}
 	if opts.CSV == "" {
 		return sum, errors.New("grader: batch needs --out FILE.csv")
+	}
+	if opts.Shards > 1 && (opts.Shard < 0 || opts.Shard >= opts.Shards) {
+		return sum, fmt.Errorf("grader: shard %d is out of range for %d shards (0 to %d)", opts.Shard, opts.Shards, opts.Shards-1)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -56,6 +65,15 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 	if len(students) == 0 {
 		return sum, fmt.Errorf("grader: %s holds no student folders", dir)
 	}
+	if opts.Shards > 1 {
+		var mine []string // ReadDir sorts by name: byte order
+		for i, s := range students {
+			if i%opts.Shards == opts.Shard {
+				mine = append(mine, s)
+			}
+		}
+		students = mine
+	}
 	header := csvHeader(ex.Spec)
 	rows, err := readGrades(opts.CSV, header)
 	if err != nil {
@@ -65,21 +83,26 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 		return sum, fmt.Errorf("grader: %w", err)
 	}
 	if opts.FeedbackDir != "" {
-		if err := os.MkdirAll(opts.FeedbackDir, 0o755); err != nil {
+		if err := os.MkdirAll(opts.FeedbackDir, 0o700); err != nil {
 			return sum, fmt.Errorf("grader: %w", err)
 		}
 	}
-	var todo []string
+	var todo, skipped []string
 	for _, s := range students {
-		if _, done := rows[s]; done {
-			sum.Skipped++
+		if _, done := rows[s]; done && !opts.Regrade {
+			skipped = append(skipped, s)
 		} else {
 			todo = append(todo, s)
 		}
 	}
+	sum.Skipped = len(skipped)
 	prog := &progress{w: opts.Progress, terminal: opts.Terminal, total: len(todo), start: time.Now()}
-	if sum.Skipped > 0 && opts.Progress != nil {
-		fmt.Fprintf(opts.Progress, "batch: %d students already in %s, %d to grade\n", sum.Skipped, opts.CSV, len(todo))
+	if len(skipped) > 0 && opts.Progress != nil {
+		names := strings.Join(skipped, ", ")
+		if len(skipped) > 10 {
+			names = strings.Join(skipped[:10], ", ") + ", ..."
+		}
+		fmt.Fprintf(opts.Progress, "batch: skipped %d students already in %s (%s); --regrade grades them again\n", len(skipped), opts.CSV, names)
 	}
 	var mu sync.Mutex
 	var firstErr error
@@ -104,7 +127,7 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 				rows[student] = csvRow(student, ex.Spec, res)
 				werr := writeGrades(opts.CSV, header, rows)
 				if werr == nil && opts.FeedbackDir != "" {
-					werr = atomicfile.Write(filepath.Join(opts.FeedbackDir, student+".json"), 0o644, func(w io.Writer) error {
+					werr = atomicfile.Write(filepath.Join(opts.FeedbackDir, student+".json"), 0o600, func(w io.Writer) error {
 						return WriteJSON(w, res.Gradescope())
 					})
 				}
@@ -135,16 +158,22 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 	return sum, firstErr
 }
 
+// csvHeader names each test's column with its maximum, so a gradebook
+// reads without the spec beside it.
 func csvHeader(spec *Spec) []string {
-	h := []string{"student", "score", "max_score"}
+	h := []string{"student", "score", "max_score", "percent"}
 	for _, t := range spec.Tests {
-		h = append(h, t.Name)
+		h = append(h, fmt.Sprintf("%s (max %d)", t.Name, t.Points))
 	}
 	return append(h, "status", "seconds")
 }
 
 func csvRow(student string, spec *Spec, res *Result) []string {
-	row := []string{csvName(student), strconv.Itoa(res.Score), strconv.Itoa(res.MaxScore)}
+	percent := 0.0
+	if res.MaxScore > 0 {
+		percent = 100 * float64(res.Score) / float64(res.MaxScore)
+	}
+	row := []string{csvName(student), strconv.Itoa(res.Score), strconv.Itoa(res.MaxScore), strconv.FormatFloat(percent, 'f', 1, 64)}
 	for _, t := range res.Tests {
 		row = append(row, strconv.Itoa(t.Score))
 	}
@@ -212,7 +241,8 @@ func writeGrades(path string, header []string, rows map[string][]string) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+	// Grades are private: only their owner reads them.
+	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
 		cw.Write(header)
 		for _, n := range names {

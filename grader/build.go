@@ -264,6 +264,11 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	if err := os.Mkdir(binDir, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
+	// Mkdir's mode passes through the umask (077 for an instructor who
+	// keeps the gradebook private): set it whatever the umask.
+	if err := os.Chmod(binDir, 0o711); err != nil {
+		return fail(fmt.Errorf("grader: %w", err))
+	}
 	goMod, err := b.tempGoMod()
 	if err != nil {
 		return fail(err)

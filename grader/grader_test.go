@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -266,7 +267,7 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 	header := records[0]
 	col := map[string]int{}
 	for i, h := range header {
-		col[h] = i
+		col[strings.SplitN(h, " (max ", 2)[0]] = i // "TestSum (max 3)"
 	}
 	rows := map[string][]string{}
 	for _, r := range records[1:] {
@@ -344,9 +345,12 @@ func TestBatchResumes(t *testing.T) {
 	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath})
 	require.NoError(t, err)
 	assert.Equal(t, BatchSummary{Graded: 2}, sum)
+	info, err := os.Stat(csvPath)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the gradebook is private")
 	data, err := os.ReadFile(csvPath)
 	require.NoError(t, err)
-	assert.Equal(t, "student,score,max_score,TestSum,TestSumEmpty,TestReverse,status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
+	assert.Equal(t, "student,score,max_score,percent,TestSum (max 3),TestSumEmpty (max 1),TestReverse (max 3),status,seconds\n", strings.SplitAfter(string(data), "\n")[0])
 
 	// A new student arrives; the two graded ones are skipped.
 	require.NoError(t, os.CopyFS(filepath.Join(subs, "late"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
@@ -355,14 +359,57 @@ func TestBatchResumes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, BatchSummary{Graded: 1, Skipped: 2}, sum)
 	assert.Contains(t, progress.String(), "batch: 1/1 late 7/7")
+	assert.Contains(t, progress.String(), "batch: skipped 2 students already in "+csvPath+" (compile-error, missing-file); --regrade grades them again")
 	data, err = os.ReadFile(csvPath)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), "\nlate,7,7,3,1,3,graded,")
+	assert.Contains(t, string(data), "\nlate,7,7,100.0,3,1,3,graded,")
+
+	// --regrade grades everyone again.
+	progress.Reset()
+	sum, err = g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 2, CSV: csvPath, Regrade: true, Progress: &progress})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{Graded: 3}, sum)
+	assert.NotContains(t, progress.String(), "skipped")
 
 	// A grades file of another exercise is refused, not overwritten.
 	require.NoError(t, os.WriteFile(csvPath, []byte("student,score\n"), 0o644))
 	_, err = g.Batch(context.Background(), ex, subs, BatchOptions{CSV: csvPath})
 	assert.ErrorContains(t, err, "written for other tests")
+}
+
+// TestBatchShards: shard i of n grades the students whose position in byte
+// order is i modulo n; together the shards grade every student once.
+func TestBatchShards(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "missing-file"}, {name: "compile-error"}})
+	require.NoError(t, os.CopyFS(filepath.Join(subs, "b-late"), os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	students := map[string]int{}
+	for i := range 2 {
+		csvPath := filepath.Join(t.TempDir(), "grades.csv")
+		_, err := g.Batch(context.Background(), ex, subs, BatchOptions{Jobs: 1, CSV: csvPath, Shard: i, Shards: 2})
+		require.NoError(t, err)
+		f, err := os.Open(csvPath)
+		require.NoError(t, err)
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		require.NoError(t, err)
+		for _, r := range records[1:] {
+			students[r[0]]++
+		}
+	}
+	// Byte order: b-late, compile-error, missing-file.
+	assert.Equal(t, map[string]int{"b-late": 1, "compile-error": 1, "missing-file": 1}, students)
+
+	_, err = g.Batch(context.Background(), ex, subs, BatchOptions{CSV: filepath.Join(t.TempDir(), "g.csv"), Shard: 2, Shards: 2})
+	assert.ErrorContains(t, err, "shard 2 is out of range")
+	// A shard with no student is not an error: the class is smaller than the Job.
+	sum, err := g.Batch(context.Background(), ex, subs, BatchOptions{CSV: filepath.Join(t.TempDir(), "g.csv"), Shard: 5, Shards: 8})
+	require.NoError(t, err)
+	assert.Equal(t, BatchSummary{}, sum)
 }
 
 func TestRelease(t *testing.T) {
@@ -387,6 +434,31 @@ func TestRelease(t *testing.T) {
 		assert.ErrorContains(t, err, "inside the course", p)
 	}
 	assert.NoDirExists(t, filepath.Join(c.Root, "exercises", "new"))
+}
+
+// TestReleaseTrackedOnly: in a git checkout the student edition holds what
+// the course declares (tracked files), never what the instructor left
+// beside it (a gradebook, feedback, a class folder).
+func TestReleaseTrackedOnly(t *testing.T) {
+	c := fixtureCourse(t)
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = c.Root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "course")
+	require.NoError(t, os.WriteFile(filepath.Join(c.Root, "grades.csv"), []byte("student,score\nada,10\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(c.Root, "feedback"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(c.Root, "feedback", "ada.json"), []byte("{}"), 0o644))
+	out := filepath.Join(t.TempDir(), "student")
+	_, err := c.Release(out)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(out, "exercises", "01-toy", "sum.go"))
+	assert.NoFileExists(t, filepath.Join(out, "grades.csv"))
+	assert.NoDirExists(t, filepath.Join(out, "feedback"))
 }
 
 func TestRedactor(t *testing.T) {
@@ -604,4 +676,22 @@ func TestCompilerLimits(t *testing.T) {
 	assert.Zero(t, res.Score)
 	assert.Contains(t, res.Output, "the compiler went past its limits (1024 MiB")
 	t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), res.Output)
+}
+
+// TestGradeStrictUmask: an instructor who grades with umask 077 (to keep
+// the gradebook private) still gets real scores. As root, tests run as
+// other uids, which must reach the test binary's folder whatever the umask.
+// Not parallel: the umask is the whole process's.
+func TestGradeStrictUmask(t *testing.T) {
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	sub := filepath.Join(t.TempDir(), "ada")
+	require.NoError(t, os.CopyFS(sub, os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	res, err := g.Grade(context.Background(), ex, sub)
+	require.NoError(t, err)
+	assert.Equal(t, res.MaxScore, res.Score, "%+v", res.Tests)
 }

@@ -13,11 +13,12 @@ import (
 )
 
 // courseFiles lists the course's files (slash paths relative to the root):
-// git's tracked and untracked-but-not-ignored files when the course is a
-// git checkout, otherwise every file but build outputs.
+// git's tracked files when the course is a git checkout (what the course
+// declares: a gradebook or feedback written beside it is not the course),
+// otherwise every file but build outputs.
 func (c *Course) courseFiles() ([]string, error) {
 	if _, err := os.Stat(filepath.Join(c.Root, ".git")); err == nil {
-		cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+		cmd := exec.Command("git", "ls-files", "-z", "--cached")
 		cmd.Dir = c.Root
 		if out, err := cmd.Output(); err == nil {
 			var files []string

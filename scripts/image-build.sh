@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # image-build.sh builds the classroom image with podman from base images made
 # on this machine (scripts/image-base.sh), so no image registry is needed.
-# `make image` runs it; a second run reuses every cached layer.
+# `make image` runs it; a second run reuses every cached layer. The build
+# context is the student edition (scripts/image-context.sh: grader release,
+# no solutions, no hidden tests), never the checkout itself.
 #
 #   scripts/image-build.sh [extra podman build flags]
 #
@@ -20,6 +22,9 @@ command -v podman >/dev/null 2>&1 || {
 	exit 1
 }
 base_args=$(bash scripts/image-base.sh)
+context=$(mktemp -d)
+trap 'rm -rf "$context"' EXIT
+bash scripts/image-context.sh "$context/edition"
 start=$(date +%s)
 # --isolation chroot: podman's default OCI runtime refuses the hybrid cgroup
 # layout of some hosts (this CI machine's among them); chroot isolation needs
@@ -30,7 +35,7 @@ start=$(date +%s)
 if ! podman build --isolation chroot $base_args \
 	--build-arg BUILD_GOPROXY="$(go env GOPROXY)" \
 	--build-arg GPUKIT_TAGS="${GPUKIT_TAGS:-}" \
-	-t "$image" "$@" . 2>&1 | while IFS= read -r line; do
+	-t "$image" -f Dockerfile "$@" "$context/edition" 2>&1 | while IFS= read -r line; do
 	case $line in
 	*STEP\ *) printf '[%4ds] %s\n' "$(($(date +%s) - start))" "$line" ;;
 	*) printf '%s\n' "$line" ;;

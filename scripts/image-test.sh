@@ -7,6 +7,7 @@
 #     the gonb kernel in /api/kernelspecs;
 #   - gopls is on the gonb kernel's PATH;
 #   - jupyterhub-singleuser (what a hub, deploy/k8s, starts per student) runs;
+#   - no solutions and no hidden tests anywhere in it (the student edition);
 #   - `grader check` works inside;
 #   - every notebook executes top to bottom (scripts/run-notebooks.sh);
 #   - the image's size.
@@ -106,6 +107,11 @@ if [ $? = 0 ] && [ "$(in_box id -u)" = 1000 ]; then
 else
 	bad "jupyterhub-singleuser --version failed: $(head -c 300 <<<"$version")"
 fi
+
+# Every student's container: the student edition only.
+leaks=$(in_box bash -c 'ls -d solutions grader/hidden 2>/dev/null; find / -xdev \( -path /proc -o -path "*/testdata" \) -prune -o \( -name "*_hidden_test.go" -o -name grade.json \) -print 2>/dev/null | head -n 5')
+[ -z "$leaks" ] && ok "the image holds no solutions/, no grader/hidden/, no hidden test or grade.json anywhere" ||
+	bad "the image holds what only the grader may: $leaks"
 
 if in_box test -d grader/cmd/grader; then
 	exercise=$(in_box bash -c 'ls -d exercises/*/ 2>/dev/null | head -n 1 | xargs -r basename')

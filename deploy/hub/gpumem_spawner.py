@@ -1,30 +1,87 @@
-"""CgroupSpawner: JupyterHub's LocalProcessSpawner with per-student limits.
+"""CgroupSpawner: JupyterHub's LocalProcessSpawner with per-student limits
+and a student who is treated as hostile.
 
 Each student's server, and everything it starts (kernels, go build, the
 programs of the cells), runs in its own cgroup, whose limits the Linux
 kernel enforces: memory (the OOM killer acts inside the student's group
 only, so the hub and the other students are untouched), CPU time (a quota of
-cpu_limit cores) and the number of processes. The hub runs as root and makes
-the group; the server is moved into it as soon as it is started, before it
-has started anything else. Both cgroup v1 (memory, cpu, pids hierarchies)
-and cgroup v2 (a unified hierarchy) are handled. On a host run by systemd,
-start the hub in a unit with Delegate=yes so the groups are its own.
+cpu_limit cores) and the number of processes. The server's process joins its
+group itself, before it drops to the student's uid and before it runs
+anything, so nothing it starts escapes the limits. It also gets its own
+mount namespace with private, sized /tmp, /var/tmp and /dev/shm (tmpfs,
+whose pages count in the memory limit): nothing a student leaves there is
+seen by a classmate or outlives the server. Stopping the server kills every
+process left in the group, detached ones included, and removes the group.
 
-On first start the course is copied into the student's home (~/course),
-owned by the student; it is never overwritten afterwards, so their work is
-kept.
+cgroup v2 (a unified hierarchy): the groups live under the hub's own
+cgroup, which systemd delegates to it (gpumem-hub.service, Delegate=yes);
+the hub moves itself into a "hub" leaf so that its sub-groups may have
+controllers. cgroup v1 (separate memory, cpu and pids hierarchies): systemd
+delegates nothing there, so the groups live in a "gpumem-hub" group at the
+top of each hierarchy. GPUMEM_CGROUP names another parent (the tests use
+their own).
+
+Root never works inside a student's home: the home's permissions are
+checked and the course copied into ~/course by a child process that has
+dropped to the student's uid, so a symbolic link a student plants there can
+only lead to what the student could reach anyway. The course copied is the
+student edition (`grader release`); a course folder holding solutions or
+hidden tests is refused. The copy is made on first start only, so the
+student's work is kept.
 """
 
+import asyncio
+import ctypes
+import grp
 import os
 import pwd
-import shutil
+import signal
+import time
 
 from jupyterhub.spawner import LocalProcessSpawner
+from jupyterhub.traitlets import ByteSpecification
 from traitlets import Integer, Unicode
 
 CGROUP_ROOT = "/sys/fs/cgroup"
-GROUP = "gpumem-hub"
 CFS_PERIOD_US = 100000
+V1_CONTROLLERS = ("memory", "cpu", "pids")
+
+# Folders of the instructor's course that must never reach a student.
+INSTRUCTOR_ONLY = ("solutions", os.path.join("grader", "hidden"))
+
+# Run as the student, in the home: close a home others can read, then copy
+# the course on first start. $1 is the student edition. The copy appears
+# whole or not at all (the rename); tar, run by the student, cannot give
+# the files another owner. bin/ and share/ (the tools and the kernel) stay
+# shared, on the PATH and the JUPYTER_PATH.
+STUDENT_SETUP = r"""
+set -eu
+umask 077
+cd "$HOME"
+mode=$(stat -c %a .)
+if [ $((0$mode & 077)) -ne 0 ]; then
+	chmod go= .
+	echo "closed: the home was mode $mode, others could read it; now 700"
+fi
+if [ -e course ] || [ -L course ]; then
+	if [ ! -d course/notebooks ]; then
+		echo "~/course/notebooks is missing (moved, or deleted): move it back, or rename ~/course to get a fresh copy"
+		exit 1
+	fi
+	exit 0
+fi
+rm -rf .course.copying
+mkdir .course.copying
+tar -C "$1" --exclude=./bin --exclude=./share -cf - . | tar -C .course.copying --no-same-owner -xf -
+mv -T .course.copying course
+[ -d course/notebooks ] || { echo "the copy of the course is not in ~/course (it was moved away)"; exit 1; }
+echo "copied the course into $HOME/course"
+"""
+
+# Linux constants for the mount namespace (from <sched.h>, <sys/mount.h>).
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 0x4000, 0x40000
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _write(path, value):
@@ -32,70 +89,255 @@ def _write(path, value):
         f.write(str(value))
 
 
+def _mount_tmpfs(target, size):
+    opts = ("size=%s,mode=1777" % size).encode()
+    if _libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+        raise OSError(ctypes.get_errno(), "mount tmpfs on " + target)
+
+
+def _own_cgroup_v2():
+    """The hub's cgroup in the unified hierarchy, e.g. /system.slice/gpumem-hub.service."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                return line[3:].strip()
+    return "/"
+
+
 class CgroupSpawner(LocalProcessSpawner):
-    course_dir = Unicode(help="the course folder copied into each student's home on first start").tag(config=True)
+    course_dir = Unicode(help="the student edition (grader release) copied into each student's home on first start").tag(config=True)
     pids_limit = Integer(512, help="the most processes a student's server may run").tag(config=True)
+    tmp_size = Unicode("1G", help="the size of the server's private /tmp, /var/tmp and /dev/shm (each; their pages count in mem_limit)").tag(config=True)
+    disk_limit = ByteSpecification(None, allow_none=True,
+                                   help="a disk quota on the student's home (setquota; the home's filesystem must have user quotas on)").tag(config=True)
+    cgroup_parent = Unicode(help="the cgroup holding the students' groups (default: the hub's own on cgroup v2, /gpumem-hub on v1)").tag(config=True)
 
     def _student(self):
         return pwd.getpwnam(self.user.name)
 
-    def _copy_course(self):
-        student = self._student()
-        target = os.path.join(student.pw_dir, "course")
-        if os.path.exists(target) or not self.course_dir:
-            return
-        staging = os.path.join(student.pw_dir, ".course.copying")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(self.course_dir, staging, symlinks=True,
-                        ignore=shutil.ignore_patterns(".git", "bin", "node_modules", ".ipynb_checkpoints"))
-        for folder, dirs, files in os.walk(staging):
-            for name in [folder] + [os.path.join(folder, n) for n in dirs + files]:
-                os.lchown(name, student.pw_uid, student.pw_gid)
-        # The rename makes the copy appear whole or not at all.
-        os.rename(staging, target)
-        self.log.info("gpumem: copied the course into %s", target)
+    # --- cgroups ----------------------------------------------------------
+
+    def _v2(self):
+        return os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
+
+    def _parent(self):
+        if self.cgroup_parent:
+            return self.cgroup_parent
+        if self._v2():
+            own = _own_cgroup_v2()
+            if own.endswith("/hub"):  # the leaf the hub moved itself into
+                own = os.path.dirname(own)
+            return own if own != "/" else "/gpumem-hub"
+        return "/gpumem-hub"
 
     def _groups(self):
         """The cgroup folders of this student, one per hierarchy."""
         name = "student-" + self.user.name
-        if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")):
-            return {"v2": os.path.join(CGROUP_ROOT, GROUP, name)}
-        return {c: os.path.join(CGROUP_ROOT, c, GROUP, name) for c in ("memory", "cpu", "pids")}
+        parent = self._parent().strip("/")
+        if self._v2():
+            return [os.path.join(CGROUP_ROOT, parent, name)]
+        return [os.path.join(CGROUP_ROOT, c, parent, name) for c in V1_CONTROLLERS]
+
+    def _prepare_parent_v2(self, parent):
+        """Enables the controllers for the students' groups under parent.
+
+        cgroup v2 lets a group hand controllers to its children only when it
+        holds no process itself: when parent is the hub's own (delegated)
+        group, the hub and its proxy move to a "hub" leaf first."""
+        os.makedirs(parent, exist_ok=True)
+        procs = os.path.join(parent, "cgroup.procs")
+        with open(procs) as f:
+            pids = f.read().split()
+        if pids:
+            leaf = os.path.join(parent, "hub")
+            os.makedirs(leaf, exist_ok=True)
+            for pid in pids:
+                try:
+                    _write(os.path.join(leaf, "cgroup.procs"), pid)
+                except ProcessLookupError:
+                    pass
+        _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +cpu +pids")
 
     def _make_groups(self):
         groups = self._groups()
-        if "v2" in groups:
-            parent = os.path.dirname(groups["v2"])
-            os.makedirs(parent, exist_ok=True)
-            _write(os.path.join(parent, "cgroup.subtree_control"), "+memory +cpu +pids")
-            os.makedirs(groups["v2"], exist_ok=True)
-            g = groups["v2"]
+        if self._v2():
+            g = groups[0]
+            self._prepare_parent_v2(os.path.dirname(g))
+            os.makedirs(g, exist_ok=True)
             if self.mem_limit:
                 _write(os.path.join(g, "memory.max"), self.mem_limit)
                 _write(os.path.join(g, "memory.swap.max"), 0)
             if self.cpu_limit:
                 _write(os.path.join(g, "cpu.max"), "%d %d" % (int(self.cpu_limit * CFS_PERIOD_US), CFS_PERIOD_US))
             _write(os.path.join(g, "pids.max"), self.pids_limit)
-            return [g]
-        for g in groups.values():
+            return groups
+        memory, cpu, pids = groups
+        for g in groups:
             os.makedirs(g, exist_ok=True)
         if self.mem_limit:
-            _write(os.path.join(groups["memory"], "memory.limit_in_bytes"), self.mem_limit)
-            swap = os.path.join(groups["memory"], "memory.memsw.limit_in_bytes")
+            _write(os.path.join(memory, "memory.limit_in_bytes"), self.mem_limit)
+            swap = os.path.join(memory, "memory.memsw.limit_in_bytes")
             if os.path.exists(swap):
                 _write(swap, self.mem_limit)
         if self.cpu_limit:
-            _write(os.path.join(groups["cpu"], "cpu.cfs_period_us"), CFS_PERIOD_US)
-            _write(os.path.join(groups["cpu"], "cpu.cfs_quota_us"), int(self.cpu_limit * CFS_PERIOD_US))
-        _write(os.path.join(groups["pids"], "pids.max"), self.pids_limit)
-        return list(groups.values())
+            _write(os.path.join(cpu, "cpu.cfs_period_us"), CFS_PERIOD_US)
+            _write(os.path.join(cpu, "cpu.cfs_quota_us"), int(self.cpu_limit * CFS_PERIOD_US))
+        _write(os.path.join(pids, "pids.max"), self.pids_limit)
+        return groups
+
+    def _group_pids(self):
+        pids = set()
+        for g in self._groups():
+            try:
+                with open(os.path.join(g, "cgroup.procs")) as f:
+                    pids.update(int(p) for p in f.read().split())
+            except FileNotFoundError:
+                pass
+        return pids
+
+    async def _kill_groups(self):
+        """Kills every process in the student's groups and removes them.
+
+        A student may have left detached processes (setsid, nohup) that
+        outlive the server; they are in the group all the same."""
+        for g in self._groups():
+            kill = os.path.join(g, "cgroup.kill")  # cgroup v2, Linux 5.14 and later
+            if os.path.exists(kill):
+                _write(kill, 1)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            pids = self._group_pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            await asyncio.sleep(0.05)
+        left = []
+        for g in self._groups():
+            for _ in range(100):
+                try:
+                    os.rmdir(g)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY while the last ones exit
+                    await asyncio.sleep(0.05)
+            else:
+                left.append(g)
+        if left:
+            self.log.warning("gpumem: %s's groups could not be removed: %s (processes left: %s)",
+                             self.user.name, left, sorted(self._group_pids()))
+        else:
+            self.log.info("gpumem: %s's processes killed and groups removed", self.user.name)
+
+    # --- the student's side -----------------------------------------------
+
+    def _as_student(self, groups, private_mounts):
+        """A preexec_fn: the child joins the student's groups, optionally
+        gets its private /tmp, /var/tmp and /dev/shm, then drops to the
+        student's uid, gid and groups, all before it runs anything."""
+        student = self._student()
+        uid, gid = student.pw_uid, student.pw_gid
+        gids = sorted({gid} | {g.gr_gid for g in grp.getgrall() if student.pw_name in g.gr_mem})
+        home, size = student.pw_dir, self.tmp_size
+
+        def preexec():
+            for g in groups:
+                _write(os.path.join(g, "cgroup.procs"), os.getpid())
+            if private_mounts:
+                if _libc.unshare(CLONE_NEWNS) != 0:
+                    raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+                # Mounts made here stay in this namespace.
+                if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+                    raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+                for target in ("/tmp", "/var/tmp", "/dev/shm"):
+                    _mount_tmpfs(target, size)
+            os.setgroups(gids)
+            os.setgid(gid)
+            os.setuid(uid)
+            try:
+                os.chdir(home)
+            except OSError:
+                pass
+
+        return preexec
+
+    def make_preexec_fn(self, name):
+        return self._as_student(self._groups(), private_mounts=True)
+
+    async def _student_setup(self, groups):
+        """Checks the home and copies the course, as the student."""
+        student = self._student()
+        info = os.lstat(student.pw_dir)
+        if info.st_uid != student.pw_uid:
+            raise RuntimeError("gpumem: %s's home %s is owned by uid %d, not by the student; not starting"
+                               % (self.user.name, student.pw_dir, info.st_uid))
+        env = {"HOME": student.pw_dir, "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", STUDENT_SETUP, "sh", self.course_dir, env=env,
+            preexec_fn=self._as_student(groups, private_mounts=False),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=300)
+        except asyncio.TimeoutError:
+            proc.kill()
+            raise RuntimeError("gpumem: copying the course into %s's home took over 300 s" % self.user.name)
+        for line in out.decode(errors="replace").splitlines():
+            self.log.info("gpumem: %s: %s", self.user.name, line)
+        if proc.returncode != 0:
+            raise RuntimeError("gpumem: preparing %s's home failed (exit status %d)" % (self.user.name, proc.returncode))
+        # The home must be closed now; if the student could not close it,
+        # the server does not start.
+        mode = os.lstat(student.pw_dir).st_mode & 0o777
+        if mode & 0o077:
+            raise RuntimeError("gpumem: %s's home %s is mode %o, readable by others; not starting"
+                               % (self.user.name, student.pw_dir, mode))
+
+    async def _set_quota(self):
+        """Sets the student's disk quota on their home's filesystem, or
+        refuses to start when it cannot: a limit the instructor asked for
+        is never silently missing."""
+        if not self.disk_limit:
+            return
+        student = self._student()
+        kib = str(max(1, self.disk_limit // 1024))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/sh", "-c", 'exec setquota -u "$1" "$2" "$2" 0 0 "$(stat -c %m "$3")"', "sh",
+                student.pw_name, kib, student.pw_dir,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
+        except (OSError, asyncio.TimeoutError) as e:
+            out, proc = str(e).encode(), None
+        if proc is None or proc.returncode != 0:
+            raise RuntimeError("gpumem: GPUMEM_DISK_LIMIT=%d bytes, but the quota on %s's home could not be set (%s): "
+                               "enable user quotas on its filesystem (docs/instructors.md) or unset the limit"
+                               % (self.disk_limit, self.user.name, out.decode(errors="replace").strip()))
+
+    def _check_course(self):
+        if not self.course_dir or not os.path.isdir(self.course_dir):
+            raise RuntimeError("gpumem: no course folder at %r: run deploy/hub/install.sh" % self.course_dir)
+        for part in INSTRUCTOR_ONLY:
+            if os.path.lexists(os.path.join(self.course_dir, part)):
+                raise RuntimeError("gpumem: %s holds %s/: students get the student edition only (grader release)"
+                                   % (self.course_dir, part))
 
     async def start(self):
-        self._copy_course()
+        self._check_course()
+        # A previous server may have left processes (a hub restart): they go.
+        if self._group_pids():
+            await self._kill_groups()
         groups = self._make_groups()
+        await self._set_quota()
+        await self._student_setup(groups)
         ip_port = await super().start()
-        for g in groups:
-            _write(os.path.join(g, "cgroup.procs"), self.pid)
-        self.log.info("gpumem: %s's server (pid %d) limited to %s bytes, %s cores, %d processes",
-                      self.user.name, self.pid, self.mem_limit, self.cpu_limit, self.pids_limit)
+        self.log.info("gpumem: %s's server (pid %d) limited to %s bytes, %s cores, %d processes; private /tmp of %s",
+                      self.user.name, self.pid, self.mem_limit, self.cpu_limit, self.pids_limit, self.tmp_size)
         return ip_port
+
+    async def stop(self, now=False):
+        await super().stop(now=now)
+        await self._kill_groups()

@@ -1,64 +1,110 @@
 # JupyterHub for a class on one machine: Debian's jupyterhub 3.0 package,
 # configurable-http-proxy from npm (package.json here), one Jupyter server
-# per student started as that student's Unix user, the course copied into the
-# student's home on first login, and limits on each student's memory, CPU and
-# processes enforced by the kernel's cgroups.
+# per student started as that student's Unix user, the student edition of
+# the course copied into the student's home on first login, and limits on
+# each student's memory, CPU and processes enforced by the kernel's cgroups.
+# docs/instructors.md section 3 is the recipe; in short, as root:
 #
-#   sudo bash deploy/hub/install.sh           once: packages, proxy, kernel, module cache
-#   sudo jupyterhub -f deploy/hub/jupyterhub_config.py
+#   bash deploy/hub/install.sh --admin NAME   once: packages, proxy, kernel, module cache,
+#                                             student edition, systemd unit
+#   bash deploy/hub/add-students.sh roster.txt
+#   systemctl start gpumem-hub                (or: jupyterhub -f deploy/hub/jupyterhub_config.py)
 #
-# Settings come from the environment, so the file is used as it is:
-#   GPUMEM_HUB_IP, GPUMEM_HUB_PORT    where the hub listens (127.0.0.1:8000)
-#   GPUMEM_COURSE_DIR                 the course copied into homes (this repository)
+# Settings come from the environment (install.sh writes /etc/gpumem/hub.env,
+# which the systemd unit reads), so this file is used as it is:
+#   GPUMEM_HUB_IP, GPUMEM_HUB_PORT    where the hub listens (127.0.0.1:8000); any other
+#                                     address needs TLS: GPUMEM_SSL_CERT and GPUMEM_SSL_KEY,
+#                                     or a front end (nginx, caddy) on 127.0.0.1
+#   GPUMEM_SSL_CERT, GPUMEM_SSL_KEY   the hub's own TLS certificate and key (optional)
+#   GPUMEM_ADMINS                     the admins' user names, comma-separated
+#   GPUMEM_STUDENT_GROUP              the Unix group allowed to log in (students)
+#   GPUMEM_COURSE_DIR                 the student edition copied into homes (/var/lib/gpumem/course)
 #   GPUMEM_MEM_LIMIT                  memory per student (2G)
 #   GPUMEM_CPU_LIMIT                  CPU cores per student (1.0)
 #   GPUMEM_PIDS_LIMIT                 processes per student (512)
+#   GPUMEM_TMP_SIZE                   each server's private /tmp, /var/tmp and /dev/shm (1G each)
+#   GPUMEM_DISK_LIMIT                 a disk quota on each home (unset: none; needs user quotas
+#                                     on the homes' filesystem, or no server starts)
+#   GPUMEM_IDLE_TIMEOUT               seconds before an idle server is stopped (3600; 0: never)
+#   GPUMEM_CGROUP                     the cgroup holding the students' (default: gpumem_spawner.py)
 #   GPUMEM_GOMODCACHE                 the shared, read-only module cache (/var/lib/gpumem/gomod)
-#   GPUMEM_HUB_STATE                  the hub's database and cookie secret (/var/lib/gpumem/hub)
+#   GPUMEM_HUB_STATE                  the hub's database, cookie secret and pid files (/var/lib/gpumem/hub)
 #   GPUMEM_ADMIN_TOKEN_FILE           a file holding an admin API token (for scripts; optional)
-#   GPUMEM_AUTHENTICATOR              "pam" (default: students log in with their Unix
-#                                     password) or "dummy" (any password; tests only)
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpumem_auth import ClassAuthenticator  # noqa: E402
 from gpumem_spawner import CgroupSpawner  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
-course_dir = os.path.abspath(os.environ.get("GPUMEM_COURSE_DIR", os.path.join(here, "..", "..")))
+course_dir = os.environ.get("GPUMEM_COURSE_DIR", "/var/lib/gpumem/course")
 state_dir = os.environ.get("GPUMEM_HUB_STATE", "/var/lib/gpumem/hub")
 os.makedirs(state_dir, mode=0o700, exist_ok=True)
 
 c = get_config()  # noqa: F821 (provided by JupyterHub)
 
+# Where the hub listens. Students type their Unix password into the login
+# page: anywhere but loopback it must travel over TLS, either the hub's own
+# (a certificate and key) or a front end's (nginx or caddy on port 443,
+# forwarding to 127.0.0.1:8000); without either the hub refuses to start.
 c.JupyterHub.ip = os.environ.get("GPUMEM_HUB_IP", "127.0.0.1")
 c.JupyterHub.port = int(os.environ.get("GPUMEM_HUB_PORT", "8000"))
+ssl_cert, ssl_key = os.environ.get("GPUMEM_SSL_CERT"), os.environ.get("GPUMEM_SSL_KEY")
+if ssl_cert or ssl_key:
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = ssl_cert, ssl_key
+elif c.JupyterHub.ip not in ("127.0.0.1", "localhost", "::1"):
+    sys.exit("gpumem: the hub would listen on %s without TLS, and passwords would cross the network in clear: "
+             "set GPUMEM_SSL_CERT and GPUMEM_SSL_KEY, or keep 127.0.0.1 behind a TLS front end (docs/instructors.md)"
+             % c.JupyterHub.ip)
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("GPUMEM_HUB_API_PORT", "8081"))
 c.ConfigurableHTTPProxy.command = [os.path.join(here, "node_modules", ".bin", "configurable-http-proxy")]
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d" % int(os.environ.get("GPUMEM_PROXY_API_PORT", "8001"))
+# Every file the hub writes stays in its own 0700 state folder, never in
+# the course or the working folder.
 c.JupyterHub.db_url = "sqlite:///" + os.path.join(state_dir, "jupyterhub.sqlite")
 c.JupyterHub.cookie_secret_file = os.path.join(state_dir, "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = os.path.join(state_dir, "jupyterhub.pid")
+c.ConfigurableHTTPProxy.pid_file = os.path.join(state_dir, "jupyterhub-proxy.pid")
 
-if os.environ.get("GPUMEM_AUTHENTICATOR", "pam") == "dummy":
-    c.JupyterHub.authenticator_class = "dummy"
-else:
-    c.JupyterHub.authenticator_class = "pam"
-# Students are Unix users of this machine; the instructor creates them
-# (useradd) and lists the admins here or through the admin page.
+# Students are Unix users of this machine in the group students (made by
+# deploy/hub/add-students.sh); they log in with their Unix password. Other
+# accounts are refused, except the admins named at install.
+c.JupyterHub.authenticator_class = ClassAuthenticator
+c.ClassAuthenticator.allowed_groups = {os.environ.get("GPUMEM_STUDENT_GROUP", "students")}
 c.Authenticator.admin_users = set(filter(None, os.environ.get("GPUMEM_ADMINS", "").split(",")))
+# No PAM session for the servers: pam_systemd would move the hub into a
+# login session's cgroup, out of the unit systemd delegated to it.
+c.PAMAuthenticator.open_sessions = False
 
+services, roles = [], []
 token_file = os.environ.get("GPUMEM_ADMIN_TOKEN_FILE")
 if token_file:
     with open(token_file) as f:
         token = f.read().strip()
-    c.JupyterHub.services = [{"name": "course-admin", "api_token": token}]
-    c.JupyterHub.load_roles = [{"name": "course-admin", "scopes": ["admin:users", "admin:servers", "access:servers", "read:hub"],
-                                "services": ["course-admin"]}]
+    services.append({"name": "course-admin", "api_token": token})
+    roles.append({"name": "course-admin", "scopes": ["admin:users", "admin:servers", "access:servers", "read:hub"],
+                  "services": ["course-admin"]})
+# Idle servers are stopped (their homes stay), so a forgotten tab does not
+# hold a student's memory and processes all night.
+idle_timeout = int(os.environ.get("GPUMEM_IDLE_TIMEOUT", "3600"))
+if idle_timeout > 0:
+    # As the hub's own user: its token, in its environment, stays out of
+    # reach of any other account (a service run as nobody shares its uid
+    # with every other daemon run as nobody).
+    services.append({"name": "idle-culler",
+                     "command": ["/usr/bin/python3", os.path.join(here, "idle_culler.py"), str(idle_timeout)]})
+    roles.append({"name": "idle-culler", "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+                  "services": ["idle-culler"]})
+c.JupyterHub.services = services
+c.JupyterHub.load_roles = roles
 
 c.JupyterHub.spawner_class = CgroupSpawner
 c.CgroupSpawner.course_dir = course_dir
+c.CgroupSpawner.cgroup_parent = os.environ.get("GPUMEM_CGROUP", "")
+c.CgroupSpawner.tmp_size = os.environ.get("GPUMEM_TMP_SIZE", "1G")
+c.CgroupSpawner.disk_limit = os.environ.get("GPUMEM_DISK_LIMIT") or None
 c.Spawner.mem_limit = os.environ.get("GPUMEM_MEM_LIMIT", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("GPUMEM_CPU_LIMIT", "1.0"))
 c.CgroupSpawner.pids_limit = int(os.environ.get("GPUMEM_PIDS_LIMIT", "512"))
@@ -68,7 +114,8 @@ c.Spawner.default_url = "/tree"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 # The servers are offline: Go uses the shared module cache, filled once by
-# install.sh, and never the network.
+# install.sh, and never the network. The tools (gonb, gopls) are the
+# student edition's, never the instructor's checkout.
 gomodcache = os.environ.get("GPUMEM_GOMODCACHE", "/var/lib/gpumem/gomod")
 c.Spawner.environment = {
     "GOMODCACHE": gomodcache,
@@ -76,4 +123,5 @@ c.Spawner.environment = {
     "GOSUMDB": "off",
     "GOTOOLCHAIN": "local",
     "PATH": os.path.join(course_dir, "bin") + ":/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin",
+    "JUPYTER_PATH": os.path.join(course_dir, "share", "jupyter"),
 }

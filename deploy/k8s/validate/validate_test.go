@@ -44,7 +44,7 @@ func TestGradeJob(t *testing.T) {
 	if len(containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(containers))
 	}
-	// shard.sh divides by COMPLETIONS: it must be the Job's own count, or
+	// grader batch --shard divides by COMPLETIONS: it must be the Job's own count, or
 	// some submissions would be graded twice and others never.
 	count := ""
 	for _, env := range containers[0].Env {

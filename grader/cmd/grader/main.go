@@ -2,7 +2,7 @@
 //
 //	grader check NN-name                  the public tests on your working copy
 //	grader grade --exercise NN-name --submission DIR [--format text|json|gradescope] [--out FILE]
-//	grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR]
+//	grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR] [--shard I/N] [--regrade]
 //	grader bundle --exercise NN-name --out autograder.zip [--go-tarball FILE]
 //	grader verify [NN-name ...] [--jobs N] solutions and extras score full marks, mutants lose points, stubs zero
 //	grader release --out DIR              the student edition (no solutions, no hidden tests)
@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -276,8 +277,10 @@ func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "grades.csv", "the grades file; students already in it are skipped")
 	feedback := fs.String("feedback", "", "also write each student's results.json into this folder")
 	jobs := fs.Int("jobs", max(1, runtime.NumCPU()), "students graded at once")
+	shard := fs.String("shard", "", "INDEX/COUNT: grade only the students whose position (byte order) is INDEX modulo COUNT")
+	regrade := fs.Bool("regrade", false, "grade the students already in --out again")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR]")
+		fmt.Fprintln(os.Stderr, "usage: grader batch --exercise NN-name --submissions DIR --out grades.csv [--jobs N] [--feedback DIR] [--shard I/N] [--regrade]")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -290,15 +293,34 @@ func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *jobs < 1 || *jobs > 64 {
 		return errUsage{"--jobs must be between 1 and 64"}
 	}
+	index, count, err := parseShard(*shard)
+	if err != nil {
+		return err
+	}
 	g, ex, err := c.openExercise(stderr, grader.SandboxAuto, *exercise)
 	if err != nil {
 		return err
 	}
 	sum, err := g.Batch(ctx, ex, *submissions, grader.BatchOptions{
 		Jobs: *jobs, CSV: *out, FeedbackDir: *feedback, Progress: stderr, Terminal: isTerminal(stderr),
+		Regrade: *regrade, Shard: index, Shards: count,
 	})
 	fmt.Fprintf(stdout, "batch %s: %d graded, %d already in %s, %d failed\n", ex.Name, sum.Graded, sum.Skipped, *out, sum.Failed)
 	return err
+}
+
+// parseShard reads --shard INDEX/COUNT; empty means one shard, the whole class.
+func parseShard(s string) (index, count int, err error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	i, n, ok := strings.Cut(s, "/")
+	index, ierr := strconv.Atoi(i)
+	count, nerr := strconv.Atoi(n)
+	if !ok || ierr != nil || nerr != nil || count < 1 || index < 0 || index >= count {
+		return 0, 0, errUsage{fmt.Sprintf("--shard %q is not INDEX/COUNT with 0 <= INDEX < COUNT, like 0/8", s)}
+	}
+	return index, count, nil
 }
 
 func cmdBundle(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Unit tests of the hub's spawner and authenticator that need no root, no
+users and no running hub (test-hub.sh checks the rest end to end):
+
+    /usr/bin/python3 deploy/hub/test_gpumem.py
+"""
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jupyterhub.auth import PAMAuthenticator  # noqa: E402
+
+from gpumem_auth import ClassAuthenticator  # noqa: E402
+from gpumem_spawner import CgroupSpawner  # noqa: E402
+
+
+async def fake_pam(self, handler, data):
+    """PAM stand-in: the password "right" is right for every name."""
+    return data["username"] if data["password"] == "right" else None
+
+
+class TestThrottle(unittest.TestCase):
+    def login(self, auth, name, password):
+        return asyncio.run(auth.authenticate(None, {"username": name, "password": password}))
+
+    @mock.patch.object(PAMAuthenticator, "authenticate", fake_pam)
+    def test_lockout(self):
+        auth = ClassAuthenticator(max_failures=5, lockout=1)
+        self.assertEqual(self.login(auth, "ada", "right"), "ada")
+        for _ in range(5):
+            self.assertIsNone(self.login(auth, "ada", "wrong"))
+        self.assertIsNone(self.login(auth, "ada", "right"), "the right password must be refused while locked")
+        self.assertEqual(self.login(auth, "bob", "right"), "bob", "another name is not locked")
+        time.sleep(1.1)
+        self.assertEqual(self.login(auth, "ada", "right"), "ada", "the lock ends after lockout seconds")
+
+    @mock.patch.object(PAMAuthenticator, "authenticate", fake_pam)
+    def test_success_resets(self):
+        auth = ClassAuthenticator(max_failures=3, lockout=60)
+        for _ in range(2):
+            self.login(auth, "ada", "wrong")
+        self.assertEqual(self.login(auth, "ada", "right"), "ada")
+        for _ in range(2):
+            self.login(auth, "ada", "wrong")
+        self.assertEqual(self.login(auth, "ada", "right"), "ada", "failures before a success do not count")
+
+    def test_allowed(self):
+        auth = ClassAuthenticator(allowed_groups={"gpumem-no-such-group"}, admin_users={"teacher"})
+        self.assertTrue(auth.check_allowed("teacher"))
+        self.assertFalse(auth.check_allowed("root"), "an account outside the group is refused")
+
+
+class TestConfig(unittest.TestCase):
+    """jupyterhub_config.py, loaded as JupyterHub loads it."""
+
+    def load(self, **env):
+        from traitlets.config import Config
+        config = Config()
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jupyterhub_config.py")
+        with open(path) as f:
+            code = compile(f.read(), path, "exec")
+        self.state = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, self.state)
+        with mock.patch.dict(os.environ, dict(env, GPUMEM_HUB_STATE=self.state), clear=False):
+            exec(code, {"get_config": lambda: config, "__file__": path})
+        return config
+
+    def test_plain_http_only_on_loopback(self):
+        c = self.load(GPUMEM_HUB_IP="127.0.0.1")
+        self.assertEqual(c.JupyterHub.ip, "127.0.0.1")
+        with self.assertRaisesRegex(SystemExit, "without TLS"):
+            self.load(GPUMEM_HUB_IP="0.0.0.0")
+        c = self.load(GPUMEM_HUB_IP="0.0.0.0", GPUMEM_SSL_CERT="/etc/gpumem/hub.crt", GPUMEM_SSL_KEY="/etc/gpumem/hub.key")
+        self.assertEqual(c.JupyterHub.ssl_cert, "/etc/gpumem/hub.crt")
+
+    def test_logins(self):
+        c = self.load(GPUMEM_ADMINS="teacher")
+        self.assertEqual(c.ClassAuthenticator.allowed_groups, {"students"})
+        self.assertEqual(c.Authenticator.admin_users, {"teacher"})
+        self.assertEqual(c.JupyterHub.authenticator_class.__name__, "ClassAuthenticator")
+
+    def test_state_stays_in_state_folder(self):
+        c = self.load()
+        for path in (c.JupyterHub.pid_file, c.ConfigurableHTTPProxy.pid_file, c.JupyterHub.cookie_secret_file):
+            self.assertEqual(os.path.dirname(path), self.state)
+
+
+class TestCgroupParent(unittest.TestCase):
+    """cgroup v2: the students' groups go in the hub's delegated cgroup,
+    also after the hub moved itself into its "hub" leaf."""
+
+    def parent(self, own, configured=""):
+        spawner = CgroupSpawner(cgroup_parent=configured)
+        with mock.patch.object(CgroupSpawner, "_v2", return_value=True), \
+                mock.patch("gpumem_spawner._own_cgroup_v2", return_value=own):
+            return spawner._parent()
+
+    def test_parent(self):
+        unit = "/system.slice/gpumem-hub.service"
+        self.assertEqual(self.parent(unit), unit)
+        self.assertEqual(self.parent(unit + "/hub"), unit)
+        self.assertEqual(self.parent("/"), "/gpumem-hub", "not delegated: a group of its own at the top")
+        self.assertEqual(self.parent(unit, configured="/gpumem-hub-test"), "/gpumem-hub-test")
+
+
+class TestCourse(unittest.TestCase):
+    def test_instructor_files_refused(self):
+        for part in ("solutions", os.path.join("grader", "hidden")):
+            with tempfile.TemporaryDirectory() as course:
+                os.makedirs(os.path.join(course, "notebooks"))
+                spawner = CgroupSpawner(course_dir=course)
+                spawner._check_course()  # the student edition: accepted
+                os.makedirs(os.path.join(course, part))
+                with self.assertRaisesRegex(RuntimeError, "student edition only"):
+                    spawner._check_course()
+
+    def test_disk_limit_enforced_or_refused(self):
+        # Without quota support (or without root) the server must not start
+        # unlimited: the limit is set, or start fails saying why.
+        spawner = CgroupSpawner(disk_limit="1G")
+        spawner._student = lambda: mock.Mock(pw_name="gpumem-no-such-user", pw_dir="/nonexistent")
+        spawner.user = mock.Mock()
+        spawner.user.name = "gpumem-no-such-user"
+        with self.assertRaisesRegex(RuntimeError, "GPUMEM_DISK_LIMIT=1073741824 bytes"):
+            asyncio.run(spawner._set_quota())
+
+    def test_missing_course_refused(self):
+        with self.assertRaisesRegex(RuntimeError, "no course folder"):
+            CgroupSpawner(course_dir="/nonexistent/gpumem-course")._check_course()
+
+
+if __name__ == "__main__":
+    unittest.main()
