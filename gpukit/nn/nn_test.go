@@ -293,6 +293,10 @@ func TestNormSavesWhatPyTorchSaves(t *testing.T) {
 			loss.Release()
 			grads := int64(rows*dim*4 + 2*dim*4) // x, weight and bias
 			assert.EqualValues(t, grads, dev.MemoryAllocated()-base, "backward freed the statistics")
+			// The module holds the weight and bias whose gradients are
+			// counted: were it collected before the count, its cleanup
+			// would release them (a CI run under load saw 8704 B missing).
+			runtime.KeepAlive(m)
 			runtime.KeepAlive(x)
 		})
 	}
