@@ -39,8 +39,9 @@
 //
 // The profile sees storages, not the allocator: the cuBLAS workspace that
 // the first matrix product on a stream takes (device.BlasWorkspace) is in
-// the allocator's totals, and so in PhasePeaks and in the trace's "Total
-// Allocated", but it is no op's memory and has no event of its own.
+// the allocator's totals, and so in PhasePeaks, in the trace's "Total
+// Allocated" and in the Timeline's "unknown", but it is no op's memory and
+// has no event of its own.
 // PyTorch's profiler, which hears every caching-allocator allocation,
 // counts it in the first product's memory.
 //
