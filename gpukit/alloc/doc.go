@@ -77,9 +77,11 @@
 // IPC (of expandable segments too), peer access to expandable segments,
 // max_non_split_rounding_mb and the per_process_memory_fraction key of the
 // configuration do not exist here;
-// memory outside the allocator (library workspaces such as cuBLAS's) is not
+// memory outside the allocator (NCCL's buffers, lazily loaded kernels) is not
 // modelled, except for what a device reports as lost before the first
-// tensor (ProcessMemoryReporter).
+// tensor (ProcessMemoryReporter). Library workspaces are not outside it:
+// PyTorch allocates cuBLAS's through the caching allocator
+// (CublasHandlePool.cpp), and so do gpukit's devices (device.BlasWorkspace).
 //
 // Package alloctest holds a conformance suite that every Memory backend runs.
 package alloc

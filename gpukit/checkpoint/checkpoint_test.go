@@ -84,6 +84,7 @@ func TestGradientsBitwiseEqual(t *testing.T) {
 func TestSegmentHoldsOnlyItsInput(t *testing.T) {
 	for _, opts := range [][]checkpoint.Option{nil, {checkpoint.Reentrant()}} {
 		dev := newDev(t)
+		ws := simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace, held for good
 		m := mlp(dev, 256)
 		x := tensor.Randn([]int{64, 256}, tensor.On(dev), tensor.RequiresGrad())
 		before := dev.MemoryAllocated()
@@ -109,7 +110,7 @@ func TestSegmentHoldsOnlyItsInput(t *testing.T) {
 		x2.Release()
 		nn.Release(plain)
 		nn.Release(m)
-		assert.Zero(t, dev.MemoryAllocated(), "backward frees the input and everything recomputed")
+		assert.Equal(t, ws, dev.MemoryAllocated(), "backward frees the input and everything recomputed")
 	}
 }
 
@@ -119,6 +120,7 @@ func TestSegmentHoldsOnlyItsInput(t *testing.T) {
 // output) would let go, are kept as the next checkpoint's input.
 func TestCheckpointEachLayerSavesNothing(t *testing.T) {
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace is not an activation
 	var layers []nn.Module
 	for range 4 {
 		layers = append(layers, nn.NewLinear(512, 512, true, tensor.On(dev)), nn.NewReLU())

@@ -26,16 +26,18 @@ import (
 // Its size is parseChosenWorkspaceSize's: CUBLAS_WORKSPACE_CONFIG, a list
 // of :SIZE:COUNT pairs (SIZE in KiB) that add up, or by default
 // ":4096:2:16:8" (8 MiB + 128 KiB), and 32 MiB on cards of compute
-// capability 9 and above (Hopper, Blackwell). ":0:0" turns it off.
+// capability 9.0 (sm90: Hopper; PyTorch tests major == 9 && minor == 0, and
+// 9.0 is the only 9.x there is, so gpukit tests the major number; Blackwell,
+// 10.x and 12.x, gets the default). ":0:0" turns it off. It is on by
+// default, as in PyTorch.
+//
+// A meta device has none: PyTorch's meta device runs no kernel and takes no
+// cuBLAS handle, so there is nothing to hold a workspace for.
 //
 // Differences from PyTorch: a value with no :SIZE:COUNT pair is an error
-// when the device is opened (PyTorch warns and uses the default);
-// cuBLASLt's separate workspace (CUBLASLT_WORKSPACE_SIZE) is not modelled;
-// and, for now, a device opened without WithCublasWorkspaceConfig while
-// CUBLAS_WORKSPACE_CONFIG is unset has no workspace at all, so that the
-// figures of the lessons and exercises stay those they were written with
-// until they are regenerated with it. WithCublasWorkspaceConfig("") gives
-// a device PyTorch's default.
+// when the device is opened (PyTorch warns and uses the default); and
+// cuBLASLt's separate workspace (CUBLASLT_WORKSPACE_SIZE, taken by the
+// products PyTorch sends to cuBLASLt) is not modelled.
 
 // CublasWorkspaceEnvVar is the environment variable that sizes the
 // workspace, PyTorch's (and cuBLAS's) CUBLAS_WORKSPACE_CONFIG.
@@ -45,11 +47,11 @@ var workspacePair = regexp.MustCompile(`:([0-9]+):([0-9]+)`)
 
 // CublasWorkspaceSize returns the bytes of the workspace PyTorch allocates
 // for each cuBLAS handle and stream on a card of compute capability
-// computeMajor (0 when unknown, taken as pre-Hopper), given the value of
+// computeMajor (0 when unknown, taken as not Hopper), given the value of
 // CUBLAS_WORKSPACE_CONFIG ("" when unset).
 func CublasWorkspaceSize(config string, computeMajor int) (int64, error) {
 	if config == "" {
-		if computeMajor >= 9 {
+		if computeMajor == 9 {
 			return 4096 * 8 * KiB, nil
 		}
 		return 4096*KiB*2 + 16*KiB*8, nil
@@ -74,22 +76,24 @@ func CublasWorkspaceSize(config string, computeMajor int) (int64, error) {
 // WithCublasWorkspaceConfig sizes the device's cuBLAS workspace as
 // CUBLAS_WORKSPACE_CONFIG would: "" is PyTorch's default for the card,
 // ":0:0" turns it off. Without this option the environment variable
-// applies, and without either the device has no workspace (see above).
+// applies, and without either PyTorch's default for the card.
 func WithCublasWorkspaceConfig(config string) Option {
 	return func(o *options) { o.workspace = &config }
 }
 
 // workspaceSize is the device's workspace size from its options, the
-// environment and its profile.
-func workspaceSize(o options, p Profile) (int64, error) {
-	config, set := os.LookupEnv(CublasWorkspaceEnvVar)
+// environment and its profile: none on a meta device. The configuration is
+// checked on every kind, so that a wrong value fails where it is set.
+func workspaceSize(o options, b Backend) (int64, error) {
+	config := os.Getenv(CublasWorkspaceEnvVar)
 	if o.workspace != nil {
-		config, set = *o.workspace, true
+		config = *o.workspace
 	}
-	if !set {
-		return 0, nil
+	size, err := CublasWorkspaceSize(config, b.Profile().ComputeMajor)
+	if err != nil || b.Kind() == Meta {
+		return 0, err
 	}
-	return CublasWorkspaceSize(config, p.ComputeMajor)
+	return size, nil
 }
 
 // BlasWorkspace gives stream s its cuBLAS workspace, through the caching

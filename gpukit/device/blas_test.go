@@ -23,7 +23,7 @@ func TestCublasWorkspaceSize(t *testing.T) {
 		{"default on Turing", "", 7, pre, ""},
 		{"default when the architecture is unknown", "", 0, pre, ""},
 		{"default on Hopper", "", 9, 32 << 20, ""},
-		{"default on Blackwell", "", 10, 32 << 20, ""},
+		{"default on Blackwell: only sm90 gets 32 MiB", "", 10, pre, ""},
 		{"one size and count", ":4096:8", 8, 32 << 20, ""},
 		{"the deterministic setting", ":16:8", 9, 128 << 10, ""},
 		{"several pairs add up", ":4096:2:16:8", 9, pre, ""},
@@ -87,7 +87,16 @@ func TestBlasWorkspaceConfig(t *testing.T) {
 	plain, err := device.New(sim.New(0, mustProfile(t, "classroom")))
 	require.NoError(t, err)
 	require.NoError(t, plain.BlasWorkspace(plain.DefaultStream()))
-	assert.Zero(t, plain.MemoryAllocated(), "without the option or the variable, no workspace (for now)")
+	assert.Equal(t, int64(4096*1024*2+16*1024*8), plain.MemoryAllocated(), "without the option or the variable, PyTorch's default")
+
+	meta, err := device.New(sim.NewMeta(0, mustProfile(t, "h100-80gb")))
+	require.NoError(t, err)
+	require.NoError(t, meta.BlasWorkspace(meta.DefaultStream()))
+	assert.Zero(t, meta.MemoryAllocated(), "a meta device runs no cuBLAS: no workspace")
+	meta, err = device.New(sim.NewMeta(0, mustProfile(t, "h100-80gb")), device.WithCublasWorkspaceConfig(":1024:1"))
+	require.NoError(t, err)
+	require.NoError(t, meta.BlasWorkspace(meta.DefaultStream()))
+	assert.Zero(t, meta.MemoryAllocated(), "not even when asked for one")
 
 	t.Setenv(device.CublasWorkspaceEnvVar, ":1024:1")
 	env, err := device.New(sim.New(0, mustProfile(t, "classroom")))

@@ -270,7 +270,7 @@ func newDevice(b Backend, o options) (*Device, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("device: %s: %w", b.Name(), err)
 	}
-	ws, err := workspaceSize(o, b.Profile())
+	ws, err := workspaceSize(o, b)
 	if err != nil {
 		return nil, fmt.Errorf("device: %s: %w", b.Name(), err)
 	}

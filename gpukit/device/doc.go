@@ -154,9 +154,10 @@
 // The allocator also serves library workspaces, as in PyTorch: the first
 // matrix product on a stream takes cuBLAS's workspace from it
 // (BlasWorkspace; blas.go cites CublasHandlePool.cpp), sized by
-// CUBLAS_WORKSPACE_CONFIG or PyTorch's default for Profile.ComputeMajor.
-// For now a device has one only when opened with WithCublasWorkspaceConfig
-// or while CUBLAS_WORKSPACE_CONFIG is set.
+// CUBLAS_WORKSPACE_CONFIG or PyTorch's default for Profile.ComputeMajor
+// (WithCublasWorkspaceConfig overrides both). It is on by default, as in
+// PyTorch, so memory_allocated grows at the first product on each stream;
+// ":0:0" turns it off. Meta devices take none.
 //
 // # Layout
 //

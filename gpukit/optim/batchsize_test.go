@@ -46,7 +46,9 @@ func trainStep(dev *device.Device, m nn.Module, opt optim.Optimizer, width int) 
 
 func TestFindBatchSizeAgainstOOM(t *testing.T) {
 	const width = 128
-	dev := smallDev(t, 12<<20)
+	// 12 MiB to train in, and the 20 MiB segment that holds cuBLAS's
+	// workspace from the first product on
+	dev := smallDev(t, 32<<20)
 	m := nn.NewSequential(nn.NewLinear(width, 4*width, true, tensor.On(dev)), nn.NewGELU(), nn.NewLinear(4*width, width, true, tensor.On(dev)))
 	opt, err := optim.NewAdam(nn.Parameters(m), optim.DefaultAdam())
 	require.NoError(t, err)

@@ -37,6 +37,14 @@
 // and none in its Self CUDA Mem. Ops are attributed as if they ran on
 // one goroutine, the training loop.
 //
+// The profile sees storages, not the allocator: the cuBLAS workspace that
+// the first matrix product on a stream takes (device.BlasWorkspace) is in
+// the allocator's totals, and so in PhasePeaks, in the trace's "Total
+// Allocated" and in the Timeline's "unknown", but it is no op's memory and
+// has no event of its own.
+// PyTorch's profiler, which hears every caching-allocator allocation,
+// counts it in the first product's memory.
+//
 // One profile runs at a time; Start refuses a second. With no profile
 // running, each op pays one atomic load (see BenchmarkStepProfilerOff).
 //

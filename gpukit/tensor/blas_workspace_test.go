@@ -24,7 +24,7 @@ func TestFirstMatmulAllocatesTheWorkspace(t *testing.T) {
 		want   int64
 	}{
 		{"PyTorch's default", []device.Option{device.WithCublasWorkspaceConfig("")}, ws},
-		{"gpukit's default today: none", nil, 0},
+		{"gpukit's default: PyTorch's", nil, ws},
 		{"off", []device.Option{device.WithCublasWorkspaceConfig(":0:0")}, 0},
 		{"one MiB", []device.Option{device.WithCublasWorkspaceConfig(":1024:1")}, 1 << 20},
 	} {

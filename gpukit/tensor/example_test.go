@@ -49,23 +49,23 @@ func ExampleTensor_Backward() {
 	x := tensor.Randn([]int{1024, 1024}, tensor.On(dev))
 	base := dev.MemoryAllocated()
 
-	h := x.Matmul(w)
-	y := h.Exp() // saves its output (4 MiB) for backward
+	h := x.Matmul(w) // the first product also takes cuBLAS's workspace (8.125 MiB), for good
+	y := h.Exp()     // saves its output (4 MiB) for backward
 	loss := y.Sum()
 	h.Release()
 	y.Release()
-	fmt.Println("held by the graph:", (dev.MemoryAllocated()-base)>>20, "MiB")
+	fmt.Println("held by the graph, and the workspace:", (dev.MemoryAllocated()-base)>>20, "MiB")
 	loss.Backward()
 	loss.Release()
-	fmt.Println("after backward, w.grad only:", (dev.MemoryAllocated()-base)>>20, "MiB")
+	fmt.Println("after backward, w.grad and the workspace:", (dev.MemoryAllocated()-base)>>20, "MiB")
 	w.SetGrad(nil)
-	fmt.Println("after SetGrad(nil):", dev.MemoryAllocated()-base)
+	fmt.Println("after SetGrad(nil), the workspace:", dev.MemoryAllocated()-base)
 	x.Release()
 	w.Release()
 	// Output:
-	// held by the graph: 4 MiB
-	// after backward, w.grad only: 4 MiB
-	// after SetGrad(nil): 0
+	// held by the graph, and the workspace: 12 MiB
+	// after backward, w.grad and the workspace: 12 MiB
+	// after SetGrad(nil), the workspace: 8519680
 }
 
 // Misuse panics with a *tensor.Error; Try turns it into an error, and

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -53,6 +54,7 @@ func (m testMLP) forward(x *tensor.Tensor) *tensor.Tensor {
 func TestReleasingTheLossFreesTheGraph(t *testing.T) {
 	noGC(t)
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: measure from after it
 	m := newTestMLP(dev, 4, 256)
 	x := tensor.Randn([]int{512, 256}, tensor.On(dev))
 	base := dev.MemoryAllocated()
@@ -159,6 +161,7 @@ func TestInPlaceKeepsThePreviousNode(t *testing.T) {
 
 func TestDroppedGraphIsCollected(t *testing.T) {
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: measure from after it
 	m := newTestMLP(dev, 3, 128)
 	x := tensor.Randn([]int{256, 128}, tensor.On(dev))
 	tensor.CollectGarbage()
@@ -194,6 +197,7 @@ func TestConcurrentGraphsReleaseAndCollect(t *testing.T) {
 	// Run with -race: graphs built, released or dropped on several
 	// goroutines while another one collects.
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: measure from after it
 	tensor.CollectGarbage()
 	base := dev.MemoryAllocated()
 	stop := make(chan struct{})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -117,6 +118,7 @@ func TestOutOfMemory(t *testing.T) {
 
 func TestSavedActivationsHoldMemoryUntilBackward(t *testing.T) {
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev)                                                    // the first product's cuBLAS workspace stays for good: measure from after it
 	w := tensor.Randn([]int{1024, 1024}, tensor.On(dev), tensor.RequiresGrad()) // 4 MiB
 	x := tensor.Randn([]int{1024, 1024}, tensor.On(dev))
 	base := dev.MemoryAllocated()
@@ -139,6 +141,7 @@ func TestSavedActivationsHoldMemoryUntilBackward(t *testing.T) {
 
 func TestNoGradSavesNothing(t *testing.T) {
 	dev := newDev(t)
+	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: measure from after it
 	w := tensor.Randn([]int{512, 512}, tensor.On(dev), tensor.RequiresGrad())
 	x := tensor.Randn([]int{512, 512}, tensor.On(dev))
 	base := dev.MemoryAllocated()

@@ -216,8 +216,10 @@ const (
 // out-of-memory message prints it ("Including non-PyTorch memory, this
 // process has X memory in use"); X minus the allocated and the
 // reserved-but-unallocated memory of the same message is what the process
-// holds outside the allocator: the CUDA context, and after some work library
-// workspaces such as cuBLAS's. Two published messages give:
+// holds outside the allocator: the CUDA context, and after some work the
+// kernels loaded lazily and the libraries' handles (not cuBLAS's workspace,
+// which PyTorch allocates through the caching allocator). Two published
+// messages give:
 //
 //   - an 80 GB-class card (79.14 GiB total): 17.37 − 14.34 − 2.53 GiB =
 //     0.50 GiB (github.com/Kwai-Keye/Keye/issues/11);

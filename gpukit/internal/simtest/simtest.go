@@ -23,3 +23,15 @@ func Device(t testing.TB, index int) *device.Device {
 	}
 	return d
 }
+
+// WarmBlas takes d's cuBLAS workspace for its default stream, as the first
+// matrix product on it would (device.BlasWorkspace), and returns the bytes
+// allocated afterwards: a test that counts the bytes of tensors measures
+// from there, and expects that much to stay once its tensors are gone.
+func WarmBlas(t testing.TB, d *device.Device) int64 {
+	t.Helper()
+	if err := d.BlasWorkspace(d.DefaultStream()); err != nil {
+		t.Fatal(err)
+	}
+	return d.MemoryAllocated()
+}

@@ -69,14 +69,16 @@ func grads(m nn.Module) [][]float64 {
 func TestPipelineEqualsSingleDeviceBitwise(t *testing.T) {
 	for _, micro := range []int{1, 3, 4} {
 		d0, d1 := newDev(t, 0), newDev(t, 1)
+		// the first product on each device takes cuBLAS's workspace for good
+		ws0, ws1 := simtest.WarmBlas(t, d0), simtest.WarmBlas(t, d1)
 		first, second := mlp(d0, d1)
 		probe := tensor.Zeros([]int{1, 16}, tensor.On(d0), tensor.Float64)
 		p, err := parallel.NewPipeline([]parallel.Stage{{first, d0}, {second, d1}}, micro, probe)
 		require.NoError(t, err)
 		// Each device holds its own stage (the probe's activations are
 		// gone); the allocator rounds each tensor up to 512 bytes.
-		assert.Equal(t, blocks(nn.Parameters(first))+blocks([]*tensor.Tensor{probe}), d0.MemoryAllocated())
-		assert.Equal(t, blocks(nn.Parameters(second)), d1.MemoryAllocated())
+		assert.Equal(t, ws0+blocks(nn.Parameters(first))+blocks([]*tensor.Tensor{probe}), d0.MemoryAllocated())
+		assert.Equal(t, ws1+blocks(nn.Parameters(second)), d1.MemoryAllocated())
 		ref0, ref1 := mlp(d0, d0)
 		ref := nn.NewSequential(ref0, ref1)
 
@@ -105,6 +107,7 @@ func TestPipelineEqualsSingleDeviceBitwise(t *testing.T) {
 
 func TestStagesThatDoNotChainAreRefused(t *testing.T) {
 	d0, d1 := newDev(t, 0), newDev(t, 1)
+	simtest.WarmBlas(t, d0) // the probe's product takes cuBLAS's workspace for good
 	a := nn.NewLinear(8, 16, false, tensor.On(d0))
 	b := nn.NewLinear(32, 4, false, tensor.On(d1))
 	probe := tensor.Zeros([]int{1, 8}, tensor.On(d0))
