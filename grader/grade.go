@@ -411,7 +411,7 @@ func newRedactor(pkg string, hidden *hiddenTests) *redactor {
 	}
 	r.files = regexp.MustCompile(`(?:[^\s:"']*/)?\b(?:` + strings.Join(files, "|") + `)(?::\d+)*`)
 	if hidden.prefix != "" {
-		r.idents = regexp.MustCompile(`(?:\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?)?\b` + regexp.QuoteMeta(hidden.prefix) + `\w*`)
+		r.idents = regexp.MustCompile(`(?:\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?)?` + regexp.QuoteMeta(hidden.prefix) + `\w*`)
 	}
 	return r
 }
