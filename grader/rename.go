@@ -116,9 +116,11 @@ func (g *Grader) hiddenTests(ctx context.Context, ex *Exercise) (*hiddenTests, e
 		return nil, err
 	}
 	h := sha256.New()
-	for _, f := range append(stubs, original...) {
-		fmt.Fprintf(h, "%q %d\n", f.name, len(f.data))
-		h.Write(f.data)
+	for _, files := range [][]source{stubs, original} {
+		for _, f := range files {
+			fmt.Fprintf(h, "%q %d\n", f.name, len(f.data))
+			h.Write(f.data)
+		}
 	}
 	key := ex.HiddenDir + "\n" + ex.Dir + "\n" + hex.EncodeToString(h.Sum(nil))
 	return g.hidden.get(key, func() (*hiddenTests, error) {
