@@ -222,3 +222,30 @@ func declaredNames(f *ast.File) map[string]bool {
 	delete(names, "_")
 	return names
 }
+
+// The rewrite is made once per exercise per grader run, and again when a
+// hidden test, stub or given file changes; each run draws a new prefix.
+func TestHiddenTestsCached(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxLimits)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	first, err := g.hiddenTests(context.Background(), ex)
+	require.NoError(t, err)
+	assert.Regexp(t, `^hidden_[0-9a-f]{16}_$`, first.prefix)
+	assert.Contains(t, string(first.files[0].data), "func "+first.prefix+"tallyOfTheHiddenTests(xs []int) int {")
+	again, err := g.hiddenTests(context.Background(), ex)
+	require.NoError(t, err)
+	assert.Same(t, first, again)
+
+	writeFile(t, c.Root, "exercises/01-toy/given.go", "package toy\n\nfunc sample() []int { return []int{3, 1, 4, 1, 5} }\n")
+	changed, err := g.hiddenTests(context.Background(), ex)
+	require.NoError(t, err)
+	assert.NotEqual(t, first.prefix, changed.prefix)
+
+	other, _ := newGrader(t, c, SandboxLimits)
+	run2, err := other.hiddenTests(context.Background(), ex)
+	require.NoError(t, err)
+	assert.NotEqual(t, changed.prefix, run2.prefix)
+}
