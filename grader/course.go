@@ -298,12 +298,14 @@ func testFuncs(dir, pkg string) ([]string, error) {
 	return names, nil
 }
 
-func isTestName(name string) bool {
-	if !strings.HasPrefix(name, "Test") {
-		return false
-	}
-	rest := name[len("Test"):]
-	return rest == "" || !(rest[0] >= 'a' && rest[0] <= 'z')
+func isTestName(name string) bool { return testPrefixed(name, "Test") }
+
+// testPrefixed reports whether name is one go test takes for a function of
+// the kind prefix says (Test, Benchmark, Example, Fuzz): the prefix, then
+// nothing or no lower-case letter.
+func testPrefixed(name, prefix string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	return ok && (rest == "" || !(rest[0] >= 'a' && rest[0] <= 'z'))
 }
 
 // Spec is an exercise's grade.json.

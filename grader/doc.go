@@ -15,7 +15,9 @@
 // # How a submission is graded
 //
 // The student's files, the exercise's other non-test files and only the
-// hidden tests are copied into a temporary module whose go.mod requires and
+// hidden tests, whose own package-level names and imports carry a random
+// prefix (Note [Reserved names of the hidden tests]), are copied into a
+// temporary module whose go.mod requires and
 // replaces github.com/gpumem/course with the course root and whose go.sum
 // is the course's; `go test -c` builds one test binary offline
 // (GOPROXY=off), together with a generated TestMain. Then every source file

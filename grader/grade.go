@@ -3,9 +3,6 @@ package grader
 import (
 	"context"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"io/fs"
 	"os"
@@ -21,9 +18,10 @@ import (
 type Grader struct {
 	Course  *Course
 	Sandbox *Sandbox
-	Go      string      // the go command; "go" when empty
-	Build   BuildLimits // the zero value: DefaultBuildLimits
-	runs    int         // verify runs each test this many times (runAgain); 0: once
+	Go      string       // the go command; "go" when empty
+	Build   BuildLimits  // the zero value: DefaultBuildLimits
+	runs    int          // verify runs each test this many times (runAgain); 0: once
+	hidden  *hiddenCache // the hidden tests as compiled; nil: rewritten for every submission
 }
 
 // New returns a grader for course with a sandbox of the given mode; the
@@ -42,7 +40,7 @@ func New(course *Course, mode SandboxMode, notices io.Writer) (*Grader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Grader{Course: course, Sandbox: sb}, nil
+	return &Grader{Course: course, Sandbox: sb, hidden: &hiddenCache{}}, nil
 }
 
 func (g *Grader) builder() *builder {
@@ -117,10 +115,6 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		}
 		studentData[f] = data
 	}
-	hidden, err := goFiles(ex.HiddenDir, true)
-	if err != nil {
-		return nil, err
-	}
 	hiddenFuncs, err := testFuncs(ex.HiddenDir, spec.Package)
 	if err != nil {
 		return nil, err
@@ -132,20 +126,16 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			return nil, fmt.Errorf("grader: %s/grade.json grades %s, which no hidden test file declares", ex.HiddenDir, t.Name)
 		}
 	}
-	var hiddenSources []source
-	for _, f := range hidden {
-		data, err := os.ReadFile(filepath.Join(ex.HiddenDir, f))
-		if err != nil {
-			return nil, fmt.Errorf("grader: %w", err)
-		}
-		hiddenSources = append(hiddenSources, source{f, data})
+	hidden, err := g.hiddenTests(ctx, ex)
+	if err != nil {
+		return nil, err
 	}
-	red := newRedactor(spec.Package, hiddenSources, tests)
+	red := newRedactor(spec.Package, hidden)
 
 	res := &Result{Exercise: ex.Name, MaxScore: spec.MaxScore(), Status: "graded"}
 	var built *buildResult
 	for attempt := 0; ; attempt++ {
-		files, err := g.packageFiles(ex, studentData, hiddenSources)
+		files, err := g.packageFiles(ex, studentData, hidden.files)
 		if err != nil {
 			return nil, err
 		}
@@ -187,7 +177,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			// cycle, a package that cannot be loaded, the build's limits):
 			// the stub, which verify builds, says whether that is the
 			// code's fault or the grader's.
-			if err := g.buildsWithStubs(ctx, ex, hiddenSources, tests); err != nil {
+			if err := g.buildsWithStubs(ctx, ex, hidden.files, tests); err != nil {
 				return nil, err
 			}
 		}
@@ -391,24 +381,24 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 
 // redactor keeps the hidden tests out of feedback: it removes every line
 // that quotes their source, replaces their file names and lines (and the
-// generated TestMain's) by "[hidden test]" and the names that only they
-// declare, where qualified by the package (a stack trace), by
-// "[hidden]", and shortens the grader's temporary paths.
+// generated TestMain's) by "[hidden test]" and their reserved names (Note
+// [Reserved names of the hidden tests]), qualified by the package or not,
+// by "[hidden]", and shortens the grader's temporary paths.
 type redactor struct {
 	lines  []string
 	files  *regexp.Regexp // a hidden file's name, with its folder and line
-	idents *regexp.Regexp // pkg.name for a name only the hidden tests declare
+	idents *regexp.Regexp // a reserved name, with pkg. before it if so qualified
 }
 
-// newRedactor prepares a redactor for the hidden tests of package pkg;
-// public names (the graded tests') stay.
-func newRedactor(pkg string, hidden []source, public []string) *redactor {
+// newRedactor prepares a redactor for the hidden tests of package pkg.
+func newRedactor(pkg string, hidden *hiddenTests) *redactor {
 	r := &redactor{}
 	seen := map[string]bool{}
 	files := []string{`zz_grader_main_\w+_test\.go`}
-	var idents []string
-	for _, s := range hidden {
+	for _, s := range hidden.original {
 		files = append(files, regexp.QuoteMeta(s.name))
+	}
+	for _, s := range append(append([]source(nil), hidden.original...), hidden.files...) {
 		for _, l := range strings.Split(string(s.data), "\n") {
 			l = strings.TrimSpace(l)
 			// Short lines ("}", "t.Helper()") say nothing and would hide
@@ -418,47 +408,12 @@ func newRedactor(pkg string, hidden []source, public []string) *redactor {
 				r.lines = append(r.lines, l)
 			}
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), s.name, s.data, parser.SkipObjectResolution)
-		if err != nil {
-			continue
-		}
-		for name := range declaredNames(f) {
-			if !contains(public, name) {
-				idents = append(idents, regexp.QuoteMeta(name))
-			}
-		}
 	}
 	r.files = regexp.MustCompile(`(?:[^\s:"']*/)?\b(?:` + strings.Join(files, "|") + `)(?::\d+)*`)
-	if len(idents) > 0 {
-		sort.Strings(idents)
-		r.idents = regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?(?:` + strings.Join(idents, "|") + `)\b`)
+	if hidden.prefix != "" {
+		r.idents = regexp.MustCompile(`(?:\b` + regexp.QuoteMeta(pkg) + `\.(?:\(\*?)?)?` + regexp.QuoteMeta(hidden.prefix) + `\w*`)
 	}
 	return r
-}
-
-// declaredNames are the names a file declares at its top level (and its
-// methods'), as a set.
-func declaredNames(f *ast.File) map[string]bool {
-	names := map[string]bool{}
-	for _, d := range f.Decls {
-		switch d := d.(type) {
-		case *ast.FuncDecl:
-			names[d.Name.Name] = true
-		case *ast.GenDecl:
-			for _, spec := range d.Specs {
-				switch spec := spec.(type) {
-				case *ast.TypeSpec:
-					names[spec.Name.Name] = true
-				case *ast.ValueSpec:
-					for _, n := range spec.Names {
-						names[n.Name] = true
-					}
-				}
-			}
-		}
-	}
-	delete(names, "_")
-	return names
 }
 
 var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/`)

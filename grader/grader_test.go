@@ -80,9 +80,9 @@ func TestVerifyFixture(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Verified, out.String())
 	assert.Empty(t, rep.Failed)
-	assert.Contains(t, out.String(), "solution 7/7, extras 7/7, mutants 4/7 6/7 4/7, stub 0/7, 2 public tests")
-	assert.Contains(t, out.String(), "1 of 1 exercises verified; 1 right answers with extras kept full marks, 3 mutants lost points (every test ran 2 times)")
-	assert.Equal(t, VerifyReport{Verified: 1, Extras: 1, Mutants: 3}, rep)
+	assert.Contains(t, out.String(), "solution 7/7, extras 7/7 7/7, mutants 4/7 6/7 4/7, stub 0/7, 2 public tests")
+	assert.Contains(t, out.String(), "1 of 1 exercises verified; 2 right answers with extras kept full marks, 3 mutants lost points (every test ran 2 times)")
+	assert.Equal(t, VerifyReport{Verified: 1, Extras: 2, Mutants: 3}, rep)
 }
 
 func TestVerifyFindsBrokenExercise(t *testing.T) {
@@ -188,6 +188,7 @@ var hostileCases = []hostileCase{
 	{"self-import", nothing, "import cycle not allowed", false},
 	{"line-import", onlyReverse, "", false},
 	{"name-clash", onlyReverse, "your package declares a name the grader uses", false},
+	{"hidden-helper", onlyReverse, "undefined: tallyOfTheHiddenTests", false},
 	{"signature", nothing, "the grader's tests do not compile with your code", false},
 }
 
@@ -303,9 +304,12 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 		// The hidden tests' source never reaches the feedback.
 		assert.NotContains(t, text, "secretMarkerOfTheHiddenTests", hc.name)
 		assert.NotContains(t, text, "func TestSumEmpty", hc.name)
-		// Nor a hidden file's name or line, nor a name only they declare.
+		// Nor a hidden file's name or line, nor a name only they declare
+		// (unless the submission itself wrote it).
 		assert.NotContains(t, text, "hidden_test.go", hc.name)
-		assert.NotContains(t, text, "tallyOfTheHiddenTests", hc.name)
+		if sum, _ := os.ReadFile(filepath.Join(subs, hc.name, "sum.go")); !strings.Contains(string(sum), "tallyOfTheHiddenTests") {
+			assert.NotContains(t, text, "tallyOfTheHiddenTests", hc.name)
+		}
 	}
 	if os.Geteuid() == 0 {
 		// Every uid that no grader holds now has no process left; a uid
@@ -462,14 +466,23 @@ func TestReleaseTrackedOnly(t *testing.T) {
 }
 
 func TestRedactor(t *testing.T) {
-	r := newRedactor("toy", []source{{"h_test.go", []byte("package toy\n\nfunc helperOfH() {\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n\nfunc TestH(t *testing.T) {}\n")}}, []string{"TestH"})
+	original := "package toy\n\nfunc helperOfH() {\n\tsecret := \"a long distinctive line of the hidden test\"\n}\n\nfunc TestH(t *testing.T) {}\n"
+	r := newRedactor("toy", &hiddenTests{
+		original: []source{{"h_test.go", []byte(original)}},
+		files:    []source{{"h_test.go", []byte(strings.ReplaceAll(original, "helperOfH", "hidden_0123_helperOfH"))}},
+		prefix:   "hidden_0123_",
+	})
 	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom\n" +
-		"toy.helperOfH(...)\n\th_test.go:4 +0x1d\ntoy.TestH(0xc000)\n\tzz_grader_main_0123abcd_test.go:12")
+		"toy.hidden_0123_helperOfH(...)\n\th_test.go:4 +0x1d\ntoy.TestH(0xc000)\n\tzz_grader_main_0123abcd_test.go:12\n" +
+		"got a toy.(*hidden_0123_config) and a hidden_0123_config{n:1}; toy.helperOfH is the student's; x_hidden_0123_y")
 	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\n[hidden test]: boom\n"+
-		"[hidden](...)\n\t[hidden test] +0x1d\ntoy.TestH(0xc000)\n\t[hidden test]", got)
+		"[hidden](...)\n\t[hidden test] +0x1d\ntoy.TestH(0xc000)\n\t[hidden test]\n"+
+		"got a [hidden]) and a [hidden]{n:1}; toy.helperOfH is the student's; x_[hidden]", got)
 
-	msgs := r.compilerMessages("sum.go:3:6: helperOfH redeclared in this block\n\th_test.go:3:6: other declaration of helperOfH\n"+
-		"h_test.go:3:6: helperOfH redeclared in this block\n\tsum.go:3:6: other declaration of helperOfH\n"+
+	// A graded test's name is public and keeps its name: declaring it is
+	// the one clash left.
+	msgs := r.compilerMessages("sum.go:3:6: TestH redeclared in this block\n\th_test.go:7:6: other declaration of TestH\n"+
+		"h_test.go:7:6: TestH redeclared in this block\n\tsum.go:3:6: other declaration of TestH\n"+
 		"sum.go:9:2: undefined: x\nh_test.go:7:9: not enough arguments in call to Sum\n\thave ()\n\twant ([]int)\nh_test.go:8:9: undefined: Total", []string{"sum.go"})
 	assert.Equal(t, "sum.go:3:6: your package declares a name the grader uses; rename it\nsum.go:9:2: undefined: x\n"+
 		"the grader's tests do not compile with your code: keep the names and signatures of the exercise's stub, and do not declare names of your own that the grader's files use", msgs)

@@ -37,31 +37,20 @@ var memoryPackages = map[string]bool{"reflect": true, "unsafe": true}
 func (b *builder) unsafeUses(ctx context.Context, pkg string, files []source, studentFiles []string) (map[string]string, error) {
 	fset := token.NewFileSet()
 	var parsed []*ast.File
-	imports := map[string]bool{}
 	for _, f := range files {
 		af, err := parser.ParseFile(fset, f.name, f.data, parser.SkipObjectResolution)
 		if err != nil {
 			return map[string]string{f.name: "does not parse"}, nil
 		}
 		parsed = append(parsed, af)
-		for _, imp := range af.Imports {
-			if p, err := strconv.Unquote(imp.Path.Value); err == nil && p != "unsafe" && p != "C" {
-				imports[p] = true
-			}
-		}
 	}
-	exports, err := b.exportData(ctx, imports)
+	imp, err := b.importer(ctx, fset, parsed)
 	if err != nil {
 		return nil, err
 	}
 	conf := types.Config{
-		Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-			if file, ok := exports[path]; ok {
-				return os.Open(file)
-			}
-			return nil, fmt.Errorf("no export data for %q", path)
-		}),
-		Error: func(error) {}, // collected below, from the first one
+		Importer: imp,
+		Error:    func(error) {}, // collected below, from the first one
 	}
 	info := &types.Info{
 		Types: map[ast.Expr]types.TypeAndValue{},
@@ -170,6 +159,29 @@ func memoryType(t types.Type, depth int) string {
 		return memoryType(t.Results(), depth+1)
 	}
 	return ""
+}
+
+// importer imports the packages that files import from their export data,
+// which go list -export makes for the course's module.
+func (b *builder) importer(ctx context.Context, fset *token.FileSet, files []*ast.File) (types.Importer, error) {
+	imports := map[string]bool{}
+	for _, af := range files {
+		for _, imp := range af.Imports {
+			if p, err := strconv.Unquote(imp.Path.Value); err == nil && p != "unsafe" && p != "C" {
+				imports[p] = true
+			}
+		}
+	}
+	exports, err := b.exportData(ctx, imports)
+	if err != nil {
+		return nil, err
+	}
+	return importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if file, ok := exports[path]; ok {
+			return os.Open(file)
+		}
+		return nil, fmt.Errorf("no export data for %q", path)
+	}), nil
 }
 
 // exportData runs go list -export in the course's module for the import

@@ -2,6 +2,7 @@ package grader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -191,6 +192,15 @@ func (v *verifier) exercise(ctx context.Context, name string) (verified, error) 
 	}
 	if out.problems = layoutProblems(v.g.Course, ex, variants); len(out.problems) > 0 {
 		out.line = "layout"
+		return out, nil
+	}
+	// Once for all the exercise's submissions (the grader's cache).
+	if _, err := v.g.hiddenTests(ctx, ex); err != nil {
+		var herr *hiddenTestsError
+		if !errors.As(err, &herr) {
+			return out, err
+		}
+		out.problems, out.line = []string{herr.Error()}, "hidden tests"
 		return out, nil
 	}
 	tmp, err := os.MkdirTemp("", "grader-verify-")

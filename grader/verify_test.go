@@ -84,6 +84,25 @@ func TestVerifyLayout(t *testing.T) {
 	}
 }
 
+// TestVerifyHiddenTestsRewritten: hidden tests that the grader cannot
+// rewrite (Note [Reserved names of the hidden tests]) fail verify for
+// their exercise, before anything is graded.
+func TestVerifyHiddenTestsRewritten(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ src, want string }{
+		{"package toy\n\nimport . \"strings\"\n\nfunc upper() string { return ToUpper(\"a\") }\n", "a dot-import (import . \"strings\")"},
+		{"package toy\n\nfunc total() int { return Total(nil) }\n", "do not type-check with the exercise's stubs and given files"},
+	} {
+		c := fixtureCourse(t)
+		writeFile(t, c.Root, "grader/hidden/01-toy/more_test.go", tc.src)
+		rep, out := verifyFixture(t, c)
+		assert.Zero(t, rep.Verified, out)
+		assert.Contains(t, strings.Join(rep.Failed, "\n"), "01-toy: grader: the hidden tests of 01-toy: ")
+		assert.Contains(t, strings.Join(rep.Failed, "\n"), tc.want)
+		assert.Contains(t, out, "FAIL  hidden tests")
+	}
+}
+
 // TestVerifyVariantsGraded: a mutant that keeps full marks, one that does
 // not compile, extras that lose points and an exercise without public
 // tests all fail verify; the others still count.
@@ -102,9 +121,9 @@ func TestVerifyVariantsGraded(t *testing.T) {
 	assert.Contains(t, failed, "extras wrong (not an extra at all.) fails TestReverse")
 	assert.Contains(t, failed, "public tests on the solution: grader: ")
 	assert.Contains(t, failed, "has no public tests")
-	assert.Equal(t, 1, rep.Extras, "gc-and-helper still keeps full marks")
+	assert.Equal(t, 2, rep.Extras, "gc-and-helper and hidden-names still keep full marks")
 	assert.Equal(t, 3, rep.Mutants, "the three fixture mutants still lose points")
-	assert.Contains(t, out, "extras 7/7 4/7, mutants 3/7 7/7 4/7 6/7 4/7,", "sorted by name; broken is graded with the stub for sum.go")
+	assert.Contains(t, out, "extras 7/7 7/7 4/7, mutants 3/7 7/7 4/7 6/7 4/7,", "sorted by name; broken is graded with the stub for sum.go")
 }
 
 // TestVerifyUncaughtTests: a test that no mutant fails is reported, not
