@@ -197,7 +197,7 @@ func Open(name string, opts ...Option) (*Device, error) {
 			return nil, fmt.Errorf("device: %s: a CUDA device takes its profile from the hardware; WithProfile applies to sim and meta devices only", key)
 		}
 		if openCUDA == nil {
-			return nil, fmt.Errorf("device: %s: this program was built without the CUDA backend; rebuild with -tags cuda on a machine with an NVIDIA GPU and the CUDA 11.8 or 12 toolkit, or use \"sim:%d\"", key, index)
+			return nil, fmt.Errorf("device: %s: this program was built without the CUDA backend; rebuild with -tags cuda on a machine with an NVIDIA GPU and the CUDA 11.8 or 12 header cuda.h (it runs with CUDA 11 to 13), or use \"sim:%d\"", key, index)
 		}
 		if b, err = openCUDA(index); err != nil {
 			return nil, fmt.Errorf("device: %s: %w", key, err)

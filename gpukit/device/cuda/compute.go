@@ -3,13 +3,12 @@
 package cuda
 
 /*
-#cgo LDFLAGS: -lcuda -lcublas
+#cgo LDFLAGS: -lcuda
 #cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/lib/x86_64-linux-gnu
 #cgo linux CFLAGS: -I/usr/local/cuda/include -I/usr/include
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda.h>
-#include <cublas_v2.h>
 
 static const char *gpukitCUName(CUresult r) {
 	const char *s = 0;
@@ -32,25 +31,6 @@ static CUresult gpukitLaunch(CUfunction f, unsigned grid, unsigned block, CUstre
 	return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, params, 0);
 }
 
-static cublasStatus_t gpukitBlasCreate(cublasHandle_t *h) { return cublasCreate(h); }
-
-// gpukitGemm is a column-major cuBLAS S/DGEMM on stream s; device
-// addresses arrive as integers.
-static cublasStatus_t gpukitGemm(cublasHandle_t h, CUstream s, int dbl, int ta, int tb, int m, int n, int k,
-		double alpha, uint64_t a, int lda, uint64_t b, int ldb, double beta, uint64_t c, int ldc) {
-	cublasStatus_t st = cublasSetStream(h, (cudaStream_t)s);
-	if (st != CUBLAS_STATUS_SUCCESS) return st;
-	cublasOperation_t opA = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opB = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-	if (dbl) {
-		return cublasDgemm(h, opA, opB, m, n, k, &alpha, (const double *)(uintptr_t)a, lda,
-			(const double *)(uintptr_t)b, ldb, &beta, (double *)(uintptr_t)c, ldc);
-	}
-	float fa = (float)alpha, fb = (float)beta;
-	return cublasSgemm(h, opA, opB, m, n, k, &fa, (const float *)(uintptr_t)a, lda,
-		(const float *)(uintptr_t)b, ldb, &fb, (float *)(uintptr_t)c, ldc);
-}
-
-static const char *gpukitBlasName(cublasStatus_t s) { return cublasGetStatusName(s); }
 */
 import "C"
 
@@ -62,7 +42,6 @@ import (
 	"unsafe"
 
 	"gorgonia.org/cu"
-	"gorgonia.org/cu/nvrtc"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
@@ -80,10 +59,9 @@ type computeState struct {
 	arch    int // compute capability, such as 86; 0 until first needed
 	modules map[program]*module
 
-	// blas is created on first use; guarded by b.mu (it is bound to the
-	// device's context and used inside b.do).
-	blas    C.cublasHandle_t
-	hasBlas bool
+	// blas is created on first use (cublas.go); guarded by b.mu (it is
+	// bound to the device's context and used inside b.do).
+	blas *blasHandle
 }
 
 // module is one loaded NVRTC program and its entry points.
@@ -173,18 +151,7 @@ func compile(p program, src string, arch int) (string, error) {
 }
 
 func compileFor(p program, src string, arch int) (ptx, log string, err error) {
-	prog, err := nvrtc.CreateProgram(src, p.String()+".cu")
-	if err != nil {
-		return "", "", err
-	}
-	defer prog.Destroy()
-	err = prog.Compile(compileOptions(arch)...)
-	log, _ = prog.GetLog()
-	if err != nil {
-		return "", log, err
-	}
-	ptx, err = prog.GetPTX()
-	return ptx, log, err
+	return nvrtcCompile(p.String()+".cu", src, compileOptions(arch))
 }
 
 // extent is the number of elements spanned by a view of shape with
@@ -396,29 +363,18 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		return err
 	}
 	err = b.do(func() error {
-		if !b.comp.hasBlas {
-			if st := C.gpukitBlasCreate(&b.comp.blas); st != C.CUBLAS_STATUS_SUCCESS {
-				return fmt.Errorf("cublasCreate: %s", C.GoString(C.gpukitBlasName(st)))
+		if b.comp.blas == nil {
+			h, err := newBLASHandle()
+			if err != nil {
+				return err
 			}
-			b.comp.hasBlas = true
+			b.comp.blas = h
 		}
-		st := C.gpukitGemm(b.comp.blas, cStream(cs), cBool(dt == backend.Float64), cBool(transB), cBool(transA),
-			C.int(n), C.int(m), C.int(k), C.double(alpha), C.uint64_t(bm), C.int(ldb), C.uint64_t(a), C.int(lda),
-			C.double(beta), C.uint64_t(c), C.int(ldc))
-		if st != C.CUBLAS_STATUS_SUCCESS {
-			return fmt.Errorf("cublas%sgemm: %s", map[bool]string{false: "S", true: "D"}[dt == backend.Float64], C.GoString(C.gpukitBlasName(st)))
-		}
-		return nil
+		return b.comp.blas.gemm(unsafe.Pointer(cStream(cs)), dt == backend.Float64, transB, transA,
+			n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc)
 	})
 	if err != nil {
 		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
 	}
 	return nil
-}
-
-func cBool(v bool) C.int {
-	if v {
-		return 1
-	}
-	return 0
 }

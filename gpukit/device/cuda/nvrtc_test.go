@@ -16,8 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"gorgonia.org/cu/nvrtc"
-
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
@@ -30,18 +28,9 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prog, err := nvrtc.CreateProgram(src, p.String()+".cu")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer prog.Destroy()
-			err = prog.Compile(compileOptions(60)...)
-			if log, _ := prog.GetLog(); err != nil || strings.Contains(log, "warning") {
+			ptx, log, err := nvrtcCompile(p.String()+".cu", src, compileOptions(60))
+			if err != nil || strings.Contains(log, "warning") {
 				t.Fatalf("NVRTC: %v\n%s", err, log)
-			}
-			ptx, err := prog.GetPTX()
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, e := range entries {
 				if !strings.Contains(ptx, ".entry "+e+"(") {
@@ -110,5 +99,23 @@ func TestNewElementwiseArgs(t *testing.T) {
 	}
 	if _, err := newElementwiseArgs([]int{4}, backend.Strided{Strides: []int{-1}}); err == nil {
 		t.Error("a negative stride was accepted")
+	}
+}
+
+func TestNVRTCIsLoadedAtRunTime(t *testing.T) {
+	major, minor, path, err := nvrtcVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major < 11 || !strings.Contains(path, "libnvrtc.so.") {
+		t.Errorf("NVRTC %d.%d from %q", major, minor, path)
+	}
+	t.Logf("NVRTC %d.%d from %s", major, minor, path)
+}
+
+func TestNVRTCCompileErrorKeepsTheLog(t *testing.T) {
+	_, log, err := nvrtcCompile("broken.cu", "extern \"C\" __global__ void k() { undeclared(); }", compileOptions(60))
+	if err == nil || !strings.Contains(err.Error(), "nvrtcCompileProgram") || !strings.Contains(log, "undeclared") {
+		t.Errorf("err %v, log %q", err, log)
 	}
 }
