@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/viz/memviewer"
 )
 
@@ -20,6 +21,7 @@ const usage = `memtrace replays allocator traces on gpukit's caching allocator.
 Usage:
 
 	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--max-entries N] [--strict] < trace.jsonl
+	memtrace replay --device NAME [--alloc-conf STR] ... < trace.jsonl
 
 replay reads one JSON operation per line from standard input:
 
@@ -45,6 +47,10 @@ Flags:
 	--device-memory BYTES   capacity of the simulated device (required);
 	                        a number of bytes, or with a B, KiB, MiB or GiB
 	                        suffix (binary: 1 KiB = 1024 bytes)
+	--device NAME           instead of --device-memory: replay on the
+	                        allocator of a gpukit device, such as "cuda:0"
+	                        (a binary built with -tags cuda) or "sim:0";
+	                        the same decisions, on real device memory
 	--alloc-conf STR        allocator configuration, PYTORCH_CUDA_ALLOC_CONF
 	                        syntax (e.g. "max_split_size_mb:64" or
 	                        "expandable_segments:True"); the
@@ -94,6 +100,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	devMem := fs.String("device-memory", "", "")
+	devName := fs.String("device", "", "")
 	conf := fs.String("alloc-conf", "", "")
 	snapPath := fs.String("snapshot", "", "")
 	htmlPath := fs.String("html", "", "")
@@ -113,12 +120,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageErr("unexpected arguments %q", fs.Args())
 	}
-	if *devMem == "" {
-		return usageErr("--device-memory is required")
+	if (*devMem == "") == (*devName == "") {
+		return usageErr("give one of --device-memory and --device")
 	}
-	capacity, err := parseBytes(*devMem)
-	if err != nil {
-		return usageErr("--device-memory: %v", err)
+	var capacity int64
+	if *devMem != "" {
+		c, err := parseBytes(*devMem)
+		if err != nil {
+			return usageErr("--device-memory: %v", err)
+		}
+		capacity = c
 	}
 	cfg, err := alloc.ParseConfig(*conf)
 	if err != nil {
@@ -144,7 +155,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	r := newReplayer(capacity, cfg)
+	var r *replayer
+	if *devName != "" {
+		d, err := device.Open(*devName, device.WithAllocConfig(cfg))
+		if err != nil {
+			fmt.Fprintf(stderr, "memtrace: --device: %v\n", err)
+			return exitUsage
+		}
+		r = newDeviceReplayer(d.Allocator())
+		capacity = d.Backend().Capacity()
+	} else {
+		r = newReplayer(capacity, cfg)
+	}
 	record := *snapPath != "" || *htmlPath != ""
 	if record {
 		r.a.RecordHistory(alloc.HistoryOptions{Enabled: true, MaxEntries: *maxEntries})

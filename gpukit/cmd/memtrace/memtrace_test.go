@@ -811,3 +811,69 @@ func TestReplayExpandable(t *testing.T) {
 		{"", null, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 2}},
 	})
 }
+
+// TestReplayOnADevice: --device replays on a gpukit device's allocator and
+// answers exactly as the simulated memory of --device-memory does, as long
+// as nothing runs out of memory (gpu-check compares cuda:0 with it).
+func TestReplayOnADevice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(26, 1))
+	var trace strings.Builder
+	var live []int
+	for i := 0; i < 400; i++ {
+		switch {
+		case len(live) > 0 && rng.IntN(3) == 0:
+			j := rng.IntN(len(live))
+			fmt.Fprintf(&trace, `{"op":"free","id":"b%d"}`+"\n", live[j])
+			live = append(live[:j], live[j+1:]...)
+		case i%97 == 96:
+			trace.WriteString(`{"op":"empty_cache"}` + "\n")
+		default:
+			size := []int64{1 + rng.Int64N(4096), 1 + rng.Int64N(MiB), 1 + rng.Int64N(12*MiB), 1 + rng.Int64N(40*MiB)}[rng.IntN(4)]
+			fmt.Fprintf(&trace, `{"op":"alloc","id":"b%d","size":%d}`+"\n", i, size)
+			live = append(live, i)
+		}
+	}
+	replay := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"replay"}, args...), strings.NewReader(trace.String()), &out, &errOut); code != 0 {
+			t.Fatalf("memtrace %q: exit %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	want := replay("--device-memory", "80GiB")
+	got := replay("--device", "sim:7")
+	if got != want {
+		t.Errorf("--device sim:7 and --device-memory differ:\n%s", firstDifference(got, want))
+	}
+	if !strings.Contains(want, `"reserved_bytes.all.peak":`) || strings.Contains(want, `"error":"oom"`) {
+		t.Errorf("the trace should reserve memory and never run out:\n%.300s", want)
+	}
+}
+
+func firstDifference(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n got %s\nwant %s", i, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(al), len(bl))
+}
+
+func TestDeviceFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", "--device", "sim:0", "--device-memory", "1GiB"}, "give one of --device-memory and --device"},
+		{[]string{"replay", "--device", "gpu:0"}, "invalid device name"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(tc.args, strings.NewReader(""), &out, &errOut); code != exitUsage {
+			t.Errorf("run(%q) = %d, want %d", tc.args, code, exitUsage)
+		}
+		if !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("run(%q) said %q, want %q", tc.args, errOut.String(), tc.want)
+		}
+	}
+}

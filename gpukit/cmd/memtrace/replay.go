@@ -69,7 +69,7 @@ type op struct {
 // replayer applies trace lines to one allocator.
 type replayer struct {
 	a    *alloc.Allocator
-	mem  *memory
+	mem  *memory                 // nil on a device's allocator (newDeviceReplayer)
 	live map[string]*alloc.Block // nil value: a live size-0 allocation
 
 	stats   [len(statKeys)]int64
@@ -82,6 +82,11 @@ type replayer struct {
 func newReplayer(capacity int64, cfg alloc.Config) *replayer {
 	mem := newMemory(capacity)
 	return &replayer{a: alloc.New(mem, cfg, 0), mem: mem, live: make(map[string]*alloc.Block)}
+}
+
+// newDeviceReplayer replays on the allocator of a gpukit device (--device).
+func newDeviceReplayer(a *alloc.Allocator) *replayer {
+	return &replayer{a: a, live: make(map[string]*alloc.Block)}
 }
 
 // badOpError explains why a line is malformed.
@@ -276,7 +281,9 @@ func (r *replayer) apply(o op) result {
 
 // step handles input line i and appends its output line to out.
 func (r *replayer) step(out []byte, i int, line []byte) ([]byte, result) {
-	r.mem.clock = float64(i)
+	if r.mem != nil {
+		r.mem.clock = float64(i)
+	}
 	o, err := parse(line)
 	var res result
 	if err != nil {
