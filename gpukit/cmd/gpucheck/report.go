@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The layout of a gpu-check output folder, as scripts/gpu-check.sh writes
+// it and `gpucheck report` reads it:
+//
+//	env.txt                     key=value lines: card, driver, CUDA, PyTorch
+//	tests/PKG.log, tests/PKG.rc a test binary's -test.v output and exit status
+//	traces/NAME.jsonl [.conf]   the judge's traces (gpucheck traces)
+//	judge/NAME.SIDE.jsonl       memtrace on sim and cuda:0, PyTorch's replay
+//	judge/NAME.A-vs-B.json      gpu_judge.py compare (A: sim or torch, B: cuda)
+//	context.json                gpucheck context
+//	timings.json                gpucheck timings
+//	report.md, report.json      what `gpucheck report` writes
+
+// testResult is one test binary's run.
+type testResult struct {
+	Package string   `json:"package"`
+	Exit    int      `json:"exit"`
+	Passed  int      `json:"passed"`
+	Skipped int      `json:"skipped"`
+	Failed  []string `json:"failed"`
+	// Skips lists the skip reasons of top-level tests (a cuda test that
+	// skipped found no GPU: that is a failure of the check, not a pass).
+	Skips []string `json:"skips,omitempty"`
+}
+
+func (t testResult) ok() bool { return t.Exit == 0 && len(t.Failed) == 0 }
+
+// parseTestLog counts a -test.v log's results.
+func parseTestLog(pkg string, log []byte, exit int) testResult {
+	r := testResult{Package: pkg, Exit: exit}
+	sc := bufio.NewScanner(strings.NewReader(string(log)))
+	sc.Buffer(nil, 1<<20)
+	lastSkip := ""
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "--- PASS: "):
+			r.Passed++
+		case strings.HasPrefix(line, "--- FAIL: "):
+			r.Failed = append(r.Failed, testName(line))
+		case strings.HasPrefix(line, "--- SKIP: "):
+			r.Skipped++
+			lastSkip = testName(line)
+			if !strings.Contains(lastSkip, "/") {
+				r.Skips = append(r.Skips, lastSkip)
+			}
+		}
+	}
+	return r
+}
+
+// testName is the test of a "--- FAIL: TestX/sub (0.00s)" line.
+func testName(line string) string {
+	f := strings.Fields(line)
+	if len(f) >= 3 {
+		return f[2]
+	}
+	return line
+}
+
+// comparison is one gpu_judge.py compare result.
+type comparison struct {
+	Name        string   `json:"name"` // NAME.A-vs-B
+	Lines       int      `json:"lines"`
+	Count       int      `json:"count"`
+	Differences []string `json:"differences"`
+	Unavailable []string `json:"unavailable"`
+	Missing     bool     `json:"missing,omitempty"` // no result file: the replay or the comparison did not run
+}
+
+// report is report.json.
+type report struct {
+	OK          bool              `json:"ok"`
+	Failures    []string          `json:"failures"`
+	Env         map[string]string `json:"env"`
+	Tests       []testResult      `json:"tests"`
+	Comparisons []comparison      `json:"comparisons"`
+	Context     *contextReport    `json:"context"`
+	Timings     *timingReport     `json:"timings"`
+}
+
+// judgeSides are the comparisons each trace must have passed.
+var judgeSides = []string{"sim-vs-cuda", "torch-vs-cuda"}
+
+// buildReport reads an output folder. Every expected piece that is
+// missing is a failure: a check that did not run has not passed.
+func buildReport(dir string) (*report, error) {
+	r := &report{Env: map[string]string{}}
+	fail := func(format string, a ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, a...)) }
+
+	if b, err := os.ReadFile(filepath.Join(dir, "env.txt")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				r.Env[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+	}
+
+	logs, _ := filepath.Glob(filepath.Join(dir, "tests", "*.log"))
+	if len(logs) == 0 {
+		fail("no test results in %s", filepath.Join(dir, "tests"))
+	}
+	for _, l := range logs {
+		pkg := strings.TrimSuffix(filepath.Base(l), ".log")
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return nil, err
+		}
+		exit := -1 // no .rc: the binary did not finish
+		if rc, err := os.ReadFile(strings.TrimSuffix(l, ".log") + ".rc"); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(rc))); err == nil {
+				exit = n
+			}
+		}
+		t := parseTestLog(pkg, b, exit)
+		r.Tests = append(r.Tests, t)
+		if !t.ok() {
+			fail("tests of %s: exit %d, failed %s", pkg, t.Exit, strings.Join(t.Failed, ", "))
+		}
+		if t.Passed == 0 {
+			fail("tests of %s: nothing passed", pkg)
+		}
+		if pkg == "cuda" && len(t.Skips) > 0 {
+			// The cuda package's tests skip only when they find no GPU.
+			fail("tests of cuda: %s skipped (no GPU?)", strings.Join(t.Skips, ", "))
+		}
+	}
+
+	traces, _ := filepath.Glob(filepath.Join(dir, "traces", "*.jsonl"))
+	if len(traces) == 0 {
+		fail("no traces in %s", filepath.Join(dir, "traces"))
+	}
+	for _, tr := range traces {
+		name := strings.TrimSuffix(filepath.Base(tr), ".jsonl")
+		for _, side := range judgeSides {
+			c := comparison{Name: name + "." + side}
+			b, err := os.ReadFile(filepath.Join(dir, "judge", c.Name+".json"))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				c.Missing = true
+				fail("%s: no comparison (the replay or the judge did not run)", c.Name)
+			case err != nil:
+				return nil, err
+			default:
+				if err := json.Unmarshal(b, &c); err != nil {
+					return nil, fmt.Errorf("gpucheck: %s: %w", c.Name, err)
+				}
+				if c.Count > 0 {
+					fail("%s: %d difference(s), first: %s", c.Name, c.Count, first(c.Differences))
+				}
+			}
+			r.Comparisons = append(r.Comparisons, c)
+		}
+	}
+
+	if err := readJSON(filepath.Join(dir, "context.json"), &r.Context); err != nil {
+		fail("context: %v", err)
+	}
+	if err := readJSON(filepath.Join(dir, "timings.json"), &r.Timings); err != nil {
+		fail("timings: %v", err)
+	} else if !r.Timings.OK {
+		fail("timings: a workload did not run")
+	}
+	sort.Slice(r.Tests, func(i, j int) bool { return r.Tests[i].Package < r.Tests[j].Package })
+	r.OK = len(r.Failures) == 0
+	return r, nil
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "(none listed)"
+	}
+	return s[0]
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// markdown renders the report for people.
+func (r *report) markdown() string {
+	var b strings.Builder
+	verdict := "PASS"
+	if !r.OK {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(&b, "# gpu-check: %s\n\n", verdict)
+	keys := make([]string, 0, len(r.Env))
+	for k := range r.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "- %s: %s\n", k, r.Env[k])
+	}
+	if len(r.Failures) > 0 {
+		b.WriteString("\n## Failures\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	b.WriteString("\n## Package tests on cuda:0 (test binaries built with -tags cuda)\n\n| package | exit | passed | skipped | failed |\n|---|---:|---:|---:|---|\n")
+	for _, t := range r.Tests {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", t.Package, t.Exit, t.Passed, t.Skipped, strings.Join(t.Failed, " "))
+	}
+	b.WriteString("\n## Allocator traces: gpukit on sim and cuda:0, PyTorch on cuda:0\n\n| comparison | lines | differences | not compared |\n|---|---:|---:|---|\n")
+	for _, c := range r.Comparisons {
+		diff := strconv.Itoa(c.Count)
+		if c.Missing {
+			diff = "missing"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", c.Name, c.Lines, diff, strings.Join(c.Unavailable, " "))
+	}
+	if c := r.Context; c != nil {
+		b.WriteString("\n## CUDA context (the expected difference between cuda:0 and sim)\n\n")
+		fmt.Fprintf(&b, "Before the first allocation, %s has %s of %s free: %s used outside the allocator; the %s profile models %s (ratio %.2f%s).\n",
+			c.Device, fmtBytes(c.Free), fmtBytes(c.Total), fmtBytes(c.Used), c.ProfileName, fmtBytes(c.ProfileContext), c.Ratio, offNote(c.Off))
+	}
+	if t := r.Timings; t != nil {
+		fmt.Fprintf(&b, "\n## Modelled against measured kernel times (%s, profile %s, median of %d)\n\n", t.Device, t.Profile, t.Repeats)
+		b.WriteString("| kernel | size | modelled µs | measured µs | measured/modelled |\n|---|---|---:|---:|---:|\n")
+		for _, row := range t.Rows {
+			if row.Error != "" {
+				fmt.Fprintf(&b, "| %s | %s | %.1f | error: %s | |\n", row.Kernel, row.Size, row.ModelledUS, row.Error)
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.2f%s |\n", row.Kernel, row.Size, row.ModelledUS, row.MeasuredUS, row.Ratio, offNote(row.Off))
+		}
+		fmt.Fprintf(&b, "\nA ratio off by more than %.0f %% (marked) means the profile's figure should be updated from this measurement.\n", 100*t.Tolerance)
+	}
+	return b.String()
+}
+
+func offNote(off bool) string {
+	if off {
+		return " **off**"
+	}
+	return ""
+}
+
+func fmtBytes(n int64) string {
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+}
