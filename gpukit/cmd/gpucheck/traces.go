@@ -43,7 +43,7 @@ func (b *traceBuilder) alloc(size int64, stream int64) string {
 	return id
 }
 
-func (b *traceBuilder) free(id string)  { b.t.Ops = append(b.t.Ops, traceOp{Op: "free", ID: id}) }
+func (b *traceBuilder) free(id string) { b.t.Ops = append(b.t.Ops, traceOp{Op: "free", ID: id}) }
 func (b *traceBuilder) op(name string) { b.t.Ops = append(b.t.Ops, traceOp{Op: name}) }
 
 // judgeTraces are the traces of the judge: the allocator examples of
