@@ -238,9 +238,26 @@ func MustOpen(name string, opts ...Option) *Device {
 	return d
 }
 
-// Default returns "sim:0", opened with the profile named by GPUKIT_PROFILE or
-// "classroom". It panics if GPUKIT_PROFILE or GPUKIT_ALLOC_CONF is invalid.
-func Default() *Device { return MustOpen("sim:0") }
+// DeviceEnvVar names the environment variable that selects the device
+// Default returns (default "sim:0"). GPUKIT_DEVICE=cuda:0 runs the lessons
+// and the tests that use the default device on a GPU.
+const DeviceEnvVar = "GPUKIT_DEVICE"
+
+// Default returns the device named by GPUKIT_DEVICE, "sim:0" when it is
+// unset; a sim device is opened with the profile named by GPUKIT_PROFILE or
+// "classroom". It panics if GPUKIT_DEVICE, GPUKIT_PROFILE or
+// GPUKIT_ALLOC_CONF is invalid.
+func Default() *Device {
+	name := strings.TrimSpace(os.Getenv(DeviceEnvVar))
+	if name == "" {
+		return MustOpen("sim:0")
+	}
+	d, err := Open(name)
+	if err != nil {
+		panic(fmt.Errorf("%w (from %s)", err, DeviceEnvVar))
+	}
+	return d
+}
 
 // New returns a device around any backend, outside the registry: Open does
 // not find it, and CopyDevice between it and another device fails. It is

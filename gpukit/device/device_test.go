@@ -594,3 +594,18 @@ func TestNew(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, err))
 }
+
+// TestDefaultFromEnvironment: GPUKIT_DEVICE chooses what Default returns,
+// so that lessons and tests that use the default device run on cuda:0
+// (scripts/gpu-check.sh) without a change.
+func TestDefaultFromEnvironment(t *testing.T) {
+	t.Setenv(device.DeviceEnvVar, " sim:3 ")
+	assert.Equal(t, "sim:3", device.Default().Name())
+	assert.Same(t, device.MustOpen("sim:3"), device.Default())
+
+	t.Setenv(device.DeviceEnvVar, "")
+	assert.Equal(t, "sim:0", device.Default().Name())
+
+	t.Setenv(device.DeviceEnvVar, "gpu:0")
+	assert.PanicsWithError(t, `device: invalid device name "gpu:0"; valid forms are "sim:N" and "meta:N" with N in 0..15, and "cuda:N" (e.g. "sim:0", "meta:0", "cuda:0") (from GPUKIT_DEVICE)`, func() { device.Default() })
+}

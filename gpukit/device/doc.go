@@ -2,7 +2,7 @@
 // device memory, copies, streams, events, a clock) with the caching
 // allocator of gpukit/alloc, which reproduces PyTorch's.
 //
-//	d := device.Default()                       // "sim:0", classroom profile
+//	d := device.Default()                       // "sim:0", classroom profile (GPUKIT_DEVICE, GPUKIT_PROFILE)
 //	b, err := d.Malloc(1<<20, d.DefaultStream()) // through the caching allocator
 //	copy(d.Bytes(b), data)                      // sim: the block's real bytes
 //
@@ -27,7 +27,8 @@
 //   - cuda (gpukit/device/cuda, build tag cuda): a real GPU through
 //     gorgonia.org/cu v0.9.6. Without the tag, Open("cuda:0") says how to
 //     rebuild. cu's package initialisation exits the process when no GPU is
-//     present, so only cuda-tagged files import it.
+//     present, so only cuda-tagged files import it. GPUKIT_DEVICE=cuda:0
+//     makes Default, and so the tensors of lessons and tests, use it.
 //
 // The Backend interface (package backend, re-exported here) is alloc.Memory
 // plus what the rest of gpukit needs from a device.

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Proves gpukit's cuda backend on a machine with an NVIDIA GPU, in one
+# command, from the folder scripts/gpu-bundle.sh built (no Go needed here):
+#
+#   scripts/gpu-check.sh [OUT]        (default gpu-check-out/)
+#
+# It writes OUT/report.md and OUT/report.json (gpukit/cmd/gpucheck/report.go
+# lists the whole folder) with:
+#   1. every gpukit test binary (-tags cuda), run in its package's folder:
+#      the cuda package's tests (the allocator conformance suite, copies,
+#      kernels against gpukit/kernels) on cuda:0, the others as built;
+#   2. the lessons' memory figures on cuda:0 beside sim with the card's
+#      profile, cell by cell (bin/lessons, when the bundle has it);
+#   3. PyTorch as the judge: each allocator trace replayed by memtrace on
+#      sim and on cuda:0 and by scripts/gpu_judge.py through PyTorch's
+#      caching allocator on the same card, compared line by line;
+#   4. the memory the CUDA context takes, beside the profile's figure;
+#   5. modelled against measured times of gemm, elementwise, H2D pinned and
+#      pageable copies and D2D copies.
+# Exit status 0 only when everything ran and agreed (gpucheck report).
+#
+# Environment: GPU_BUNDLE (default gpu-bundle), GPU_CHECK_DEVICE (default
+# cuda:0; sim:0 runs the pipeline without a GPU), PYTHON (default python3,
+# with PyTorch), GPU_CHECK_TEST_FLAGS (extra flags for the test binaries).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=${GPU_BUNDLE:-$root/gpu-bundle}
+out=${1:-$root/gpu-check-out}
+device=${GPU_CHECK_DEVICE:-cuda:0}
+python=${PYTHON:-python3}
+judge=$root/scripts/gpu_judge.py
+
+if [ ! -f "$bundle/gpukit-cuda.tar.xz" ]; then
+	echo "gpu-check: no $bundle/gpukit-cuda.tar.xz: run make gpu-bundle where Go is installed, and carry gpu-bundle/ here" >&2
+	exit 2
+fi
+case "$out" in /*) ;; *) out=$PWD/$out ;; esac
+mkdir -p "$out"
+rm -rf "$out/tests" "$out/traces" "$out/judge" "$out/lessons"
+mkdir -p "$out/tests" "$out/traces" "$out/judge" "$out/lessons"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tar -xJf "$bundle/gpukit-cuda.tar.xz" -C "$work" || { echo "gpu-check: cannot unpack the bundle" >&2; exit 2; }
+bin=$work/bin
+
+# cuBLAS and NVRTC: gpukit opens them at run time and looks in the usual
+# places; PyTorch's wheels put them under site-packages/nvidia, which we add
+# to the loader's path (the NVRTC of CUDA 13 also needs its builtins beside).
+pylibs=$("$python" - <<'EOF' 2>/dev/null
+import os
+try:
+    import nvidia
+    dirs = [os.path.join(b, s) for b in nvidia.__path__ for s in ("cu13/lib", "cublas/lib", "cuda_nvrtc/lib")]
+    print(":".join(d for d in dirs if os.path.isdir(d)))
+except ImportError:
+    pass
+EOF
+)
+export LD_LIBRARY_PATH=${pylibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+step() { echo "gpu-check: $*" >&2; }
+
+# The machine, for the report.
+{
+	echo "date=$(date -u +%FT%TZ)"
+	echo "device=$device"
+	if command -v nvidia-smi >/dev/null; then
+		echo "card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+		echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+		echo "cuda_driver=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)"
+	fi
+	echo "pytorch=$("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo none)"
+	echo "ld_library_path=$LD_LIBRARY_PATH"
+	sed 's/^/bundle_/' "$bundle/MANIFEST.txt" 2>/dev/null
+} >"$out/env.txt"
+
+# 1. Package tests, each in its package's folder (testdata).
+step "package tests"
+while read -r binary dir; do
+	name=${binary%.test}
+	(cd "$root/$dir" && "$work/tests/$binary" -test.v -test.count=1 -test.timeout=15m ${GPU_CHECK_TEST_FLAGS:-} \
+		>"$out/tests/$name.log" 2>&1
+	echo $? >"$out/tests/$name.rc")
+	step "  $name: exit $(cat "$out/tests/$name.rc")"
+done <"$work/tests.txt"
+
+# 2. The lessons' figures, cuda:0 beside sim with the card's profile.
+if [ -x "$bin/lessons" ]; then
+	step "lessons on $device and on sim"
+	"$bin/lessons" -compare "$device" -out "$out/lessons" >"$out/lessons/run.log" 2>&1
+	echo $? >"$out/lessons/run.rc"
+fi
+
+# 3. The judge: memtrace on sim and on the device, PyTorch on the device.
+step "allocator traces: gpukit on sim and $device, PyTorch on the same card"
+"$bin/gpucheck" traces "$out/traces"
+for trace in "$out"/traces/*.jsonl; do
+	name=$(basename "$trace" .jsonl)
+	conf=$(cat "$out/traces/$name.conf" 2>/dev/null || true)
+	j=$out/judge/$name
+	"$bin/memtrace" replay --device-memory 80GiB --alloc-conf "$conf" <"$trace" >"$j.sim.jsonl" 2>"$j.sim.err"
+	"$bin/memtrace" replay --device "$device" --alloc-conf "$conf" <"$trace" >"$j.cuda.jsonl" 2>"$j.cuda.err"
+	"$python" "$judge" compare "$j.sim.jsonl" "$j.cuda.jsonl" --names sim,cuda --json "$j.sim-vs-cuda.json" >/dev/null 2>&1
+	if PYTORCH_CUDA_ALLOC_CONF="$conf" "$python" "$judge" replay "$trace" "$j.torch.jsonl" 2>"$j.torch.err"; then
+		"$python" "$judge" compare "$j.torch.jsonl" "$j.cuda.jsonl" --names torch,gpukit --json "$j.torch-vs-cuda.json" >/dev/null 2>&1
+	fi
+	step "  $name done"
+done
+
+# 4 and 5. The context and the timings, each in a fresh process.
+step "CUDA context and timings"
+"$bin/gpucheck" context -device "$device" "$out/context.json" 2>"$out/context.err"
+"$bin/gpucheck" timings -device "$device" ${GPU_CHECK_TIMING_FLAGS:-} "$out/timings.json" 2>"$out/timings.err"
+
+"$bin/gpucheck" report "$out"
+status=$?
+step "report: $out/report.md (exit $status)"
+exit $status
