@@ -10,7 +10,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
+.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 lab: setup
 	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
@@ -44,6 +44,7 @@ unit:
 	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
+	/usr/bin/python3 scripts/gpu_judge_test.py -q
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
 # The budget is a count of inputs, not a duration: Go 1.26's fuzzer can fail
@@ -70,6 +71,24 @@ cuda:
 	else \
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
+
+# The cuda build as one folder to carry to a GPU machine that has no Go
+# toolchain (gpu-bundle/, at most 60 MiB): every gpukit test binary,
+# memtrace, gpucheck and the notebooks as one program, all -tags cuda,
+# linking only the driver (scripts/gpu-bundle.sh).
+gpu-bundle:
+	@GO=$(GO) bash scripts/gpu-bundle.sh
+
+# On a machine with an NVIDIA GPU and PyTorch, from gpu-bundle/: package
+# tests, lessons, the PyTorch judge, the CUDA context and timings, in one
+# report (gpu-check-out/report.md and report.json); exit 1 on any failure.
+gpu-check:
+	@bash scripts/gpu-check.sh
+
+# gpu-check's whole pipeline on sim, without a GPU or PyTorch: it must run
+# end to end and fail only where a GPU or PyTorch is missing.
+gpu-check-dry:
+	@GO=$(GO) bash scripts/gpu-check-dry.sh
 
 # Every reference solution and extras score full marks, every mutant loses
 # points (each test run twice) and every stub scores zero on the hidden

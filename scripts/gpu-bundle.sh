@@ -58,11 +58,13 @@ fi
 
 echo "gpu-bundle: memtrace, gpucheck, lessons (-tags '$tags')"
 "$go" build -tags "$tags" -ldflags='-s -w' -o "$stage/bin/" ./gpukit/cmd/memtrace ./gpukit/cmd/gpucheck
-if [ -d scripts/lessonprog ]; then
-	"$go" run ./scripts/lessonprog -out "$stage/lessons-src" >/dev/null
-	(cd "$stage/lessons-src" && "$go" build -tags cuda -ldflags='-s -w' -o "$stage/bin/lessons" .)
-	rm -rf "$stage/lessons-src"
-fi
+# The notebooks as one program (scripts/lessonprog); its source must lie in
+# this module, so it is written under bin/ (ignored by git) and removed.
+lsrc=bin/lessons-src.$$
+trap 'rm -rf "$stage" "$lsrc"' EXIT
+"$go" run ./scripts/lessonprog -out "$lsrc" >/dev/null
+"$go" build -tags "$tags" -ldflags='-s -w' -o "$stage/bin/lessons" "./$lsrc"
+rm -rf "$lsrc"
 
 # Shared libraries: the driver and glibc only.
 bad=0

@@ -8,13 +8,15 @@
 # lists the whole folder) with:
 #   1. every gpukit test binary (-tags cuda), run in its package's folder:
 #      the cuda package's tests (the allocator conformance suite, copies,
-#      kernels against gpukit/kernels) on cuda:0, the others as built;
-#   2. the lessons' memory figures on cuda:0 beside sim with the card's
-#      profile, cell by cell (bin/lessons, when the bundle has it);
-#   3. PyTorch as the judge: each allocator trace replayed by memtrace on
+#      kernels against gpukit/kernels) on cuda:0, the others as built; then
+#      tensor, nn, optim, checkpoint, amp and data again with
+#      GPUKIT_DEVICE=cuda:0, so that their tensors live on the card;
+#   2. the memory the CUDA context takes, beside the profile's figure;
+#   3. the lessons' memory statistics after every cell on cuda:0 beside sim
+#      with the card's profile (bin/lessons, scripts/lessonprog);
+#   4. PyTorch as the judge: each allocator trace replayed by memtrace on
 #      sim and on cuda:0 and by scripts/gpu_judge.py through PyTorch's
 #      caching allocator on the same card, compared line by line;
-#   4. the memory the CUDA context takes, beside the profile's figure;
 #   5. modelled against measured times of gemm, elementwise, H2D pinned and
 #      pageable copies and D2D copies.
 # Exit status 0 only when everything ran and agreed (gpucheck report).
@@ -75,24 +77,43 @@ step() { echo "gpu-check: $*" >&2; }
 	sed 's/^/bundle_/' "$bundle/MANIFEST.txt" 2>/dev/null
 } >"$out/env.txt"
 
-# 1. Package tests, each in its package's folder (testdata).
+# 1. Package tests, each in its package's folder (testdata): first as
+# built (the cuda package's tests use cuda:0 itself), then the training
+# toolkit's with GPUKIT_DEVICE, so that their default device is the card.
+run_tests() { # SUFFIX ENV...: run every binary in tests.txt, or those named in $only
+	local suffix=$1 binary dir name
+	shift
+	while read -r binary dir; do
+		name=${binary%.test}
+		if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then continue; fi
+		(cd "$root/$dir" && env "$@" "$work/tests/$binary" -test.v -test.count=1 -test.timeout=15m ${GPU_CHECK_TEST_FLAGS:-} \
+			>"$out/tests/$name$suffix.log" 2>&1
+		echo $? >"$out/tests/$name$suffix.rc")
+		step "  $name$suffix: exit $(cat "$out/tests/$name$suffix.rc")"
+	done <"$work/tests.txt"
+}
 step "package tests"
-while read -r binary dir; do
-	name=${binary%.test}
-	(cd "$root/$dir" && "$work/tests/$binary" -test.v -test.count=1 -test.timeout=15m ${GPU_CHECK_TEST_FLAGS:-} \
-		>"$out/tests/$name.log" 2>&1
-	echo $? >"$out/tests/$name.rc")
-	step "  $name: exit $(cat "$out/tests/$name.rc")"
-done <"$work/tests.txt"
+only="" run_tests ""
+step "the training toolkit's tests with GPUKIT_DEVICE=$device"
+only="tensor nn optim checkpoint amp data" run_tests "@default-device" GPUKIT_DEVICE="$device"
 
-# 2. The lessons' figures, cuda:0 beside sim with the card's profile.
+# 2. The CUDA context, in a fresh process: also names the card's profile.
+step "CUDA context"
+"$bin/gpucheck" context -device "$device" "$out/context.json" 2>"$out/context.err"
+profile=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "$out/context.json" 2>/dev/null || echo classroom)
+
+# 3. The lessons, cell by cell, each cell in its own process as in GoNB:
+# on the device, then on sim with the card's profile.
 if [ -x "$bin/lessons" ]; then
-	step "lessons on $device and on sim"
-	"$bin/lessons" -compare "$device" -out "$out/lessons" >"$out/lessons/run.log" 2>&1
-	echo $? >"$out/lessons/run.rc"
+	step "lessons on $device and on sim ($profile)"
+	for cell in $("$bin/lessons" -list); do
+		f=$out/lessons/${cell/:/-}
+		(cd "$root/notebooks" && GPUKIT_DEVICE=$device timeout 600 "$bin/lessons" -run "$cell" -stats "$f.cuda.json" >"$f.cuda.out" 2>&1)
+		(cd "$root/notebooks" && GPUKIT_DEVICE=sim:0 GPUKIT_PROFILE=$profile timeout 600 "$bin/lessons" -run "$cell" -stats "$f.sim.json" >"$f.sim.out" 2>&1)
+	done
 fi
 
-# 3. The judge: memtrace on sim and on the device, PyTorch on the device.
+# 4. The judge: memtrace on sim and on the device, PyTorch on the device.
 step "allocator traces: gpukit on sim and $device, PyTorch on the same card"
 "$bin/gpucheck" traces "$out/traces"
 for trace in "$out"/traces/*.jsonl; do
@@ -105,13 +126,11 @@ for trace in "$out"/traces/*.jsonl; do
 	if PYTORCH_CUDA_ALLOC_CONF="$conf" "$python" "$judge" replay "$trace" "$j.torch.jsonl" 2>"$j.torch.err"; then
 		"$python" "$judge" compare "$j.torch.jsonl" "$j.cuda.jsonl" --names torch,gpukit --json "$j.torch-vs-cuda.json" >/dev/null 2>&1
 	fi
-	step "  $name done"
 done
 
-# 4 and 5. The context and the timings, each in a fresh process.
-step "CUDA context and timings"
-"$bin/gpucheck" context -device "$device" "$out/context.json" 2>"$out/context.err"
-"$bin/gpucheck" timings -device "$device" ${GPU_CHECK_TIMING_FLAGS:-} "$out/timings.json" 2>"$out/timings.err"
+# 5. Modelled against measured times.
+step "timings"
+"$bin/gpucheck" timings -device "$device" -profile "$profile" ${GPU_CHECK_TIMING_FLAGS:-} "$out/timings.json" 2>"$out/timings.err"
 
 "$bin/gpucheck" report "$out"
 status=$?

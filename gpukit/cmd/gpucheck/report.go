@@ -21,6 +21,8 @@ import (
 //	traces/NAME.jsonl [.conf]   the judge's traces (gpucheck traces)
 //	judge/NAME.SIDE.jsonl       memtrace on sim and cuda:0, PyTorch's replay
 //	judge/NAME.A-vs-B.json      gpu_judge.py compare (A: sim or torch, B: cuda)
+//	lessons/NN-K.SIDE.json [.out] a lesson cell's statistics and output (bin/lessons),
+//	                            SIDE cuda (GPUKIT_DEVICE) or sim (the card's profile)
 //	context.json                gpucheck context
 //	timings.json                gpucheck timings
 //	report.md, report.json      what `gpucheck report` writes
@@ -82,12 +84,110 @@ type comparison struct {
 	Missing     bool     `json:"missing,omitempty"` // no result file: the replay or the comparison did not run
 }
 
+// cellStats is what `lessons -run NN:K -stats FILE` writes.
+type cellStats struct {
+	Cell     string           `json:"cell"`
+	Device   string           `json:"device"`
+	Panicked string           `json:"panicked"`
+	Stats    map[string]int64 `json:"stats"`
+}
+
+// lessonCell sets one lesson cell's statistics on cuda:0 beside sim's.
+type lessonCell struct {
+	Cell      string   `json:"cell"`
+	Allocated [2]int64 `json:"allocated"` // sim, cuda: allocated_bytes.all.current
+	Reserved  [2]int64 `json:"reserved"`
+	PeakAlloc [2]int64 `json:"peak_allocated"`
+	PeakRes   [2]int64 `json:"peak_reserved"`
+	// Differences lists every statistic that differs, and a panic or a
+	// missing run on either side.
+	Differences []string `json:"differences"`
+}
+
+// compareCell compares the two runs of a cell; a nil side did not write
+// its statistics.
+func compareCell(cell string, sim, cuda *cellStats) lessonCell {
+	c := lessonCell{Cell: cell}
+	for i, side := range []*cellStats{sim, cuda} {
+		name := [2]string{"sim", "cuda"}[i]
+		switch {
+		case side == nil:
+			c.Differences = append(c.Differences, name+": no statistics (the cell did not finish)")
+			continue
+		case side.Panicked != "":
+			c.Differences = append(c.Differences, name+": panicked: "+side.Panicked)
+		}
+		c.Allocated[i] = side.Stats["allocated_bytes.all.current"]
+		c.Reserved[i] = side.Stats["reserved_bytes.all.current"]
+		c.PeakAlloc[i] = side.Stats["allocated_bytes.all.peak"]
+		c.PeakRes[i] = side.Stats["reserved_bytes.all.peak"]
+	}
+	if sim == nil || cuda == nil {
+		return c
+	}
+	keys := map[string]bool{}
+	for k := range sim.Stats {
+		keys[k] = true
+	}
+	for k := range cuda.Stats {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		a, okA := sim.Stats[k]
+		b, okB := cuda.Stats[k]
+		if a != b || okA != okB {
+			c.Differences = append(c.Differences, fmt.Sprintf("%s: sim %d, cuda %d", k, a, b))
+		}
+	}
+	return c
+}
+
+// readLessons compares every lesson cell that ran on either side.
+func readLessons(dir string) ([]lessonCell, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	cells := map[string]bool{}
+	for _, f := range files {
+		base := strings.TrimSuffix(filepath.Base(f), ".json")
+		if cell, side, ok := strings.Cut(base, "."); ok && (side == "sim" || side == "cuda") {
+			cells[cell] = true
+		}
+	}
+	names := make([]string, 0, len(cells))
+	for c := range cells {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	var out []lessonCell
+	for _, name := range names {
+		var sides [2]*cellStats
+		for i, side := range []string{"sim", "cuda"} {
+			var s cellStats
+			err := readJSON(filepath.Join(dir, name+"."+side+".json"), &s)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				return nil, fmt.Errorf("gpucheck: lesson cell %s: %w", name, err)
+			default:
+				sides[i] = &s
+			}
+		}
+		out = append(out, compareCell(name, sides[0], sides[1]))
+	}
+	return out, nil
+}
+
 // report is report.json.
 type report struct {
 	OK          bool              `json:"ok"`
 	Failures    []string          `json:"failures"`
 	Env         map[string]string `json:"env"`
 	Tests       []testResult      `json:"tests"`
+	Lessons     []lessonCell      `json:"lessons"`
 	Comparisons []comparison      `json:"comparisons"`
 	Context     *contextReport    `json:"context"`
 	Timings     *timingReport     `json:"timings"`
@@ -138,6 +238,22 @@ func buildReport(dir string) (*report, error) {
 			// The cuda package's tests skip only when they find no GPU.
 			fail("tests of cuda: %s skipped (no GPU?)", strings.Join(t.Skips, ", "))
 		}
+	}
+
+	if _, err := os.Stat(filepath.Join(dir, "lessons")); err == nil {
+		ls, err := readLessons(filepath.Join(dir, "lessons"))
+		if err != nil {
+			return nil, err
+		}
+		if len(ls) == 0 {
+			fail("lessons: no cell ran")
+		}
+		for _, c := range ls {
+			if len(c.Differences) > 0 {
+				fail("lesson cell %s: %s", c.Cell, strings.Join(c.Differences, "; "))
+			}
+		}
+		r.Lessons = ls
 	}
 
 	traces, _ := filepath.Glob(filepath.Join(dir, "traces", "*.jsonl"))
@@ -220,6 +336,13 @@ func (r *report) markdown() string {
 	b.WriteString("\n## Package tests on cuda:0 (test binaries built with -tags cuda)\n\n| package | exit | passed | skipped | failed |\n|---|---:|---:|---:|---|\n")
 	for _, t := range r.Tests {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", t.Package, t.Exit, t.Passed, t.Skipped, strings.Join(t.Failed, " "))
+	}
+	if len(r.Lessons) > 0 {
+		b.WriteString("\n## Lessons: memory after each cell, sim (card's profile) | cuda:0\n\n| cell | allocated | reserved | peak allocated | peak reserved | differences |\n|---|---|---|---|---|---:|\n")
+		pair := func(v [2]int64) string { return fmt.Sprintf("%d \\| %d", v[0], v[1]) }
+		for _, c := range r.Lessons {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", c.Cell, pair(c.Allocated), pair(c.Reserved), pair(c.PeakAlloc), pair(c.PeakRes), len(c.Differences))
+		}
 	}
 	b.WriteString("\n## Allocator traces: gpukit on sim and cuda:0, PyTorch on cuda:0\n\n| comparison | lines | differences | not compared |\n|---|---:|---:|---|\n")
 	for _, c := range r.Comparisons {

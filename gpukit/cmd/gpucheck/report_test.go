@@ -45,6 +45,11 @@ func goodFolder(t *testing.T) string {
 	tim, _ := json.Marshal(timingReport{Device: "cuda:0", Profile: "h100-80gb", Repeats: 5, Tolerance: 0.2, OK: true,
 		Rows: []timingRow{{Kernel: "gemm", Size: "4096x4096x4096 float32", ModelledUS: 2056, MeasuredUS: 2400, Ratio: 1.17}}})
 	write("timings.json", string(tim))
+	for _, cell := range []string{"02-0", "04-3"} {
+		for _, side := range []string{"sim", "cuda"} {
+			write("lessons/"+cell+"."+side+".json", `{"cell": "`+cell+`", "device": "`+side+`:0", "stats": {"allocated_bytes.all.current": 0, "reserved_bytes.all.current": 20971520, "allocated_bytes.all.peak": 8000512, "reserved_bytes.all.peak": 20971520, "num_device_alloc": 1}}`)
+		}
+	}
 	return dir
 }
 
@@ -56,7 +61,7 @@ func TestReportPassesWhenEverythingAgrees(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	assert.Equal(t, out.String(), string(md))
-	for _, want := range []string{"# gpu-check: PASS", "driver: 580.65.06", "| cuda | 0 | 2 | 0 |", "lesson02-two-blocks.torch-vs-cuda | 5 | 0 |", "| gemm | 4096x4096x4096 float32 | 2056.0 | 2400.0 | 1.17 |", "ratio 2.00 **off**"} {
+	for _, want := range []string{"# gpu-check: PASS", "driver: 580.65.06", "| cuda | 0 | 2 | 0 |", "lesson02-two-blocks.torch-vs-cuda | 5 | 0 |", "| gemm | 4096x4096x4096 float32 | 2056.0 | 2400.0 | 1.17 |", "ratio 2.00 **off**", "| 02-0 | 0 \\| 0 | 20971520 \\| 20971520 | 8000512 \\| 8000512 | 20971520 \\| 20971520 | 0 |"} {
 		assert.Contains(t, string(md), want)
 	}
 	var r report
@@ -95,6 +100,21 @@ func TestReportFailsLoudly(t *testing.T) {
 		{"a timing failed", func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, "timings.json"), []byte(`{"ok": false, "rows": [{"kernel": "gemm", "error": "cuBLAS not found"}]}`), 0o644)
 		}, "timings: a workload did not run"},
+		{"a lesson reserves otherwise on cuda", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "lessons/04-3.cuda.json"),
+				[]byte(`{"stats": {"allocated_bytes.all.current": 0, "reserved_bytes.all.current": 41943040, "allocated_bytes.all.peak": 8000512, "reserved_bytes.all.peak": 20971520, "num_device_alloc": 1}}`), 0o644)
+		}, "lesson cell 04-3: reserved_bytes.all.current: sim 20971520, cuda 41943040"},
+		{"a lesson cell panicked on cuda", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "lessons/02-0.cuda.json"), []byte(`{"panicked": "cuda: LayerNorm: not supported", "stats": {}}`), 0o644)
+		}, "lesson cell 02-0: cuda: panicked: cuda: LayerNorm: not supported"},
+		{"a lesson cell never finished on cuda", func(dir string) error { return os.Remove(filepath.Join(dir, "lessons/02-0.cuda.json")) },
+			"lesson cell 02-0: cuda: no statistics"},
+		{"no lesson ran", func(dir string) error {
+			if err := os.RemoveAll(filepath.Join(dir, "lessons")); err != nil {
+				return err
+			}
+			return os.Mkdir(filepath.Join(dir, "lessons"), 0o755)
+		}, "lessons: no cell ran"},
 		{"no tests at all", func(dir string) error { return os.RemoveAll(filepath.Join(dir, "tests")) }, "no test results"},
 	}
 	for _, tc := range tests {
