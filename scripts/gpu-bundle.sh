@@ -76,7 +76,7 @@ for f in "$stage"/tests/* "$stage"/bin/*; do
 		*) echo "gpu-bundle: $(basename "$f") needs $lib; only the driver and glibc may be linked" >&2; bad=1 ;;
 		esac
 	done
-	needs_glibc=$(printf '%s\n' "$needs_glibc" $(objdump -T "$f" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1) | sort -uV | tail -1)
+	needs_glibc=$(printf '%s\n' "$needs_glibc" $(objdump -T "$f" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1) | sort -uV | tail -1)
 done
 [ "$bad" = 0 ] || exit 1
 
