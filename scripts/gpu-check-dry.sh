@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs scripts/gpu-check.sh's whole pipeline here, without a GPU or
 # PyTorch: a bundle built without the cuda tag (GPU_BUNDLE_TAGS=), the
-# device sim:0 with the H100 profile in place of cuda:0, and python3 without
+# device sim:0 (the classroom profile) in place of cuda:0, and python3 without
 # torch. Every step must run; the report must fail, and only where a GPU or
 # PyTorch is missing: the cuda package's tests skip (no GPU) and PyTorch's
 # replays do not run. Anything else in the failures fails this script.
 #
 #   scripts/gpu-check-dry.sh [OUT]     (default: a temporary folder)
+#
+# GPU_BUNDLE names an untagged bundle to use instead of building one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,10 +16,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=${1:-$tmp/out}
 
-GPU_BUNDLE_TAGS= bash scripts/gpu-bundle.sh "$tmp/bundle"
+bundle=${GPU_BUNDLE:-}
+if [ -z "$bundle" ]; then
+	bundle=$tmp/bundle
+	GPU_BUNDLE_TAGS= bash scripts/gpu-bundle.sh "$bundle"
+elif ! grep -qx 'tags=' "$bundle/MANIFEST.txt"; then
+	echo "gpu-check-dry: $bundle was built with the cuda tag; it cannot run without a GPU" >&2
+	exit 1
+fi
 
 set +e
-GPU_BUNDLE=$tmp/bundle GPU_CHECK_DEVICE=sim:0 GPUKIT_PROFILE=h100-80gb \
+GPU_BUNDLE=$bundle GPU_CHECK_DEVICE=sim:0 \
 	GPU_CHECK_TEST_FLAGS=-test.short GPU_CHECK_TIMING_FLAGS="-scale 0.01 -repeats 3" \
 	bash scripts/gpu-check.sh "$out" >"$tmp/check.log" 2>&1
 status=$?

@@ -99,9 +99,20 @@ type lessonCell struct {
 	Reserved  [2]int64 `json:"reserved"`
 	PeakAlloc [2]int64 `json:"peak_allocated"`
 	PeakRes   [2]int64 `json:"peak_reserved"`
-	// Differences lists every statistic that differs, and a panic or a
-	// missing run on either side.
+	// Differences lists every current or peak statistic that differs, and
+	// a panic or a missing run on either side.
 	Differences []string `json:"differences"`
+}
+
+// comparedStat reports whether a lesson cell's statistic k must be equal
+// on both sides: what is held now and at the peak (".current", ".peak").
+// The cumulative counts (".allocated", ".freed") are not: they differ
+// between two runs on sim already (scripts/gpu-check-dry.sh), since lesson
+// 06's monitor cell trains for 1.5 s of wall time, however many steps
+// that is, and cell 07:1 counted 4 more inactive splits in one of two
+// runs; what is held now and at the peak was equal in every cell.
+func comparedStat(k string) bool {
+	return strings.HasSuffix(k, ".current") || strings.HasSuffix(k, ".peak")
 }
 
 // compareCell compares the two runs of a cell; a nil side did not write
@@ -126,11 +137,12 @@ func compareCell(cell string, sim, cuda *cellStats) lessonCell {
 		return c
 	}
 	keys := map[string]bool{}
-	for k := range sim.Stats {
-		keys[k] = true
-	}
-	for k := range cuda.Stats {
-		keys[k] = true
+	for _, stats := range []map[string]int64{sim.Stats, cuda.Stats} {
+		for k := range stats {
+			if comparedStat(k) {
+				keys[k] = true
+			}
+		}
 	}
 	sorted := make([]string, 0, len(keys))
 	for k := range keys {
@@ -230,9 +242,6 @@ func buildReport(dir string) (*report, error) {
 		r.Tests = append(r.Tests, t)
 		if !t.ok() {
 			fail("tests of %s: exit %d, failed %s", pkg, t.Exit, strings.Join(t.Failed, ", "))
-		}
-		if t.Passed == 0 {
-			fail("tests of %s: nothing passed", pkg)
 		}
 		if pkg == "cuda" && len(t.Skips) > 0 {
 			// The cuda package's tests skip only when they find no GPU.
