@@ -4,6 +4,7 @@
 // exercise can be checked against hand-computed PyTorch behaviour.
 //
 //	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--strict] < trace.jsonl
+//	memtrace replay --device NAME [--alloc-conf STR] ... < trace.jsonl
 //
 // Input is one JSON object per line:
 //
@@ -50,11 +51,15 @@
 // on an OOM (release cached segments, count the retry and the OOM). A size-0
 // alloc succeeds without touching the allocator, and so does its free.
 //
-// The device is a simulated one of exactly BYTES capacity: a raw segment
-// allocation succeeds when the live segments plus the request fit. With
-// --alloc-conf expandable_segments:True it also maps and unmaps pages of
-// expandable segments, which count against the capacity like segments; an
-// address range reserved for one takes addresses but no capacity.
+// With --device NAME the trace runs on the allocator of that gpukit device
+// instead: "cuda:0" in a binary built with -tags cuda, which is how
+// scripts/gpu-check.sh sets gpukit on a card beside PyTorch on the same
+// card. Otherwise the device is a simulated one of exactly BYTES capacity:
+// a raw segment allocation succeeds when the live segments plus the request
+// fit. With --alloc-conf expandable_segments:True it also maps and unmaps
+// pages of expandable segments, which count against the capacity like
+// segments; an address range reserved for one takes addresses but no
+// capacity.
 // Segment addresses start at 0x7f0000000000, grow and are never reused;
 // streams never have pending work; the snapshot's time_us is the 0-based
 // line index of the operation that caused the event.
