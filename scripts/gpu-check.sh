@@ -123,7 +123,9 @@ for trace in "$out"/traces/*.jsonl; do
 	"$bin/memtrace" replay --device-memory 80GiB --alloc-conf "$conf" <"$trace" >"$j.sim.jsonl" 2>"$j.sim.err"
 	"$bin/memtrace" replay --device "$device" --alloc-conf "$conf" <"$trace" >"$j.cuda.jsonl" 2>"$j.cuda.err"
 	"$python" "$judge" compare "$j.sim.jsonl" "$j.cuda.jsonl" --names sim,cuda --json "$j.sim-vs-cuda.json" >/dev/null 2>&1
-	if PYTORCH_CUDA_ALLOC_CONF="$conf" "$python" "$judge" replay "$trace" "$j.torch.jsonl" 2>"$j.torch.err"; then
+	# Recent PyTorch also reads PYTORCH_ALLOC_CONF (c10/core/AllocatorConfig.cpp,
+	# pytorch/pytorch#167659): only the trace's configuration may apply.
+	if env -u PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF="$conf" "$python" "$judge" replay "$trace" "$j.torch.jsonl" 2>"$j.torch.err"; then
 		"$python" "$judge" compare "$j.torch.jsonl" "$j.cuda.jsonl" --names torch,gpukit --json "$j.torch-vs-cuda.json" >/dev/null 2>&1
 	fi
 done
