@@ -307,9 +307,10 @@ func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, e
 }
 
 // compileOptions are the NVRTC options for a device of compute capability
-// arch (such as 70 for compute_70).
+// arch (such as 75 for compute_75). C++17 rather than 14: CUDA 13's own
+// headers (CCCL) need it, and NVRTC has accepted it since CUDA 11.
 func compileOptions(arch int) []string {
-	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++14"}
+	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++17"}
 }
 
 // allPrograms lists every program the backend may compile, for the NVRTC
