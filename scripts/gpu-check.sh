@@ -37,6 +37,13 @@ if [ ! -f "$bundle/gpukit-cuda.tar.xz" ]; then
 	echo "gpu-check: no $bundle/gpukit-cuda.tar.xz: run make gpu-bundle where Go is installed, and carry gpu-bundle/ here" >&2
 	exit 2
 fi
+# The binaries were linked on the build machine against its glibc.
+need=$(sed -n 's/^glibc_needed=//p' "$bundle/MANIFEST.txt" 2>/dev/null)
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+	echo "gpu-check: the bundle needs glibc $need or newer; this machine has $have (build the bundle on an older system)" >&2
+	exit 2
+fi
 case "$out" in /*) ;; *) out=$PWD/$out ;; esac
 mkdir -p "$out"
 rm -rf "$out/tests" "$out/traces" "$out/judge" "$out/lessons"
