@@ -69,10 +69,11 @@ rm -rf "$lsrc"
 # Shared libraries: the driver and glibc only.
 bad=0
 needs_glibc=""
+linked=""
 for f in "$stage"/tests/* "$stage"/bin/*; do
 	for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
 		case "$allowed_libs" in
-		*" $lib "*) ;;
+		*" $lib "*) [[ " $linked " == *" $lib "* ]] || linked="$linked $lib" ;;
 		*) echo "gpu-bundle: $(basename "$f") needs $lib; only the driver and glibc may be linked" >&2; bad=1 ;;
 		esac
 	done
@@ -95,7 +96,7 @@ size=$(du -sb "$out" | cut -f1)
 	echo "binaries=$(ls "$stage"/tests | wc -l) test binaries, $(ls "$stage"/bin | tr '\n' ' ')"
 	echo "unpacked_bytes=$(du -sb "$stage" | cut -f1)"
 	echo "archive_bytes=$(stat -c %s "$out/gpukit-cuda.tar.xz")"
-	echo "shared_libraries=libcuda.so.1 and glibc (cuBLAS and NVRTC are opened at run time)"
+	echo "shared_libraries=${linked# } (cuBLAS and NVRTC are opened at run time)"
 	echo "glibc_needed=${needs_glibc#GLIBC_}"
 } >"$out/MANIFEST.txt"
 cat "$out/MANIFEST.txt"
