@@ -59,8 +59,9 @@ fi
 echo "gpu-bundle: memtrace, gpucheck, lessons (-tags '$tags')"
 "$go" build -tags "$tags" -ldflags='-s -w' -o "$stage/bin/" ./gpukit/cmd/memtrace ./gpukit/cmd/gpucheck
 # The notebooks as one program (scripts/lessonprog); its source must lie in
-# this module, so it is written under bin/ (ignored by git) and removed.
-lsrc=bin/lessons-src.$$
+# this module, so it is written under bin/ (ignored by git; the "_" keeps it
+# out of ./... for a go vet running meanwhile) and removed.
+lsrc=bin/_lessons-src.$$
 trap 'rm -rf "$stage" "$lsrc"' EXIT
 "$go" run ./scripts/lessonprog -out "$lsrc" >/dev/null
 "$go" build -tags "$tags" -ldflags='-s -w' -o "$stage/bin/lessons" "./$lsrc"

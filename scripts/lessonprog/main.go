@@ -3,8 +3,9 @@
 // machine, from scripts/gpu-bundle.sh's bundle, once on cuda:0 and once on
 // sim (scripts/gpu-check.sh compares the memory figures).
 //
-//	go run ./scripts/lessonprog -out bin/lessons-src   write the program's source
-//	go build -tags cuda -o lessons ./bin/lessons-src   (the folder must lie in this module)
+//	go run ./scripts/lessonprog -out bin/_lessons-src   write the program's source
+//	go build -tags cuda -o lessons ./bin/_lessons-src   (the folder must lie in this module;
+//	                                                   its "_" keeps it out of ./... for go vet and go test)
 //	lessons -list                                      one "NN:K" line per runnable cell
 //	lessons -run 02:5 [-stats FILE.json]               run one cell, as GoNB does
 //
@@ -35,7 +36,7 @@ import (
 
 func main() {
 	notebooks := flag.String("notebooks", "notebooks", "folder of notebooks (NN-name.ipynb)")
-	out := flag.String("out", "bin/lessons-src", "folder to write the program to, inside this module (replaced)")
+	out := flag.String("out", "bin/_lessons-src", "folder to write the program to, inside this module (replaced)")
 	flag.Parse()
 	if err := run(*notebooks, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "lessonprog:", err)

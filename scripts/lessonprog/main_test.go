@@ -98,7 +98,7 @@ func TestTheNotebooksBuildAndRun(t *testing.T) {
 	}
 	root, err := moduleRoot()
 	require.NoError(t, err)
-	out := filepath.Join(root, "bin", fmt.Sprintf("lessonprog-test.%d", os.Getpid()))
+	out := filepath.Join(root, "bin", fmt.Sprintf("_lessonprog-test.%d", os.Getpid()))
 	t.Cleanup(func() { os.RemoveAll(out) })
 	require.NoError(t, run(filepath.Join(root, "notebooks"), out))
 	exe := filepath.Join(t.TempDir(), "lessons")
