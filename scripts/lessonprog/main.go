@@ -15,9 +15,11 @@
 // lines starting with ! (shell commands: the
 // module recipe, the grader's checks) are left out. goimports then adds the
 // imports GoNB would have added. GoNB runs every cell as a new process, so
-// `lessons -run` runs exactly one cell and exits; with -stats it then writes
-// the default device's allocator statistics (device.Default(), which
-// GPUKIT_DEVICE selects) as JSON, also after a panic, which exits 1.
+// `lessons -run` runs exactly one cell and exits; with -stats it then runs
+// the collector until the tensors the cell forgot are returned (they would
+// be returned at different times in two runs) and writes the default
+// device's allocator statistics (device.Default(), which GPUKIT_DEVICE
+// selects) as JSON, also after a panic, which exits 1.
 //
 // The notebooks are generated from lessons/*.md by scripts/nbgen, so this
 // reads them, not the lessons: one parser of lessons is enough.
@@ -138,7 +140,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
+	"time"
 
 	"github.com/gpumem/course/gpukit/device"
 
@@ -194,6 +198,7 @@ func runCell(name string, f func(), statsFile string) (code int) {
 			return
 		}
 		d := device.Default()
+		settle(d)
 		out.Device, out.Stats = d.Name(), d.Stats()
 		b, _ := json.MarshalIndent(out, "", " ")
 		if err := os.WriteFile(statsFile, append(b, '\n'), 0o644); err != nil {
@@ -203,6 +208,23 @@ func runCell(name string, f func(), statsFile string) (code int) {
 	}()
 	f()
 	return 0
+}
+
+// settle runs the collector until the device's allocated bytes stop
+// changing: a cell's forgotten tensors are returned by runtime.AddCleanup
+// whenever the collector gets to them, which would make the statistics of
+// two runs differ.
+func settle(d *device.Device) {
+	last := int64(-1)
+	for range 20 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		now := d.MemoryAllocated()
+		if now == last {
+			return
+		}
+		last = now
+	}
 }
 `
 
