@@ -341,6 +341,7 @@ func clamp32(x, c float32) float32 {
 	}
 	return x
 }
+
 // vecFunc is one elementwise function: its assembly (eight lanes, n a
 // multiple of 8) and its Go reference for float32, and the float64
 // function float64 tensors use.
