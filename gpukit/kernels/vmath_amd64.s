@@ -129,9 +129,9 @@ done:
 	VXORPS       Y1, Y0, Y0; \
 	EXPF; \
 	VBROADCASTSS K(36), Y1; \
-	VADDPS       Y1, Y0, Y2; \
-	VDIVPS       Y2, Y1, Y2; \
-	VMULPS       Y2, Y0, Y3; \
+	VADDPS       Y1, Y0, Y3; \
+	VDIVPS       Y3, Y1, Y2; \
+	VDIVPS       Y3, Y0, Y3; \
 	VXORPS       Y4, Y4, Y4; \
 	VCMPPS       $0x1d, Y4, Y12, Y4; \
 	VBLENDVPS    Y4, Y2, Y3, Y6; \
