@@ -34,7 +34,7 @@ func vecCases() []vecCase {
 			return max(0.5*math.Erfc(-x/math.Sqrt2), math.Abs(x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)))
 		}},
 		{name: "gelu_tanh", v: &vecGeluTanh, ref: geluTanh64, bound: 32, lo: -5, hi: inf},
-		{name: "gelu_tanh_grad", v: &vecGeluTanG, ref: geluTanhGrad64, bound: 28, lo: -5, hi: inf, scale: func(x float64) float64 {
+		{name: "gelu_tanh_grad", v: &vecGeluTanG, ref: geluTanhGrad64, bound: 32, lo: -5, hi: inf, scale: func(x float64) float64 {
 			x = max(min(x, 1e4), -1e4)
 			s := sigmoid64(geluTanhInner64(x))
 			return max(s, math.Abs(geluTanhGrad64(x)-s))
@@ -130,14 +130,18 @@ func TestVecMatchesScalar(t *testing.T) {
 	}
 }
 
+// raceEnabled is set under the race detector, which slows the float64
+// references tenfold.
+var raceEnabled bool
+
 // TestVecAccuracy measures the largest error in ulp against the float64
-// reference over a dense sample of all float32 values (every 257th bit
-// pattern, about 16.7 million; GPUKIT_VMATH_EXHAUSTIVE=1 checks every
+// reference over a dense sample of all float32 values (every 1021st bit
+// pattern, about 4.2 million; GPUKIT_VMATH_EXHAUSTIVE=1 checks every
 // float32) and asserts the documented bound.
 func TestVecAccuracy(t *testing.T) {
-	step := uint32(257)
-	if testing.Short() {
-		step = 4099
+	step := uint32(1021)
+	if testing.Short() || raceEnabled {
+		step = 16381
 	}
 	if os.Getenv("GPUKIT_VMATH_EXHAUSTIVE") != "" {
 		step = 1
