@@ -59,3 +59,26 @@ var vk = [...]uint32{
 }
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }
+
+// Row helpers (rows_amd64.s); n is a multiple of 8, at least 8.
+
+//go:noescape
+func maxAVX2(s *float32, n int) float32
+
+//go:noescape
+func expSubAVX2(dst, src *float32, n int, m float32, acc *[8]float64)
+
+//go:noescape
+func scaleAVX2(dst *float32, n int, c float32)
+
+//go:noescape
+func subSubAVX2(dst, src *float32, n int, m, c float32)
+
+//go:noescape
+func sumAVX2(s *float32, n int, acc *[8]float64)
+
+//go:noescape
+func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64)
+
+//go:noescape
+func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32)

@@ -13,3 +13,15 @@ func geluAVX2(dst, src *float32, n int)         { panic("kernels: AVX2 gelu not 
 func geluGradAVX2(dst, src *float32, n int)     { panic("kernels: AVX2 gelu not available") }
 func geluTanhAVX2(dst, src *float32, n int)     { panic("kernels: AVX2 gelu not available") }
 func geluTanhGradAVX2(dst, src *float32, n int) { panic("kernels: AVX2 gelu not available") }
+
+func maxAVX2(s *float32, n int) float32 { panic("kernels: AVX2 not available") }
+func expSubAVX2(dst, src *float32, n int, m float32, acc *[8]float64) {
+	panic("kernels: AVX2 not available")
+}
+func scaleAVX2(dst *float32, n int, c float32)                 { panic("kernels: AVX2 not available") }
+func subSubAVX2(dst, src *float32, n int, m, c float32)        { panic("kernels: AVX2 not available") }
+func sumAVX2(s *float32, n int, acc *[8]float64)               { panic("kernels: AVX2 not available") }
+func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64) { panic("kernels: AVX2 not available") }
+func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32) {
+	panic("kernels: AVX2 not available")
+}
