@@ -449,3 +449,11 @@ func GeluTanh[T Float](dst, src []T) { apply(&vecGeluTanh, dst, src) }
 
 // GeluTanhGrad computes the derivative of GeluTanh at src[i].
 func GeluTanhGrad[T Float](dst, src []T) { apply(&vecGeluTanG, dst, src) }
+
+// ApplyGeluGrad is GeluGrad for one value.
+func ApplyGeluGrad[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluGrad32(float32(x)))
+	}
+	return T(geluGrad64(float64(x)))
+}

@@ -424,7 +424,7 @@ func lineStride(t *Tensor, dim int) int {
 // out (a's shape), computing each line in float64 after subtracting its
 // maximum, so large logits do not overflow.
 func softmaxKernel(out, a *Tensor, dim int, log bool) {
-	if out.Numel() == 0 || noBytes(out, a) {
+	if out.Numel() == 0 || noBytes(out, a) || softmaxRows(out, a, dim, log) {
 		return
 	}
 	n := 1

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"math"
 	"slices"
 
 	"github.com/gpumem/course/gpukit/kernels"
@@ -300,11 +299,7 @@ func (t *Tensor) Gelu() *Tensor {
 			// g·(Φ(x) + x·φ(x))
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			mapKernel(d, saved[0], func(x float64) float64 {
-				cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
-				pdf := math.Exp(-0.5*x*x) / math.Sqrt(2*math.Pi)
-				return cdf + x*pdf
-			})
+			geluGradKernel(d, saved[0])
 			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
