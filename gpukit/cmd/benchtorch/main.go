@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +27,14 @@ import (
 func main() {
 	reps := flag.Int("reps", 7, "timed repetitions per case (the median is printed)")
 	only := flag.String("only", "", "comma-separated case names to run (default: all)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	p, err := device.LookupProfile("h100-80gb")
 	check(err)
 	dev, err := device.Open("sim:0", device.WithProfile(p))

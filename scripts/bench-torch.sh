@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of gpukit and PyTorch on this machine (issue 22):
+# the same ops, shapes and dtype (float32) in gpukit/cmd/benchtorch and in
+# scripts/bench_torch.py, both on THREADS threads (GOMAXPROCS for gpukit,
+# torch.set_num_threads for PyTorch), median of REPS runs after one
+# warm-up. Prints one table of times and ratios (PyTorch's time / gpukit's:
+# above 1, gpukit is faster). Not part of make test.
+#
+#   scripts/bench-torch.sh            (or: make bench-torch)
+#   THREADS=2 REPS=7 ONLY=softmax,gelu_fwd scripts/bench-torch.sh
+#
+# PyTorch: Debian's python3-torch and libopenblas0-pthread
+# (apt-get install -y python3-torch libopenblas0-pthread).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${THREADS:-2}
+REPS=${REPS:-7}
+ONLY=${ONLY:-}
+PY=${PYTHON:-/usr/bin/python3}
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+	echo "bench-torch: PyTorch is not importable by $PY (apt-get install -y python3-torch libopenblas0-pthread)" >&2
+	exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/benchtorch" ./gpukit/cmd/benchtorch
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), $(go version | cut -d' ' -f3); $THREADS threads, float32, median of $REPS"
+GOMAXPROCS=$THREADS "$tmp/benchtorch" -reps "$REPS" ${ONLY:+-only "$ONLY"} >"$tmp/gpukit.tsv"
+OMP_NUM_THREADS=$THREADS "$PY" scripts/bench_torch.py --threads "$THREADS" --reps "$REPS" ${ONLY:+--only "$ONLY"} >"$tmp/torch.tsv"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$PY" - "$tmp/gpukit.tsv" "$tmp/torch.tsv" <<'PY'
+import sys
+shapes = {
+    "matmul": "1024×1024 @ 1024×1024",
+    "add": "4096×4096 (new output)",
+    "gelu_fwd": "4096×4096",
+    "softmax": "4096×4096, dim=-1",
+    "layernorm_fwd_bwd": "8192×1024",
+    "gelu_fwd_bwd": "8192×1024",
+    "cross_entropy_fwd_bwd": "8192×1000",
+    "mlp_adam_step": "1024→4096→1024, batch 512",
+    "gpt_step": "lesson 07 GPT, 12×256 tokens",
+}
+def read(p):
+    return dict(line.split("\t") for line in open(p).read().split("\n") if line)
+g, t = read(sys.argv[1]), read(sys.argv[2])
+print(f"| {'op':22} | {'shape':30} | {'gpukit ms':>10} | {'PyTorch ms':>10} | {'ratio':>6} |")
+print(f"| {'-'*22} | {'-'*30} | {'-'*10}: | {'-'*10}: | {'-'*6}: |")
+for name in g:
+    if name in t:
+        gs, ts = float(g[name]), float(t[name])
+        print(f"| {name:22} | {shapes.get(name, ''):30} | {gs*1e3:10.2f} | {ts*1e3:10.2f} | {ts/gs:5.2f}× |")
+PY
