@@ -3,8 +3,10 @@
 # the same ops, shapes and dtype (float32) in gpukit/cmd/benchtorch and in
 # scripts/bench_torch.py, both on THREADS threads (GOMAXPROCS for gpukit,
 # torch.set_num_threads for PyTorch), median of REPS runs after one
-# warm-up. Prints one table of times and ratios (PyTorch's time / gpukit's:
-# above 1, gpukit is faster). Not part of make test.
+# warm-up. The two sides alternate case by case, so that a change in the
+# machine's load touches both alike. Prints one table of times and ratios
+# (PyTorch's time / gpukit's: above 1, gpukit is faster) and the load
+# average before and after. Not part of make test.
 #
 #   scripts/bench-torch.sh            (or: make bench-torch)
 #   THREADS=2 REPS=7 ONLY=softmax,gelu_fwd scripts/bench-torch.sh
@@ -26,8 +28,13 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/benchtorch" ./gpukit/cmd/benchtorch
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), $(go version | cut -d' ' -f3); $THREADS threads, float32, median of $REPS"
-GOMAXPROCS=$THREADS "$tmp/benchtorch" -reps "$REPS" ${ONLY:+-only "$ONLY"} >"$tmp/gpukit.tsv"
-OMP_NUM_THREADS=$THREADS "$PY" scripts/bench_torch.py --threads "$THREADS" --reps "$REPS" ${ONLY:+--only "$ONLY"} >"$tmp/torch.tsv"
+CASES=${ONLY:-matmul,add,gelu_fwd,softmax,layernorm_fwd_bwd,gelu_fwd_bwd,cross_entropy_fwd_bwd,mlp_adam_step,gpt_step}
+: >"$tmp/gpukit.tsv"
+: >"$tmp/torch.tsv"
+for c in ${CASES//,/ }; do
+	GOMAXPROCS=$THREADS "$tmp/benchtorch" -reps "$REPS" -only "$c" >>"$tmp/gpukit.tsv"
+	OMP_NUM_THREADS=$THREADS "$PY" scripts/bench_torch.py --threads "$THREADS" --reps "$REPS" --only "$c" >>"$tmp/torch.tsv"
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$tmp/gpukit.tsv" "$tmp/torch.tsv" <<'PY'
 import sys
@@ -46,7 +53,7 @@ def read(p):
     return dict(line.split("\t") for line in open(p).read().split("\n") if line)
 g, t = read(sys.argv[1]), read(sys.argv[2])
 print(f"| {'op':22} | {'shape':30} | {'gpukit ms':>10} | {'PyTorch ms':>10} | {'ratio':>6} |")
-print(f"| {'-'*22} | {'-'*30} | {'-'*10}: | {'-'*10}: | {'-'*6}: |")
+print(f"| {'-'*22} | {'-'*30} | {'-'*9}: | {'-'*9}: | {'-'*5}: |")
 for name in g:
     if name in t:
         gs, ts = float(g[name]), float(t[name])
