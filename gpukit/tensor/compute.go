@@ -164,6 +164,7 @@ func unaryKernel(op kernels.UnaryOp, out, a *Tensor) {
 		kernels.UnaryStrided(op, out.shape, s32(out), s32(a))
 	case sameDtype(Float64, out, a):
 		kernels.UnaryStrided(op, out.shape, s64(out), s64(a))
+	case halfUnary(op, out, a):
 	default:
 		f32 := computeIn(out.dtype) == Float32
 		forEachOffset(out.shape, []int{out.offset, a.offset}, [][]int{out.strides, a.strides}, func(_ int, o []int) {
@@ -209,6 +210,7 @@ func binaryKernel(op kernels.BinaryOp, out, a, b *Tensor, s float64, scalarFirst
 		} else {
 			kernels.BinaryStrided(op, out.shape, s64(out), s64(a), sc)
 		}
+	case halfBinary(op, out, a, b):
 	default:
 		f32 := computeIn(out.dtype) == Float32
 		bOff, bStr := 0, zeros

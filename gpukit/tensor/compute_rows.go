@@ -148,3 +148,81 @@ func geluGradKernel(d, a *Tensor) {
 		})
 	}
 }
+
+// halfStripe is how many half-precision elements are widened to float32
+// at a time by the half fast paths.
+const halfStripe = 1024
+
+func isHalf(dt Dtype) bool { return dt == Float16 || dt == BFloat16 }
+
+// decodeHalf widens len(dst) elements of src (dt, little-endian) to float32.
+func decodeHalf(dt Dtype, dst []float32, src []byte) {
+	src = src[:2*len(dst)]
+	if dt == Float16 {
+		for i := range dst {
+			dst[i] = Float16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		}
+		return
+	}
+	for i := range dst {
+		dst[i] = BFloat16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+	}
+}
+
+// encodeHalf rounds src to dt (to nearest even) into dst.
+func encodeHalf(dt Dtype, dst []byte, src []float32) {
+	dst = dst[:2*len(src)]
+	for i, v := range src {
+		var h uint16
+		if dt == Float16 {
+			h = Float32ToFloat16(v)
+		} else {
+			h = Float32ToBFloat16(v)
+		}
+		dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+	}
+}
+
+// halfBytes is the bytes of the n elements of contiguous half t.
+func halfBytes(t *Tensor, n int) []byte { return t.st.data[2*t.offset : 2*(t.offset+n)] }
+
+// halfUnary computes out = op(a) for contiguous float16 or bfloat16
+// tensors of one dtype through the float32 kernel, a stripe at a time:
+// the values the per-element loop gives (each is rounded from the float32
+// result), with one kernel call per stripe instead of a dispatch per
+// element.
+func halfUnary(op kernels.UnaryOp, out, a *Tensor) bool {
+	if !isHalf(out.dtype) || a.dtype != out.dtype || !out.IsContiguous() || !a.IsContiguous() {
+		return false
+	}
+	n := out.Numel()
+	src, dst := halfBytes(a, n), halfBytes(out, n)
+	var buf [halfStripe]float32
+	for p := 0; p < n; p += halfStripe {
+		b := buf[:min(halfStripe, n-p)]
+		decodeHalf(a.dtype, b, src[2*p:])
+		kernels.Unary(op, b, b)
+		encodeHalf(out.dtype, dst[2*p:], b)
+	}
+	return true
+}
+
+// halfBinary is halfUnary for out = op(a, b) with a and b contiguous
+// tensors of out's shape and dtype.
+func halfBinary(op kernels.BinaryOp, out, a, b *Tensor) bool {
+	if !isHalf(out.dtype) || b == nil || !sameDtype(out.dtype, a, b) || !out.IsContiguous() || !a.IsContiguous() || !b.IsContiguous() {
+		return false
+	}
+	n := out.Numel()
+	sa, sb, dst := halfBytes(a, n), halfBytes(b, n), halfBytes(out, n)
+	var ba, bb [halfStripe]float32
+	for p := 0; p < n; p += halfStripe {
+		m := min(halfStripe, n-p)
+		x, y := ba[:m], bb[:m]
+		decodeHalf(a.dtype, x, sa[2*p:])
+		decodeHalf(b.dtype, y, sb[2*p:])
+		kernels.Binary(op, x, x, y)
+		encodeHalf(out.dtype, dst[2*p:], x)
+	}
+	return true
+}

@@ -58,3 +58,26 @@ func TestRowOpsIndependentOfCores(t *testing.T) {
 		require.Equal(t, want, got, "GOMAXPROCS=%d", procs)
 	}
 }
+
+// TestHalfFastPathMatchesGeneral checks that float16 and bfloat16 ops on
+// contiguous tensors (widened to float32 a stripe at a time) give the bits
+// of the per-element loop that transposed views take.
+func TestHalfFastPathMatchesGeneral(t *testing.T) {
+	dev := newDev(t)
+	gen := tensor.WithGenerator(tensor.NewGenerator(5))
+	for _, dt := range []tensor.Dtype{tensor.Float16, tensor.BFloat16} {
+		x := tensor.Randn([]int{67, 45}, tensor.On(dev), gen).Mul(3).ToDtype(dt)
+		y := tensor.Randn([]int{67, 45}, tensor.On(dev), gen).ToDtype(dt)
+		xt, yt := x.T().Contiguous().T(), y.T().Contiguous().T() // same values, transposed layout
+		require.False(t, xt.IsContiguous())
+		for name, f := range map[string]func(a, b *tensor.Tensor) *tensor.Tensor{
+			"Exp":  func(a, _ *tensor.Tensor) *tensor.Tensor { return a.Exp() },
+			"Gelu": func(a, _ *tensor.Tensor) *tensor.Tensor { return a.Gelu() },
+			"Tanh": func(a, _ *tensor.Tensor) *tensor.Tensor { return a.Tanh() },
+			"Mul":  func(a, b *tensor.Tensor) *tensor.Tensor { return a.Mul(b) },
+			"Div":  func(a, b *tensor.Tensor) *tensor.Tensor { return a.Div(b) },
+		} {
+			require.Equal(t, f(xt, yt).Float64s(), f(x, y).Float64s(), "%s %s", dt, name)
+		}
+	}
+}
