@@ -53,9 +53,10 @@ var vk = [...]uint32{
 	f32bits(erfcT), f32bits(erfcC0), // 172 176
 	f32bits(erfcR0), f32bits(erfcR1), f32bits(erfcR2), f32bits(erfcR3), f32bits(erfcR4), // 180 .. 196
 	f32bits(erfcR5), f32bits(erfcR6), f32bits(erfcR7), f32bits(erfcR8), f32bits(erfcR9), // 200 .. 216
-	f32bits(4), f32bits(sqrtHalf32), f32bits(phiSmall), f32bits(phiT), f32bits(invSqrt2Pi32), f32bits(phiHuge), // 220 .. 240
+	f32bits(4), f32bits(sqrtHalf32), f32bits(phiNeg), f32bits(phiT), f32bits(invSqrt2Pi32), f32bits(phiHuge), // 220 .. 240
 	f32bits(geluKappa), f32bits(geluBeta2), 0, 0, f32bits(3 * geluKappa), // 244 .. 260
 	150, f32bits(geluXMax), f32bits(-geluXMax), // 264 268 272
+	f32bits(erfP6), f32bits(erfP7), f32bits(erfP8), f32bits(phiPos), // 276 280 284 288
 }
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }

@@ -39,7 +39,13 @@
 
 // ERFP: Y11 = erfP(zreg). Clobbers Y1.
 #define ERFP(zreg) \
-	VBROADCASTSS K(168), Y11; \
+	VBROADCASTSS K(284), Y11; \
+	VBROADCASTSS K(280), Y1; \
+	VFMADD213PS  Y1, zreg, Y11; \
+	VBROADCASTSS K(276), Y1; \
+	VFMADD213PS  Y1, zreg, Y11; \
+	VBROADCASTSS K(168), Y1; \
+	VFMADD213PS  Y1, zreg, Y11; \
 	VBROADCASTSS K(164), Y1; \
 	VFMADD213PS  Y1, zreg, Y11; \
 	VBROADCASTSS K(160), Y1; \
@@ -217,6 +223,12 @@ loop:
 	VMULPS       Y8, Y8, Y10       // x²
 	ERFP(Y10)
 	VFMADD213PS  Y8, Y8, Y11       // small: x + x·P(x²)
+	VMOVAPS      Y11, Y0
+	VBROADCASTSS K(144), Y1
+	VCMPPS       $0x11, Y1, Y9, Y15 // a < 0.875
+	VMOVMSKPS    Y15, AX
+	CMPL         AX, $0xff
+	JEQ          store             // every lane small
 	VMULPS       Y9, Y9, Y12       // h
 	VMOVAPS      Y12, Y13
 	VFMSUB231PS  Y9, Y9, Y13       // l = a·a - h
@@ -234,17 +246,19 @@ loop:
 	VBROADCASTSS K(56), Y1
 	VANDPS       Y1, Y8, Y1
 	VORPS        Y1, Y2, Y2
-	VBROADCASTSS K(144), Y1
-	VCMPPS       $0x11, Y1, Y9, Y3 // a < 0.875
-	VBLENDVPS    Y3, Y11, Y2, Y0
+	VBLENDVPS    Y15, Y11, Y2, Y0
+store:
 	NEXT
 done:
 	VZEROUPPER
 	RET
 
-// PHI: from x in Y8, Y10 = Φ(x) and Y14 = e^(-x²/2) (phiGauss).
-// Clobbers Y0-Y5, Y9, Y11-Y13.
-#define PHI \
+// GELU's Φ (phiGauss), in parts. PHIPRE: from x in Y8, Y9 = |x|,
+// Y12 = x²/2 (rounded) and Y13 = its low part. PHISMALL: Y11 = Φ by the
+// polynomial and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
+// e^(-x²/2), 0 for |x| ≥ 16. PHILARGE: Y10 = Φ, Y11 in the small lanes and
+// the erfc form in the others (needs Y14). They clobber Y0-Y5.
+#define PHIPRE \
 	VBROADCASTSS K(52), Y1; \
 	VANDPS       Y1, Y8, Y9; \
 	VMULPS       Y8, Y8, Y12; \
@@ -252,20 +266,31 @@ done:
 	VFMSUB231PS  Y8, Y8, Y13; \
 	VBROADCASTSS K(80), Y1; \
 	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13; \
-	VBROADCASTSS K(56), Y1; \
-	VXORPS       Y1, Y12, Y0; \
-	EXPF; \
-	VFNMADD231PS Y13, Y0, Y0; \
-	VBROADCASTSS K(240), Y1; \
-	VCMPPS       $0x1d, Y1, Y9, Y2; \
-	VANDNPS      Y0, Y2, Y14; \
+	VMULPS       Y1, Y13, Y13
+
+#define PHISMALL \
 	VBROADCASTSS K(224), Y1; \
 	VMULPS       Y1, Y8, Y10; \
 	ERFP(Y12); \
 	VFMADD213PS  Y10, Y10, Y11; \
 	VBROADCASTSS K(80), Y1; \
 	VFMADD213PS  Y1, Y1, Y11; \
+	VBROADCASTSS K(228), Y2; \
+	VCMPPS       $0x1e, Y2, Y8, Y15; \
+	VBROADCASTSS K(288), Y2; \
+	VCMPPS       $0x11, Y2, Y8, Y2; \
+	VANDPS       Y2, Y15, Y15
+
+#define GAUSS \
+	VBROADCASTSS K(56), Y1; \
+	VXORPS       Y1, Y12, Y0; \
+	EXPF; \
+	VFNMADD231PS Y13, Y0, Y0; \
+	VBROADCASTSS K(240), Y1; \
+	VCMPPS       $0x1d, Y1, Y9, Y2; \
+	VANDNPS      Y0, Y2, Y14
+
+#define PHILARGE \
 	ERFCXR(232); \
 	VBROADCASTSS K(80), Y1; \
 	VMULPS       Y1, Y14, Y1; \
@@ -275,17 +300,23 @@ done:
 	VXORPS       Y3, Y3, Y3; \
 	VCMPPS       $0x1e, Y3, Y8, Y3; \
 	VBLENDVPS    Y3, Y2, Y1, Y1; \
-	VBROADCASTSS K(228), Y2; \
-	VCMPPS       $0x11, Y2, Y9, Y2; \
-	VBLENDVPS    Y2, Y11, Y1, Y10
+	VBLENDVPS    Y15, Y11, Y1, Y10
 
 // func geluAVX2(dst, src *float32, n int)
 TEXT ·geluAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
-	VMOVUPS (SI), Y8
-	PHI
-	VMULPS  Y10, Y8, Y0
+	VMOVUPS   (SI), Y8
+	PHIPRE
+	PHISMALL
+	VMOVAPS   Y11, Y10
+	VMOVMSKPS Y15, AX
+	CMPL      AX, $0xff
+	JEQ       small // every lane small: no exponential needed
+	GAUSS
+	PHILARGE
+small:
+	VMULPS    Y10, Y8, Y0
 	NEXT
 done:
 	VZEROUPPER
@@ -296,7 +327,15 @@ TEXT ·geluGradAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
 	VMOVUPS      (SI), Y8
-	PHI
+	PHIPRE
+	PHISMALL
+	GAUSS
+	VMOVAPS      Y11, Y10
+	VMOVMSKPS    Y15, AX
+	CMPL         AX, $0xff
+	JEQ          small
+	PHILARGE
+small:
 	VBROADCASTSS K(236), Y1
 	VMULPS       Y1, Y14, Y0
 	VFMADD213PS  Y10, Y8, Y0
