@@ -66,9 +66,15 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		scaleC(c, ldc, m, n, beta)
 		return
 	}
+	sgemmWorkers(workers(m*n*k, gemmParallelFlops), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmWorkers is Sgemm on at most w goroutines. The split changes which
+// goroutine computes an element of C, and for alpha = 1 (every tensor
+// matmul) never how: the result is the same for any w.
+func sgemmWorkers(w int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	// Partition C into one rectangle per worker along its longer side, so
 	// workers never share output cache lines across the cut (NR·4 = 64 bytes).
-	w := workers(m*n*k, gemmParallelFlops)
 	splitN := n >= m
 	total, align := m, gemmMR
 	if splitN {

@@ -164,3 +164,28 @@ func TestSgemmKernelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmOffsets checks the batch against one Sgemm per product, bit for
+// bit, with many products (spread over the cores) and with few (each
+// split), and with a broadcast operand (one offset for every product).
+func TestSgemmOffsets(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, batch := range []int{1, 3, 40} {
+		m, n, k := 70, 50, 64
+		a, b := randSlice(r, batch*m*k), randSlice(r, k*n)
+		oa, ob, oc := make([]int, batch), make([]int, batch), make([]int, batch)
+		for i := range batch {
+			oa[i], oc[i] = i*m*k, i*m*n
+		}
+		got, want := make([]float32, batch*m*n), make([]float32, batch*m*n)
+		SgemmOffsets(false, false, m, n, k, 1, a, k, oa, b, n, ob, 0, got, n, oc)
+		for i := range batch {
+			Sgemm(false, false, m, n, k, 1, a[oa[i]:], k, b, n, 0, want[oc[i]:], n)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("batch %d: element %d is %g, want %g", batch, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -326,6 +326,16 @@ func gemmBatch[F float32 | float64](gemm func(ta, tb bool, m, n, k int, alpha F,
 	if !okA || !okB {
 		panic("tensor: internal error: gemm operand in a layout BLAS cannot read")
 	}
+	if c32, ok := any(cd).([]float32); ok {
+		// float32: the whole batch in one call, which spreads the
+		// products over the cores when there are enough of them.
+		var oc, oa, ob []int
+		forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
+			oc, oa, ob = append(oc, o[0]), append(oa, o[1]), append(ob, o[2])
+		})
+		kernels.SgemmOffsets(ta, tb, m, n, k, 1, any(ad).([]float32), lda, oa, any(bd).([]float32), ldb, ob, 0, c32, ldc, oc)
+		return
+	}
 	forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
 		gemm(ta, tb, m, n, k, 1, ad[o[1]:], lda, bd[o[2]:], ldb, 0, cd[o[0]:], ldc)
 	})

@@ -26,6 +26,10 @@ func rowOpResults(t *testing.T) []float64 {
 			p.SetGrad(nil)
 		}
 	}
+	tensor.NoGrad(func() {
+		xb := x.View(257, 5, 103).Transpose(0, 1) // a batch of 5 products
+		out = append(out, xb.Matmul(xb.Transpose(1, 2)).Float64s()...)
+	})
 	for _, y := range []*tensor.Tensor{x.Softmax(-1), x.LogSoftmax(-1), x.Gelu(), tensor.LayerNorm(x, []int{515}, w, b, 1e-5)} {
 		out = append(out, y.Float64s()...)
 		y.Backward(tensor.WithGradient(g))
@@ -42,9 +46,9 @@ func rowOpResults(t *testing.T) []float64 {
 }
 
 // TestRowOpsIndependentOfCores checks that softmax, log-softmax, GELU,
-// LayerNorm and cross-entropy give the same bits, forward and backward,
-// whatever the number of cores: the grader and the lessons print the same
-// figures on a laptop and a server.
+// LayerNorm and cross-entropy (forward and backward) and a batched matmul
+// give the same bits whatever the number of cores: the grader and the
+// lessons print the same figures on a laptop and a server.
 func TestRowOpsIndependentOfCores(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var want []float64
