@@ -3,7 +3,7 @@
 # the same ops, shapes and dtype (float32) in gpukit/cmd/benchtorch and in
 # scripts/bench_torch.py, both on THREADS threads (GOMAXPROCS for gpukit,
 # torch.set_num_threads for PyTorch), median of REPS runs after one
-# warm-up. The two sides alternate case by case, so that a change in the
+# warm-up. The two sides alternate run by run, so that a change in the
 # machine's load touches both alike. Prints one table of times and ratios
 # (PyTorch's time / gpukit's: above 1, gpukit is faster) and the load
 # average before and after. Not part of make test.
@@ -29,12 +29,33 @@ go build -o "$tmp/benchtorch" ./gpukit/cmd/benchtorch
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) CPUs; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "PyTorch $("$PY" -c 'import torch; print(torch.__version__)'), $(go version | cut -d' ' -f3); $THREADS threads, float32, median of $REPS"
 CASES=${ONLY:-matmul,add,gelu_fwd,softmax,layernorm_fwd_bwd,gelu_fwd_bwd,cross_entropy_fwd_bwd,mlp_adam_step,gpt_step}
-: >"$tmp/gpukit.tsv"
-: >"$tmp/torch.tsv"
-for c in ${CASES//,/ }; do
-	GOMAXPROCS=$THREADS "$tmp/benchtorch" -reps "$REPS" -only "$c" >>"$tmp/gpukit.tsv"
-	OMP_NUM_THREADS=$THREADS "$PY" scripts/bench_torch.py --threads "$THREADS" --reps "$REPS" --only "$c" >>"$tmp/torch.tsv"
-done
+# Each case: both sides set up and warm up, then run alternately, one run
+# at a time, REPS times each.
+"$PY" - "$tmp/benchtorch" "$THREADS" "$REPS" "$CASES" "$tmp" <<'PY'
+import os, subprocess, sys, statistics
+exe, threads, reps, cases, tmp = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5]
+env = dict(os.environ, GOMAXPROCS=threads, OMP_NUM_THREADS=threads)
+out = {"gpukit": open(f"{tmp}/gpukit.tsv", "w"), "torch": open(f"{tmp}/torch.tsv", "w")}
+for c in cases:
+    procs = {
+        "gpukit": subprocess.Popen([exe, "-serve", "-only", c], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env),
+        "torch": subprocess.Popen([sys.executable, "scripts/bench_torch.py", "--serve", "--threads", threads, "--only", c],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env),
+    }
+    for p in procs.values():
+        if p.stdout.readline().strip() != "ready":
+            sys.exit(f"bench-torch: {c} did not start")
+    ts = {k: [] for k in procs}
+    for _ in range(reps):
+        for k, p in procs.items():
+            p.stdin.write("run\n")
+            p.stdin.flush()
+            ts[k].append(float(p.stdout.readline()))
+    for k, p in procs.items():
+        p.stdin.close()
+        p.wait()
+        out[k].write(f"{c}\t{statistics.median(ts[k]):.6g}\n")
+PY
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$tmp/gpukit.tsv" "$tmp/torch.tsv" <<'PY'
 import sys

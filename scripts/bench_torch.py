@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """The cases of gpukit/cmd/benchtorch in PyTorch (CPU, float32), one line
 per case: name<TAB>median seconds. Each case runs once to warm up, then
-REPS times. scripts/bench-torch.sh runs both and prints the table.
+REPS times. With --serve, it sets up the one case named by --only, warms
+it up, prints "ready", then runs it once per line of standard input and
+prints that run's seconds (scripts/bench-torch.sh alternates it with
+gpukit's that way).
 
-    python3 scripts/bench_torch.py [--threads 2] [--reps 7] [--only a,b]
+    python3 scripts/bench_torch.py [--threads 2] [--reps 7] [--only a,b] [--serve]
 """
 import argparse
 import statistics
+import sys
 import time
 
 import torch
@@ -119,6 +123,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--only", default="")
+    ap.add_argument("--serve", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -128,6 +133,13 @@ def main():
             continue
         run = make()
         run()
+        if a.serve:
+            print("ready", flush=True)
+            for _ in sys.stdin:
+                t0 = time.perf_counter()
+                run()
+                print(f"{time.perf_counter() - t0:.6g}", flush=True)
+            return
         ts = []
         for _ in range(a.reps):
             t0 = time.perf_counter()

@@ -4,12 +4,16 @@
 //	name<TAB>median seconds
 //
 // Each case runs once to warm up, then -reps times; the median is printed.
-// scripts/bench_torch.py times the same cases in PyTorch, and
-// scripts/bench-torch.sh puts the two side by side. Run it with
-// GOMAXPROCS set to the thread count PyTorch gets.
+// With -serve, it sets up the one case named by -only, warms it up, prints
+// "ready", then runs it once per line read from standard input and prints
+// that run's seconds: scripts/bench-torch.sh drives it and
+// scripts/bench_torch.py (the same cases in PyTorch) that way, alternating
+// the two run by run, so that a change in the machine's load touches both
+// alike. Run it with GOMAXPROCS set to the thread count PyTorch gets.
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -28,6 +32,7 @@ func main() {
 	reps := flag.Int("reps", 7, "timed repetitions per case (the median is printed)")
 	only := flag.String("only", "", "comma-separated case names to run (default: all)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	serve := flag.Bool("serve", false, "run the case named by -only once per line of standard input")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -47,13 +52,25 @@ func main() {
 		}
 		run, done := c.setup()
 		run() // warm-up: the caching allocator holds the blocks from here on
-		ts := make([]float64, *reps)
-		for i := range ts {
+		timed := func() float64 {
 			dev.Synchronize()
 			start := time.Now()
 			run()
 			dev.Synchronize()
-			ts[i] = time.Since(start).Seconds()
+			return time.Since(start).Seconds()
+		}
+		if *serve {
+			fmt.Println("ready")
+			in := bufio.NewScanner(os.Stdin)
+			for in.Scan() {
+				fmt.Printf("%.6g\n", timed())
+			}
+			done()
+			return
+		}
+		ts := make([]float64, *reps)
+		for i := range ts {
+			ts[i] = timed()
 		}
 		done()
 		slices.Sort(ts)
