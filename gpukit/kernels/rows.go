@@ -259,59 +259,36 @@ const lnBlock = 32
 //
 //	dx = rstd·(ĝ - mean(ĝ) - x̂·mean(ĝ·x̂)),  dw = Σ_rows g·x̂,  db = Σ_rows g.
 //
-// dx, dw and db may each be nil (not needed); w nil means ones. Row sums
-// are float64; the column sums dw and db are float64 per block of lnBlock
-// rows, then summed over the blocks in order.
+// dx, dw and db may each be nil (not needed); w nil means ones. x̂, ĝ and
+// the products are rounded to T, as PyTorch's kernel does; the row sums
+// are float64 (eight lanes), and the column sums dw and db are float64
+// per block of lnBlock rows, then summed over the blocks in order.
 func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n int) {
 	checkRows("LayerNormBackwardRows", len(g), len(x), rows, n)
 	if rows*n == 0 {
-		for i := range dw {
-			dw[i] = 0
-		}
-		for i := range db {
-			db[i] = 0
-		}
+		clear(dw)
+		clear(db)
 		return
 	}
+	if w == nil {
+		w = make([]T, n)
+		for j := range w {
+			w[j] = 1
+		}
+	}
 	nb := (rows + lnBlock - 1) / lnBlock
-	var pw, pb []float64
-	if dw != nil {
-		pw = make([]float64, nb*n)
-	}
-	if db != nil {
-		pb = make([]float64, nb*n)
-	}
+	pw, pb := make([]float64, nb*n), make([]float64, nb*n)
 	parallelFor(nb, min(rowWorkers(rows, n), nb), 1, func(lo, hi int) {
-		gw := make([]float64, n)
 		for blk := lo; blk < hi; blk++ {
+			bw, bb := pw[blk*n:(blk+1)*n], pb[blk*n:(blk+1)*n]
 			for r := blk * lnBlock; r < min((blk+1)*lnBlock, rows); r++ {
 				gr, xr := g[r*n:(r+1)*n], x[r*n:(r+1)*n]
-				mu, rs := float64(mean[r]), float64(rstd[r])
-				var sg, sgx float64
-				for j := range gr {
-					xh := (float64(xr[j]) - mu) * rs
-					gj := float64(gr[j])
-					if w != nil {
-						gw[j] = gj * float64(w[j])
-					} else {
-						gw[j] = gj
-					}
-					sg += gw[j]
-					sgx += gw[j] * xh
-					if pw != nil {
-						pw[blk*n+j] += gj * xh
-					}
-					if pb != nil {
-						pb[blk*n+j] += gj
-					}
-				}
+				mu, rs := mean[r], rstd[r]
+				var sg, sgx [8]float64
+				lnBackwardSums(gr, xr, w, mu, rs, &sg, &sgx, bw, bb)
 				if dx != nil {
-					sg, sgx = sg/float64(n), sgx/float64(n)
-					dr := dx[r*n : (r+1)*n]
-					for j := range dr {
-						xh := (float64(xr[j]) - mu) * rs
-						dr[j] = T(rs * (gw[j] - sg - xh*sgx))
-					}
+					a, b := T(lanes8(&sg)/float64(n)), T(lanes8(&sgx)/float64(n))
+					lnBackwardDx(dx[r*n:(r+1)*n], gr, xr, w, mu, rs, a, b)
 				}
 			}
 		}
@@ -320,15 +297,55 @@ func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n
 	sumBlocks(db, pb, nb, n)
 }
 
+// lnBackwardSums adds, for one row, ĝ = g·w and ĝ·x̂ to the lane sums sg
+// and sgx (lane j%8), and g·x̂ and g to the column sums pw and pb.
+func lnBackwardSums[T Float](g, x, w []T, mu, rs T, sg, sgx *[8]float64, pw, pb []float64) {
+	g, x, w, pw, pb = g[:len(x)], x[:len(x)], w[:len(x)], pw[:len(x)], pb[:len(x)]
+	j := 0
+	if g32, ok := any(g).([]float32); ok && useVecMath && len(x) >= 8 {
+		x32, w32 := any(x).([]float32), any(w).([]float32)
+		j = len(x) &^ 7
+		lnBwdSumsAVX2(&g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), sg, sgx, &pw[0], &pb[0])
+	}
+	for ; j < len(x); j++ {
+		xh := (x[j] - mu) * rs
+		gw := g[j] * w[j]
+		sg[j%8] += float64(gw)
+		sgx[j%8] += float64(gw * xh)
+		pw[j] += float64(g[j] * xh)
+		pb[j] += float64(g[j])
+	}
+}
+
+// lnBackwardDx writes dx = rstd·((ĝ - a) - x̂·b) for one row.
+func lnBackwardDx[T Float](dx, g, x, w []T, mu, rs, a, b T) {
+	g, x, w = g[:len(dx)], x[:len(dx)], w[:len(dx)]
+	j := 0
+	if d32, ok := any(dx).([]float32); ok && useVecMath && len(dx) >= 8 {
+		g32, x32, w32 := any(g).([]float32), any(x).([]float32), any(w).([]float32)
+		j = len(dx) &^ 7
+		lnBwdDxAVX2(&d32[0], &g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), float32(a), float32(b))
+	}
+	for ; j < len(dx); j++ {
+		xh := (x[j] - mu) * rs
+		gw := g[j] * w[j]
+		dx[j] = rs * ((gw - a) - xh*b)
+	}
+}
+
 func sumBlocks[T Float](dst []T, parts []float64, nb, n int) {
 	if dst == nil {
 		return
 	}
-	for j := range n {
-		var s float64
-		for blk := range nb {
-			s += parts[blk*n+j]
+	// Block by block, each column's sum in block order, reading the
+	// partial sums sequentially.
+	sum := make([]float64, n)
+	for blk := range nb {
+		for j, v := range parts[blk*n : (blk+1)*n] {
+			sum[j] += v
 		}
-		dst[j] = T(s)
+	}
+	for j, v := range sum {
+		dst[j] = T(v)
 	}
 }

@@ -195,3 +195,106 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
+TEXT ·lnBwdSumsAVX2(SB), NOSPLIT, $0-72
+	MOVQ         grad+0(FP), SI
+	MOVQ         x+8(FP), DX
+	MOVQ         w+16(FP), R8
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS mu+32(FP), Y6
+	VBROADCASTSS rs+36(FP), Y7
+	MOVQ         sg+40(FP), AX
+	MOVQ         sgx+48(FP), BX
+	MOVQ         pw+56(FP), R9
+	MOVQ         pb+64(FP), R10
+	VMOVUPD      (AX), Y12
+	VMOVUPD      32(AX), Y13
+	VMOVUPD      (BX), Y14
+	VMOVUPD      32(BX), Y15
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Y0
+	VSUBPS       Y6, Y0, Y0
+	VMULPS       Y7, Y0, Y0        // x̂
+	VMOVUPS      (SI), Y1          // g
+	VMULPS       (R8), Y1, Y2      // ĝ = g·w
+	VCVTPS2PD    X2, Y3
+	VADDPD       Y3, Y12, Y12
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y13, Y13
+	VMULPS       Y0, Y2, Y2        // ĝ·x̂
+	VCVTPS2PD    X2, Y3
+	VADDPD       Y3, Y14, Y14
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y15, Y15
+	VMULPS       Y0, Y1, Y2        // g·x̂
+	VCVTPS2PD    X2, Y3
+	VADDPD       (R9), Y3, Y3
+	VMOVUPD      Y3, (R9)
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       32(R9), Y3, Y3
+	VMOVUPD      Y3, 32(R9)
+	VCVTPS2PD    X1, Y3            // g
+	VADDPD       (R10), Y3, Y3
+	VMOVUPD      Y3, (R10)
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       32(R10), Y3, Y3
+	VMOVUPD      Y3, 32(R10)
+	ADDQ         $32, SI
+	ADDQ         $32, DX
+	ADDQ         $32, R8
+	ADDQ         $64, R9
+	ADDQ         $64, R10
+	DECQ         CX
+	JNZ          loop
+
+done:
+	VMOVUPD Y12, (AX)
+	VMOVUPD Y13, 32(AX)
+	VMOVUPD Y14, (BX)
+	VMOVUPD Y15, 32(BX)
+	VZEROUPPER
+	RET
+
+// func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32)
+TEXT ·lnBwdDxAVX2(SB), NOSPLIT, $0-56
+	MOVQ         dx+0(FP), DI
+	MOVQ         grad+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         w+24(FP), R8
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS mu+40(FP), Y6
+	VBROADCASTSS rs+44(FP), Y7
+	VBROADCASTSS a+48(FP), Y8
+	VBROADCASTSS b+52(FP), Y9
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS (DX), Y0
+	VSUBPS  Y6, Y0, Y0
+	VMULPS  Y7, Y0, Y0   // x̂
+	VMOVUPS (SI), Y1
+	VMULPS  (R8), Y1, Y1 // ĝ
+	VSUBPS  Y8, Y1, Y1   // ĝ - a
+	VMULPS  Y9, Y0, Y0   // x̂·b
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y7, Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, R8
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET

@@ -83,3 +83,9 @@ func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64)
 
 //go:noescape
 func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32)
+
+//go:noescape
+func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
+
+//go:noescape
+func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32)

@@ -25,3 +25,11 @@ func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64) { panic("kernels:
 func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32) {
 	panic("kernels: AVX2 not available")
 }
+
+func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64) {
+	panic("kernels: AVX2 not available")
+}
+
+func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32) {
+	panic("kernels: AVX2 not available")
+}
