@@ -32,7 +32,7 @@ CASES=${ONLY:-matmul,add,gelu_fwd,softmax,layernorm_fwd_bwd,gelu_fwd_bwd,cross_e
 # Each case: both sides set up and warm up, then run alternately, one run
 # at a time, REPS times each.
 "$PY" - "$tmp/benchtorch" "$THREADS" "$REPS" "$CASES" "$tmp" <<'PY'
-import os, subprocess, sys, statistics
+import os, subprocess, sys, statistics, time
 exe, threads, reps, cases, tmp = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5]
 env = dict(os.environ, GOMAXPROCS=threads, OMP_NUM_THREADS=threads)
 out = {"gpukit": open(f"{tmp}/gpukit.tsv", "w"), "torch": open(f"{tmp}/torch.tsv", "w")}
@@ -48,6 +48,10 @@ for c in cases:
     ts = {k: [] for k in procs}
     for _ in range(reps):
         for k, p in procs.items():
+            # A pause before each run: OpenBLAS's and OpenMP's idle
+            # threads spin for a while after a call, and would otherwise
+            # take a core from the run that follows.
+            time.sleep(0.3)
             p.stdin.write("run\n")
             p.stdin.flush()
             ts[k].append(float(p.stdout.readline()))
