@@ -469,3 +469,19 @@ func ApplyGeluGrad[T Float](x T) T {
 	}
 	return T(geluGrad64(float64(x)))
 }
+
+// ApplyGeluTanh is GeluTanh for one value.
+func ApplyGeluTanh[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluTanh32(float32(x)))
+	}
+	return T(geluTanh64(float64(x)))
+}
+
+// ApplyGeluTanhGrad is GeluTanhGrad for one value.
+func ApplyGeluTanhGrad[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluTanhGrad32(float32(x)))
+	}
+	return T(geluTanhGrad64(float64(x)))
+}

@@ -128,24 +128,39 @@ func layerNormBackwardRows(gx, gw, gb, g, x, weight, mean, rstd *Tensor, m, n in
 	return true
 }
 
-// geluGradKernel writes d = Φ(x) + x·φ(x) (GELU's derivative) for x = a.
-func geluGradKernel(d, a *Tensor) {
-	if d.Numel() == 0 || noBytes(d, a) {
+// vecOp is one of the kernels' vector functions without a UnaryOp: its
+// slice forms for float32 and float64 and its scalar forms.
+type vecOp struct {
+	f32 func(dst, src []float32)
+	f64 func(dst, src []float64)
+	s32 func(float32) float32
+	s64 func(float64) float64
+}
+
+var (
+	geluGradOp     = vecOp{kernels.GeluGrad[float32], kernels.GeluGrad[float64], kernels.ApplyGeluGrad[float32], kernels.ApplyGeluGrad[float64]}
+	geluTanhOp     = vecOp{kernels.GeluTanh[float32], kernels.GeluTanh[float64], kernels.ApplyGeluTanh[float32], kernels.ApplyGeluTanh[float64]}
+	geluTanhGradOp = vecOp{kernels.GeluTanhGrad[float32], kernels.GeluTanhGrad[float64], kernels.ApplyGeluTanhGrad[float32], kernels.ApplyGeluTanhGrad[float64]}
+)
+
+// vecKernel writes out = f(a) elementwise (out and a of one shape):
+// contiguous float32 and float64 through the vector kernel, other layouts
+// and dtypes (computed in float32 for the 16-bit types) element by
+// element.
+func vecKernel(f *vecOp, out, a *Tensor) {
+	if out.Numel() == 0 || noBytes(out, a) {
 		return
 	}
-	n := d.Numel()
+	n := out.Numel()
 	switch {
-	case d.IsContiguous() && a.IsContiguous() && sameDtype(Float32, d, a):
-		kernels.GeluGrad(span32(d, n), span32(a, n))
-	case d.IsContiguous() && a.IsContiguous() && sameDtype(Float64, d, a):
-		kernels.GeluGrad(span64(d, n), span64(a, n))
+	case out.IsContiguous() && a.IsContiguous() && sameDtype(Float32, out, a):
+		f.f32(span32(out, n), span32(a, n))
+	case out.IsContiguous() && a.IsContiguous() && sameDtype(Float64, out, a):
+		f.f64(span64(out, n), span64(a, n))
+	case computeIn(out.dtype) == Float32:
+		mapKernel(out, a, func(x float64) float64 { return float64(f.s32(float32(x))) })
 	default:
-		mapKernel(d, a, func(x float64) float64 {
-			if computeIn(d.dtype) == Float32 {
-				return float64(kernels.ApplyGeluGrad(float32(x)))
-			}
-			return kernels.ApplyGeluGrad(x)
-		})
+		mapKernel(out, a, f.s64)
 	}
 }
 
