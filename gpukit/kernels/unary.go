@@ -128,16 +128,20 @@ func unaryImplOf(op UnaryOp) *unaryImpl {
 	return &unaryImpls[op]
 }
 
+// applyScalar is op(x) for one value through its scalar function.
+func applyScalar[T Float](im *unaryImpl, x T) T {
+	if isFloat32[T]() {
+		return T(im.s32(float32(x)))
+	}
+	return T(im.s64(float64(x)))
+}
+
 // ApplyUnary computes op(x) for one value, as the kernels below do (for
 // float32, the vectorised functions' Go reference, bit for bit; for
 // float64, the math package). It is the scalar entry point; the slice
 // kernels resolve the op once per call instead.
 func ApplyUnary[T Float](op UnaryOp, x T) T {
-	im := unaryImplOf(op)
-	if _, ok := any(x).(float32); ok || isFloat32[T]() {
-		return T(im.s32(float32(x)))
-	}
-	return T(im.s64(float64(x)))
+	return applyScalar(unaryImplOf(op), x)
 }
 
 // isFloat32 reports whether T's underlying type is float32.
@@ -202,17 +206,16 @@ func UnaryStrided[T Float](op UnaryOp, shape []int, dst, src Strided[T]) {
 	l := coalesce(shape, dst.Strides, src.Strides)
 	off := [3]int{dst.Offset, src.Offset}
 	parallelFor(total, workers(total, unaryMinPer(op)), 16, func(lo, hi int) {
-		var buf [stripe]T
+		var buf []T // for strided runs only: the contiguous ones allocate nothing
 		d, x := dst.Data, src.Data
 		l.rows(off, lo, hi, func(n int, o, s [3]int) {
 			switch {
 			case s[0] == 1 && s[1] == 1:
 				unaryContig(im, d[o[0]:o[0]+n], x[o[1]:o[1]+n])
 			case s[1] == 0: // a broadcast value: compute it once
-				buf[0] = x[o[1]]
-				unaryContig(im, buf[:1], buf[:1])
+				v := applyScalar(im, x[o[1]])
 				for i := 0; i < n; i++ {
-					d[o[0]+i*s[0]] = buf[0]
+					d[o[0]+i*s[0]] = v
 				}
 			case s[0] == 1: // gather into dst, then in place
 				dd := d[o[0] : o[0]+n]
@@ -221,6 +224,9 @@ func UnaryStrided[T Float](op UnaryOp, shape []int, dst, src Strided[T]) {
 				}
 				unaryContig(im, dd, dd)
 			default:
+				if buf == nil {
+					buf = make([]T, stripe)
+				}
 				for p := 0; p < n; p += stripe {
 					b := buf[:min(stripe, n-p)]
 					for i := range b {

@@ -326,10 +326,11 @@ func gemmBatch[F float32 | float64](gemm func(ta, tb bool, m, n, k int, alpha F,
 	if !okA || !okB {
 		panic("tensor: internal error: gemm operand in a layout BLAS cannot read")
 	}
-	if c32, ok := any(cd).([]float32); ok {
+	if c32, ok := any(cd).([]float32); ok && r > 2 {
 		// float32: the whole batch in one call, which spreads the
 		// products over the cores when there are enough of them.
-		var oc, oa, ob []int
+		nb := numel(out.shape[:r-2])
+		oc, oa, ob := make([]int, 0, nb), make([]int, 0, nb), make([]int, 0, nb)
 		forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
 			oc, oa, ob = append(oc, o[0]), append(oa, o[1]), append(ob, o[2])
 		})
