@@ -115,6 +115,12 @@ notebooks-gen:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./gpukit/...
 
+# gpukit against PyTorch on this machine, side by side (issue 22; needs
+# python3-torch and libopenblas0-pthread). Not part of make test.
+.PHONY: bench-torch
+bench-torch:
+	bash scripts/bench-torch.sh
+
 # The classroom image, built with podman from base images made on this
 # machine (no registry needed; scripts/image-base.sh), then checked in a
 # running container with the network off. It is built from the student

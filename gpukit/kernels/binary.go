@@ -129,8 +129,20 @@ func binaryRow[T Float](op BinaryOp, n int, d []T, do, ds int, a []T, ao, as int
 			return
 		}
 	}
-	for i := 0; i < n; i++ {
-		d[do+i*ds] = Apply(op, a[ao+i*as], b[bo+i*bs])
+	// Any other layout: gather stripes of a and b into contiguous
+	// buffers and run the vector loop on them.
+	var ab, bb [stripe]T
+	for p := 0; p < n; p += stripe {
+		m := min(stripe, n-p)
+		x, y := ab[:m], bb[:m]
+		for i := range x {
+			x[i] = a[ao+(p+i)*as]
+			y[i] = b[bo+(p+i)*bs]
+		}
+		binaryVV(op, x, x, y)
+		for i, v := range x {
+			d[do+(p+i)*ds] = v
+		}
 	}
 }
 
@@ -164,10 +176,24 @@ func binaryVV[T Float](op BinaryOp, d, a, b []T) {
 		for i := range d {
 			d[i] = min(a[i], b[i])
 		}
-	default:
+	case Pow:
 		for i := range d {
-			d[i] = Apply(op, a[i], b[i])
+			d[i] = T(math.Pow(float64(a[i]), float64(b[i])))
 		}
+	case Greater:
+		for i := range d {
+			d[i] = b2f[T](a[i] > b[i])
+		}
+	case Less:
+		for i := range d {
+			d[i] = b2f[T](a[i] < b[i])
+		}
+	case Equal:
+		for i := range d {
+			d[i] = b2f[T](a[i] == b[i])
+		}
+	default:
+		panic("kernels: unknown " + op.String())
 	}
 }
 
@@ -199,10 +225,18 @@ func binaryVS[T Float](op BinaryOp, d, a []T, s T) {
 			d[i] = min(a[i], s)
 		}
 	default:
-		for i := range d {
-			d[i] = Apply(op, a[i], s)
-		}
+		binaryVV(op, d, a, broadcastRow(s, len(d)))
 	}
+}
+
+// broadcastRow is n copies of s (for the ops without a vector⊕scalar
+// loop of their own; they call math.Pow or compare, which dominates).
+func broadcastRow[T Float](s T, n int) []T {
+	r := make([]T, n)
+	for i := range r {
+		r[i] = s
+	}
+	return r
 }
 
 func binarySV[T Float](op BinaryOp, d []T, s T, b []T) {
@@ -225,8 +259,6 @@ func binarySV[T Float](op BinaryOp, d []T, s T, b []T) {
 			d[i] = s / b[i]
 		}
 	default:
-		for i := range d {
-			d[i] = Apply(op, s, b[i])
-		}
+		binaryVV(op, d, broadcastRow(s, len(d)), b)
 	}
 }

@@ -27,6 +27,13 @@
 //     line read or written is used in full (AVX shuffles on amd64).
 //   - Reductions work on a [outer, n, inner] view of contiguous data and
 //     accumulate sums in float64.
+//   - The float32 transcendental functions (exp, log, sigmoid, tanh, erf,
+//     GELU in both forms and the derivatives) run eight lanes at a time in
+//     AVX2+FMA assembly, bitwise equal to their Go reference (vmath.go);
+//     softmax, log-softmax and LayerNorm work on whole rows, split across
+//     goroutines, with a per-row reduction order that makes the results
+//     independent of the number of cores (rows.go). README.md has their
+//     accuracy and speed against PyTorch's.
 //   - AdamUpdate is an optimizer step in one pass over a parameter, its
 //     gradient and Adam's two moments, eight float32 lanes at a time in
 //     AVX assembly on amd64, with the scalar loop's operations in the

@@ -166,7 +166,7 @@ func TestUnary(t *testing.T) {
 	// Spot values of the activation functions.
 	x := []float64{-2, -0.5, 0, 0.5, 2}
 	for _, v := range x {
-		if g, w := ApplyUnary(Sigmoid, v), 1/(1+math.Exp(-v)); g != w {
+		if g, w := ApplyUnary(Sigmoid, v), 1/(1+math.Exp(-v)); math.Abs(g-w) > 1e-15 {
 			t.Errorf("Sigmoid(%v) = %v, want %v", v, g, w)
 		}
 		if g, w := ApplyUnary(Gelu, v), v*0.5*math.Erfc(-v/math.Sqrt2); math.Abs(g-w) > 1e-15 {

@@ -8,19 +8,29 @@ import (
 
 // Blocking parameters for Sgemm, in the BLIS/GotoBLAS scheme:
 //
-//   - gemmMR×gemmNR is the register tile computed by one micro-kernel call
-//     (6×16 float32 = 12 AVX2 registers of accumulators).
+//   - gemmMR×gemmNR is the register tile computed by one micro-kernel call:
+//     12×32 float32 (24 AVX-512 registers of accumulators) where the CPU
+//     has AVX-512, 6×16 (12 AVX2 registers) otherwise; both are the
+//     shapes OpenBLAS and BLIS use on those cores. The choice is made
+//     once, at start-up (sgemm_kernel_amd64.go).
 //   - gemmKC is the depth of one packed panel. A kc×NR sliver of B
-//     (256·16·4 = 16 KiB) stays in L1 while the micro-kernel walks down A.
+//     (256·32·4 = 32 KiB at most) stays in L1 while the micro-kernel walks
+//     down A.
 //   - gemmMC rows of A (144·256·4 = 144 KiB) are packed to sit in L2.
 //   - gemmNC columns of B form the panel shared by all MC blocks (L2/L3).
+//
+// The tile shape changes which products a lane accumulates, never their
+// order (each C element is one chain of FMAs over k in order), so both
+// kernels give the same bits.
 const (
-	gemmMR = 6
-	gemmNR = 16
 	gemmKC = 256
 	gemmMC = 144
 	gemmNC = 3072
+	maxMR  = 12
+	maxNR  = 32
 )
+
+var gemmMR, gemmNR = 6, 16
 
 // gemmParallelFlops is the multiply-add count (m·n·k) above which Sgemm
 // splits C across goroutines; smaller products finish before a goroutine
@@ -56,9 +66,15 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		scaleC(c, ldc, m, n, beta)
 		return
 	}
+	sgemmWorkers(workers(m*n*k, gemmParallelFlops), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmWorkers is Sgemm on at most w goroutines. The split changes which
+// goroutine computes an element of C, and for alpha = 1 (every tensor
+// matmul) never how: the result is the same for any w.
+func sgemmWorkers(w int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	// Partition C into one rectangle per worker along its longer side, so
 	// workers never share output cache lines across the cut (NR·4 = 64 bytes).
-	w := workers(m*n*k, gemmParallelFlops)
 	splitN := n >= m
 	total, align := m, gemmMR
 	if splitN {
@@ -135,7 +151,7 @@ func scaleC(c []float32, ldc, m, n int, beta float32) {
 func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	bufs := gemmPool.Get().(*gemmBufs)
 	defer gemmPool.Put(bufs)
-	var edge [gemmMR * gemmNR]float32
+	var edge [maxMR * maxNR]float32
 	for jc := 0; jc < n; jc += gemmNC {
 		nc := min(gemmNC, n-jc)
 		for pc := 0; pc < k; pc += gemmKC {
@@ -153,7 +169,7 @@ func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 // macroKernel multiplies a packed mc×kc block of A by a packed kc×nc panel of
 // B into C. Full MR×NR tiles are written in place; ragged edge tiles go
 // through a scratch tile so the micro-kernel never needs masking.
-func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, edge *[gemmMR * gemmNR]float32) {
+func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, edge *[maxMR * maxNR]float32) {
 	for jr := 0; jr < nc; jr += gemmNR {
 		cols := min(gemmNR, nc-jr)
 		bs := bp[jr*kc : jr*kc+gemmNR*kc]
@@ -165,11 +181,12 @@ func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, ed
 				microKernel(kc, as, bs, ct, ldc, alpha)
 				continue
 			}
-			clear(edge[:])
-			microKernel(kc, as, bs, edge[:], gemmNR, alpha)
+			e := edge[:gemmMR*gemmNR]
+			clear(e)
+			microKernel(kc, as, bs, e, gemmNR, alpha)
 			for i := 0; i < rows; i++ {
 				crow := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+cols]
-				erow := edge[i*gemmNR : i*gemmNR+cols]
+				erow := e[i*gemmNR : i*gemmNR+cols]
 				for j := range crow {
 					crow[j] += erow[j]
 				}
@@ -182,6 +199,10 @@ func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, ed
 // sliced to their exact extents by the caller, which is what makes the
 // unchecked assembly access safe.
 func microKernel(kc int, as, bs, c []float32, ldc int, alpha float32) {
+	if useAVX512 {
+		sgemmKernel12x32AVX512(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha)
+		return
+	}
 	if useAVX2 {
 		sgemmKernel6x16AVX2(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha)
 		return

@@ -14,6 +14,21 @@ func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32)
 // an AVX2 core, so the inner 6×16 kernel is the one place where assembly pays.
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// sgemmKernel12x32AVX512 is implemented in sgemm512_amd64.s.
+//
+//go:noescape
+func sgemmKernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha float32)
+
+// useAVX512 selects the 12×32 AVX-512 micro-kernel (twice the FMA width of
+// AVX2; x/sys/cpu reports AVX-512 only when the OS saves its registers).
+var useAVX512 = cpu.X86.HasAVX512F && useAVX2
+
+func init() {
+	if useAVX512 {
+		gemmMR, gemmNR = 12, 32
+	}
+}
+
 // transpose16x16AVX is implemented in transpose_amd64.s.
 //
 //go:noescape

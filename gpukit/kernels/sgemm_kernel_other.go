@@ -4,6 +4,12 @@ package kernels
 
 var useAVX2 = false
 
+var useAVX512 = false
+
+func sgemmKernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha float32) {
+	panic("kernels: AVX-512 kernel not available")
+}
+
 func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32) {
 	panic("kernels: AVX2 kernel not available")
 }

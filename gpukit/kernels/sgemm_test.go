@@ -138,3 +138,54 @@ func FuzzSgemm(f *testing.F) {
 		runGemmCase(t, tc, uint64(m)<<8|uint64(n))
 	})
 }
+
+// TestSgemmKernelsAgree checks that the AVX-512 and AVX2 micro-kernels
+// give the same bits (each element is one FMA chain over k in order).
+func TestSgemmKernelsAgree(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, sz := range [][3]int{{37, 53, 300}, {128, 96, 512}, {7, 200, 33}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		a, b := randSlice(r, m*k), randSlice(r, k*n)
+		c512 := make([]float32, m*n)
+		Sgemm(false, true, m, n, k, 1, a, k, b, k, 0, c512, n)
+		useAVX512 = false
+		gemmMR, gemmNR = 6, 16
+		c2 := make([]float32, m*n)
+		Sgemm(false, true, m, n, k, 1, a, k, b, k, 0, c2, n)
+		useAVX512 = true
+		gemmMR, gemmNR = 12, 32
+		for i := range c2 {
+			if math.Float32bits(c2[i]) != math.Float32bits(c512[i]) {
+				t.Fatalf("%v: element %d: AVX-512 %g, AVX2 %g", sz, i, c512[i], c2[i])
+			}
+		}
+	}
+}
+
+// TestSgemmOffsets checks the batch against one Sgemm per product, bit for
+// bit, with many products (spread over the cores) and with few (each
+// split), and with a broadcast operand (one offset for every product).
+func TestSgemmOffsets(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	for _, batch := range []int{1, 3, 40} {
+		m, n, k := 70, 50, 64
+		a, b := randSlice(r, batch*m*k), randSlice(r, k*n)
+		oa, ob, oc := make([]int, batch), make([]int, batch), make([]int, batch)
+		for i := range batch {
+			oa[i], oc[i] = i*m*k, i*m*n
+		}
+		got, want := make([]float32, batch*m*n), make([]float32, batch*m*n)
+		SgemmOffsets(false, false, m, n, k, 1, a, k, oa, b, n, ob, 0, got, n, oc)
+		for i := range batch {
+			Sgemm(false, false, m, n, k, 1, a[oa[i]:], k, b, n, 0, want[oc[i]:], n)
+		}
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("batch %d: element %d is %g, want %g", batch, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -35,42 +35,121 @@ func (op UnaryOp) String() string {
 	return fmt.Sprintf("UnaryOp(%d)", uint8(op))
 }
 
-// ApplyUnary computes op(x) for one value. Transcendental functions are
-// evaluated in float64 (Go's math package), which is correctly rounded enough
-// that float32 results match a float64 reference to within one ulp.
-func ApplyUnary[T Float](op UnaryOp, x T) T {
-	switch op {
-	case Identity:
-		return x
-	case Neg:
-		return -x
-	case Abs:
-		return T(math.Abs(float64(x)))
-	case Square:
-		return x * x
-	case Sqrt:
-		return T(math.Sqrt(float64(x)))
-	case Reciprocal:
-		return 1 / x
-	case Exp:
-		return T(math.Exp(float64(x)))
-	case Log:
-		return T(math.Log(float64(x)))
-	case Sin:
-		return T(math.Sin(float64(x)))
-	case Cos:
-		return T(math.Cos(float64(x)))
-	case Relu:
-		return max(x, 0) // NaN stays NaN, as in PyTorch
-	case Sigmoid:
-		return T(1 / (1 + math.Exp(-float64(x))))
-	case Tanh:
-		return T(math.Tanh(float64(x)))
-	case Gelu:
-		v := float64(x)
-		return T(0.5 * v * (1 + math.Erf(v/math.Sqrt2)))
+// unaryImpl is one op's kernels: the contiguous loops for float32 and
+// float64 and the scalar functions. The op is resolved to these once per
+// call (or per contiguous run), never per element.
+type unaryImpl struct {
+	f32 func(d, s []float32)
+	f64 func(d, s []float64)
+	s32 func(float32) float32
+	s64 func(float64) float64
+}
+
+// loop returns the contiguous loop of a scalar function.
+func loop[T Float](f func(T) T) func(d, s []T) {
+	return func(d, s []T) {
+		s = s[:len(d)]
+		for i := range d {
+			d[i] = f(s[i])
+		}
 	}
-	panic("kernels: unknown " + op.String())
+}
+
+// fromVec builds an op from a vectorised function (vmath.go).
+func fromVec(v *vecFunc) unaryImpl {
+	return unaryImpl{f32: v.apply32, f64: v.apply64, s32: v.f32, s64: v.f64}
+}
+
+// fromScalar builds an op whose float32 and float64 forms are one
+// generic function, with its own inlined loop.
+func fromScalar(f32 func(float32) float32, f64 func(float64) float64) unaryImpl {
+	return unaryImpl{f32: loop(f32), f64: loop(f64), s32: f32, s64: f64}
+}
+
+var unaryImpls [numUnaryOps]unaryImpl
+
+func init() {
+	unaryImpls = [numUnaryOps]unaryImpl{
+		Identity: {f32: func(d, s []float32) { copy(d, s) }, f64: func(d, s []float64) { copy(d, s) },
+			s32: func(x float32) float32 { return x }, s64: func(x float64) float64 { return x }},
+		Neg: {f32: func(d, s []float32) { negLoop(d, s) }, f64: func(d, s []float64) { negLoop(d, s) },
+			s32: func(x float32) float32 { return -x }, s64: func(x float64) float64 { return -x }},
+		Abs: fromScalar(func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }, math.Abs),
+		Square: {f32: func(d, s []float32) { squareLoop(d, s) }, f64: func(d, s []float64) { squareLoop(d, s) },
+			s32: func(x float32) float32 { return x * x }, s64: func(x float64) float64 { return x * x }},
+		Sqrt: fromScalar(func(x float32) float32 { return float32(math.Sqrt(float64(x))) }, math.Sqrt),
+		Reciprocal: {f32: func(d, s []float32) { reciprocalLoop(d, s) }, f64: func(d, s []float64) { reciprocalLoop(d, s) },
+			s32: func(x float32) float32 { return 1 / x }, s64: func(x float64) float64 { return 1 / x }},
+		Exp: fromVec(&vecExp),
+		Log: fromVec(&vecLog),
+		Sin: fromScalar(func(x float32) float32 { return float32(math.Sin(float64(x))) }, math.Sin),
+		Cos: fromScalar(func(x float32) float32 { return float32(math.Cos(float64(x))) }, math.Cos),
+		Relu: {f32: func(d, s []float32) { reluLoop(d, s) }, f64: func(d, s []float64) { reluLoop(d, s) },
+			s32: func(x float32) float32 { return max(x, 0) }, s64: func(x float64) float64 { return max(x, 0) }},
+		Sigmoid: fromVec(&vecSigmoid),
+		Tanh:    fromVec(&vecTanh),
+		Gelu:    fromVec(&vecGelu),
+	}
+}
+
+func negLoop[T Float](d, s []T) {
+	s = s[:len(d)]
+	for i := range d {
+		d[i] = -s[i]
+	}
+}
+
+func squareLoop[T Float](d, s []T) {
+	s = s[:len(d)]
+	for i := range d {
+		d[i] = s[i] * s[i]
+	}
+}
+
+func reciprocalLoop[T Float](d, s []T) {
+	s = s[:len(d)]
+	for i := range d {
+		d[i] = 1 / s[i]
+	}
+}
+
+// reluLoop keeps NaN (max(NaN, 0) is NaN), as PyTorch does.
+func reluLoop[T Float](d, s []T) {
+	s = s[:len(d)]
+	for i := range d {
+		d[i] = max(s[i], 0)
+	}
+}
+
+func unaryImplOf(op UnaryOp) *unaryImpl {
+	if op >= numUnaryOps {
+		panic("kernels: unknown " + op.String())
+	}
+	return &unaryImpls[op]
+}
+
+// applyScalar is op(x) for one value through its scalar function.
+func applyScalar[T Float](im *unaryImpl, x T) T {
+	if isFloat32[T]() {
+		return T(im.s32(float32(x)))
+	}
+	return T(im.s64(float64(x)))
+}
+
+// ApplyUnary computes op(x) for one value, as the kernels below do (for
+// float32, the vectorised functions' Go reference, bit for bit; for
+// float64, the math package). It is the scalar entry point; the slice
+// kernels resolve the op once per call instead.
+func ApplyUnary[T Float](op UnaryOp, x T) T {
+	return applyScalar(unaryImplOf(op), x)
+}
+
+// isFloat32 reports whether T's underlying type is float32.
+func isFloat32[T Float]() bool {
+	var z T
+	z = 1 << 30
+	z++
+	return z == 1<<30 // 2³⁰+1 rounds to 2³⁰ in float32 only
 }
 
 // Unary computes dst[i] = op(src[i]) over contiguous slices of equal length.
@@ -79,15 +158,20 @@ func Unary[T Float](op UnaryOp, dst, src []T) {
 	if len(src) != len(dst) {
 		panic(fmt.Sprintf("kernels: Unary %v: lengths dst=%d src=%d differ", op, len(dst), len(src)))
 	}
-	// Transcendental ops cost ~10–50 ns per element, so they are worth
-	// splitting at a much smaller size than the memory-bound ones.
-	minPer := parallelThreshold / 2
-	if op >= Exp {
-		minPer = 4096
-	}
-	parallelFor(len(dst), workers(len(dst), minPer), 16, func(lo, hi int) {
-		unaryContig(op, dst[lo:hi], src[lo:hi])
+	im := unaryImplOf(op)
+	parallelFor(len(dst), workers(len(dst), unaryMinPer(op)), 16, func(lo, hi int) {
+		unaryContig(im, dst[lo:hi], src[lo:hi])
 	})
+}
+
+// unaryMinPer is how many elements are worth one goroutine: transcendental
+// ops cost ~1–3 ns per element, so they split at a smaller size than the
+// memory-bound ones.
+func unaryMinPer(op UnaryOp) int {
+	if op >= Exp {
+		return 4096
+	}
+	return parallelThreshold / 2
 }
 
 // Map computes dst[i] = f(src[i]) for a caller-supplied function, for ops
@@ -104,6 +188,11 @@ func Map[T Float](f func(T) T, dst, src []T) {
 	})
 }
 
+// stripe is how many elements of a strided run are gathered into a
+// contiguous buffer at a time, so that strided and broadcast inputs run the
+// same vector loops as contiguous ones.
+const stripe = 256
+
 // UnaryStrided computes dst = op(src) elementwise over an N-d shape with
 // arbitrary non-negative strides (src may broadcast with stride 0).
 func UnaryStrided[T Float](op UnaryOp, shape []int, dst, src Strided[T]) {
@@ -113,52 +202,64 @@ func UnaryStrided[T Float](op UnaryOp, shape []int, dst, src Strided[T]) {
 	if total == 0 {
 		return
 	}
+	im := unaryImplOf(op)
 	l := coalesce(shape, dst.Strides, src.Strides)
 	off := [3]int{dst.Offset, src.Offset}
-	minPer := parallelThreshold / 2
-	if op >= Exp {
-		minPer = 4096
-	}
-	parallelFor(total, workers(total, minPer), 16, func(lo, hi int) {
+	parallelFor(total, workers(total, unaryMinPer(op)), 16, func(lo, hi int) {
+		var buf []T // for strided runs only: the contiguous ones allocate nothing
+		d, x := dst.Data, src.Data
 		l.rows(off, lo, hi, func(n int, o, s [3]int) {
-			if s[0] == 1 && s[1] == 1 {
-				unaryContig(op, dst.Data[o[0]:o[0]+n], src.Data[o[1]:o[1]+n])
-				return
-			}
-			d, x := dst.Data, src.Data
-			for i := 0; i < n; i++ {
-				d[o[0]+i*s[0]] = ApplyUnary(op, x[o[1]+i*s[1]])
+			switch {
+			case s[0] == 1 && s[1] == 1:
+				unaryContig(im, d[o[0]:o[0]+n], x[o[1]:o[1]+n])
+			case s[1] == 0: // a broadcast value: compute it once
+				v := applyScalar(im, x[o[1]])
+				for i := 0; i < n; i++ {
+					d[o[0]+i*s[0]] = v
+				}
+			case s[0] == 1: // gather into dst, then in place
+				dd := d[o[0] : o[0]+n]
+				for i := range dd {
+					dd[i] = x[o[1]+i*s[1]]
+				}
+				unaryContig(im, dd, dd)
+			default:
+				if buf == nil {
+					buf = make([]T, stripe)
+				}
+				for p := 0; p < n; p += stripe {
+					b := buf[:min(stripe, n-p)]
+					for i := range b {
+						b[i] = x[o[1]+(p+i)*s[1]]
+					}
+					unaryContig(im, b, b)
+					for i, v := range b {
+						d[o[0]+(p+i)*s[0]] = v
+					}
+				}
 			}
 		})
 	})
 }
 
-// unaryContig keeps the cheap ops in branch-free loops of their own; the
-// transcendental ones are dominated by the math call anyway.
-func unaryContig[T Float](op UnaryOp, d, s []T) {
-	s = s[:len(d)]
-	switch op {
-	case Identity:
-		copy(d, s)
-	case Neg:
-		for i := range d {
-			d[i] = -s[i]
+// unaryContig runs one op's contiguous loop for T (a type switch per run,
+// not per element).
+func unaryContig[T Float](im *unaryImpl, d, s []T) {
+	switch dd := any(d).(type) {
+	case []float32:
+		im.f32(dd, any(s).([]float32))
+	case []float64:
+		im.f64(dd, any(s).([]float64))
+	default: // a named float type
+		s = s[:len(d)]
+		if isFloat32[T]() {
+			for i := range d {
+				d[i] = T(im.s32(float32(s[i])))
+			}
+			return
 		}
-	case Square:
 		for i := range d {
-			d[i] = s[i] * s[i]
-		}
-	case Relu:
-		for i := range d {
-			d[i] = max(s[i], 0)
-		}
-	case Reciprocal:
-		for i := range d {
-			d[i] = 1 / s[i]
-		}
-	default:
-		for i := range d {
-			d[i] = ApplyUnary(op, s[i])
+			d[i] = T(im.s64(float64(s[i])))
 		}
 	}
 }

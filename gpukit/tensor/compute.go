@@ -164,6 +164,7 @@ func unaryKernel(op kernels.UnaryOp, out, a *Tensor) {
 		kernels.UnaryStrided(op, out.shape, s32(out), s32(a))
 	case sameDtype(Float64, out, a):
 		kernels.UnaryStrided(op, out.shape, s64(out), s64(a))
+	case halfUnary(op, out, a):
 	default:
 		f32 := computeIn(out.dtype) == Float32
 		forEachOffset(out.shape, []int{out.offset, a.offset}, [][]int{out.strides, a.strides}, func(_ int, o []int) {
@@ -209,6 +210,7 @@ func binaryKernel(op kernels.BinaryOp, out, a, b *Tensor, s float64, scalarFirst
 		} else {
 			kernels.BinaryStrided(op, out.shape, s64(out), s64(a), sc)
 		}
+	case halfBinary(op, out, a, b):
 	default:
 		f32 := computeIn(out.dtype) == Float32
 		bOff, bStr := 0, zeros
@@ -324,6 +326,17 @@ func gemmBatch[F float32 | float64](gemm func(ta, tb bool, m, n, k int, alpha F,
 	if !okA || !okB {
 		panic("tensor: internal error: gemm operand in a layout BLAS cannot read")
 	}
+	if c32, ok := any(cd).([]float32); ok && r > 2 {
+		// float32: the whole batch in one call, which spreads the
+		// products over the cores when there are enough of them.
+		nb := numel(out.shape[:r-2])
+		oc, oa, ob := make([]int, 0, nb), make([]int, 0, nb), make([]int, 0, nb)
+		forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
+			oc, oa, ob = append(oc, o[0]), append(oa, o[1]), append(ob, o[2])
+		})
+		kernels.SgemmOffsets(ta, tb, m, n, k, 1, any(ad).([]float32), lda, oa, any(bd).([]float32), ldb, ob, 0, c32, ldc, oc)
+		return
+	}
 	forEachOffset(out.shape[:r-2], offs, strides, func(_ int, o []int) {
 		gemm(ta, tb, m, n, k, 1, ad[o[1]:], lda, bd[o[2]:], ldb, 0, cd[o[0]:], ldc)
 	})
@@ -424,7 +437,7 @@ func lineStride(t *Tensor, dim int) int {
 // out (a's shape), computing each line in float64 after subtracting its
 // maximum, so large logits do not overflow.
 func softmaxKernel(out, a *Tensor, dim int, log bool) {
-	if out.Numel() == 0 || noBytes(out, a) {
+	if out.Numel() == 0 || noBytes(out, a) || softmaxRows(out, a, dim, log) {
 		return
 	}
 	n := 1

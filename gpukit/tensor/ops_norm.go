@@ -153,7 +153,7 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	defer mean.Release() // the node keeps its own references
 	rstd := empty(x.outMem(), statShape, statDtype(x.dtype))
 	defer rstd.Release()
-	if out.Numel() > 0 && !noBytes(out, x) {
+	if out.Numel() > 0 && !noBytes(out, x) && !layerNormRows(out, mean, rstd, x, weight, bias, m, n, eps) {
 		xc, release := contiguousOrSelf(x)
 		defer release()
 		w, b := values(weight, n, 1), values(bias, n, 0)
@@ -211,7 +211,7 @@ func layerNormBackward(g, x, weight, bias, mean, rstd *Tensor, m, n int, needs [
 	if needs[2] && bias != nil {
 		gb = empty(g.outMem(), bias.shape, bias.dtype)
 	}
-	if g.Numel() > 0 && !noBytes(g, x) {
+	if g.Numel() > 0 && !noBytes(g, x) && !layerNormBackwardRows(gx, gw, gb, g, x, weight, mean, rstd, m, n) {
 		gc, releaseG := contiguousOrSelf(g)
 		defer releaseG()
 		xc, releaseX := contiguousOrSelf(x)

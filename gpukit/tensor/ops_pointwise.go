@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"math"
 	"slices"
 
 	"github.com/gpumem/course/gpukit/kernels"
@@ -300,11 +299,7 @@ func (t *Tensor) Gelu() *Tensor {
 			// g·(Φ(x) + x·φ(x))
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			mapKernel(d, saved[0], func(x float64) float64 {
-				cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
-				pdf := math.Exp(-0.5*x*x) / math.Sqrt(2*math.Pi)
-				return cdf + x*pdf
-			})
+			vecKernel(&geluGradOp, d, saved[0])
 			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
@@ -317,7 +312,9 @@ func (t *Tensor) Gelu() *Tensor {
 //
 // Its node is GeluBackward0, as for Gelu, and saves its input; the
 // derivative is that of aten/src/ATen/native/cpu/Activation.cpp
-// (GeluBackwardKernelImpl, the tanh branch).
+// (GeluBackwardKernelImpl, the tanh branch). Both are computed by
+// kernels.GeluTanh and kernels.GeluTanhGrad, as x·σ(2u) (the same
+// function, without 1 + tanh's cancellation for negative t).
 func (t *Tensor) GeluTanh() *Tensor {
 	const op = "GeluTanh"
 	t.live(op)
@@ -325,28 +322,17 @@ func (t *Tensor) GeluTanh() *Tensor {
 		panicf("%s: expected a floating-point input, got %s (convert with ToDtype)", op, t.dtype)
 	}
 	out := empty(t.outMem(), t.shape, t.dtype)
-	mapKernel(out, t, func(x float64) float64 {
-		return 0.5 * x * (1 + math.Tanh(geluBeta*(x+geluKappa*x*x*x)))
-	})
+	vecKernel(&geluTanhOp, out, t)
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			mapKernel(d, saved[0], func(x float64) float64 {
-				th := math.Tanh(geluBeta * (x + geluKappa*x*x*x))
-				return 0.5*(1+th) + 0.5*x*(1-th*th)*geluBeta*(1+3*geluKappa*x*x)
-			})
+			vecKernel(&geluTanhGradOp, d, saved[0])
 			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
 }
-
-// The constants of GELU's tanh approximation: √(2/π) and 0.044715.
-const (
-	geluBeta  = 0.7978845608028654
-	geluKappa = 0.044715
-)
 
 // Clamp limits t to [lo, hi] (torch.clamp; pass math.Inf(-1) or
 // math.Inf(1) for a one-sided clamp; if lo > hi every element becomes hi).

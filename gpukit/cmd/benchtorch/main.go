@@ -1,0 +1,180 @@
+// Command benchtorch times the ops of scripts/bench-torch.sh in gpukit, on a
+// simulated GPU (real values, computed on this CPU), one line per case:
+//
+//	name<TAB>median seconds
+//
+// Each case runs once to warm up, then -reps times; the median is printed.
+// With -serve, it sets up the one case named by -only, warms it up, prints
+// "ready", then runs it once per line read from standard input and prints
+// that run's seconds: scripts/bench-torch.sh drives it and
+// scripts/bench_torch.py (the same cases in PyTorch) that way, alternating
+// the two run by run, so that a change in the machine's load touches both
+// alike. Run it with GOMAXPROCS set to the thread count PyTorch gets.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/optim"
+	"github.com/gpumem/course/gpukit/tensor"
+)
+
+func main() {
+	reps := flag.Int("reps", 7, "timed repetitions per case (the median is printed)")
+	only := flag.String("only", "", "comma-separated case names to run (default: all)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	serve := flag.Bool("serve", false, "run the case named by -only once per line of standard input")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
+	p, err := device.LookupProfile("h100-80gb")
+	check(err)
+	dev, err := device.Open("sim:0", device.WithProfile(p))
+	check(err)
+	on := tensor.On(dev)
+	gen := tensor.WithGenerator(tensor.NewGenerator(1))
+	for _, c := range cases(on, gen) {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.name) {
+			continue
+		}
+		run, done := c.setup()
+		run() // warm-up: the caching allocator holds the blocks from here on
+		timed := func() float64 {
+			dev.Synchronize()
+			start := time.Now()
+			run()
+			dev.Synchronize()
+			return time.Since(start).Seconds()
+		}
+		if *serve {
+			fmt.Println("ready")
+			in := bufio.NewScanner(os.Stdin)
+			for in.Scan() {
+				fmt.Printf("%.6g\n", timed())
+			}
+			done()
+			return
+		}
+		ts := make([]float64, *reps)
+		for i := range ts {
+			ts[i] = timed()
+		}
+		done()
+		slices.Sort(ts)
+		fmt.Printf("%s\t%.6g\n", c.name, ts[len(ts)/2])
+	}
+}
+
+type benchCase struct {
+	name  string
+	setup func() (run, done func())
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtorch:", err)
+		os.Exit(1)
+	}
+}
+
+// releaseAll releases every tensor given.
+func releaseAll(ts ...*tensor.Tensor) func() {
+	return func() {
+		for _, t := range ts {
+			t.Release()
+		}
+	}
+}
+
+func cases(on, gen tensor.Option) []benchCase {
+	randn := func(shape ...int) *tensor.Tensor { return tensor.Randn(shape, on, gen) }
+	param := func(shape ...int) *tensor.Tensor { return tensor.Randn(shape, on, gen, tensor.RequiresGrad()) }
+	return []benchCase{
+		{"matmul", func() (func(), func()) {
+			a, b := randn(1024, 1024), randn(1024, 1024)
+			return func() { a.Matmul(b).Release() }, releaseAll(a, b)
+		}},
+		{"add", func() (func(), func()) {
+			a, b := randn(4096, 4096), randn(4096, 4096)
+			return func() { a.Add(b).Release() }, releaseAll(a, b)
+		}},
+		{"gelu_fwd", func() (func(), func()) {
+			a := randn(4096, 4096)
+			return func() { a.Gelu().Release() }, releaseAll(a)
+		}},
+		{"softmax", func() (func(), func()) {
+			a := randn(4096, 4096)
+			return func() { a.Softmax(-1).Release() }, releaseAll(a)
+		}},
+		{"layernorm_fwd_bwd", func() (func(), func()) {
+			x, w, b, g := param(8192, 1024), param(1024), param(1024), randn(8192, 1024)
+			return func() {
+				y := tensor.LayerNorm(x, []int{1024}, w, b, 1e-5)
+				y.Backward(tensor.WithGradient(g))
+				y.Release()
+				clearGrads(x, w, b)
+			}, releaseAll(x, w, b, g)
+		}},
+		{"gelu_fwd_bwd", func() (func(), func()) {
+			x, g := param(8192, 1024), randn(8192, 1024)
+			return func() {
+				y := x.Gelu()
+				y.Backward(tensor.WithGradient(g))
+				y.Release()
+				clearGrads(x)
+			}, releaseAll(x, g)
+		}},
+		{"cross_entropy_fwd_bwd", func() (func(), func()) {
+			x := param(8192, 1000)
+			t := tensor.Randint(0, 1000, []int{8192}, on, gen)
+			return func() {
+				l := tensor.CrossEntropy(x, t)
+				l.Backward()
+				l.Release()
+				clearGrads(x)
+			}, releaseAll(x, t)
+		}},
+		{"mlp_adam_step", func() (func(), func()) {
+			m := nn.NewSequential(nn.NewLinear(1024, 4096, true, on, gen), nn.NewGELU(), nn.NewLinear(4096, 1024, true, on, gen))
+			opt, err := optim.NewAdam(nn.Parameters(m), optim.DefaultAdam())
+			check(err)
+			x, target := randn(512, 1024), randn(512, 1024)
+			return func() {
+					y := m.Forward(x)
+					l := tensor.MSELoss(y, target)
+					l.Backward()
+					opt.Step()
+					opt.ZeroGrad(true)
+					l.Release()
+					y.Release()
+				}, func() {
+					opt.Release()
+					nn.Release(m)
+					releaseAll(x, target)()
+				}
+		}},
+		{"gpt_step", func() (func(), func()) {
+			return gptStep(on, gen)
+		}},
+	}
+}
+
+// clearGrads drops the accumulated gradients of the leaves (set_to_none).
+func clearGrads(ts ...*tensor.Tensor) {
+	for _, t := range ts {
+		t.SetGrad(nil)
+	}
+}

@@ -1,0 +1,300 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "vmath_amd64.h"
+
+// Row helpers of rows.go (AVX2); n is a multiple of 8 (≥ 8). Float64
+// lane sums keep lane i%8 of the row in acc[i%8], as the Go loops do.
+
+// func maxAVX2(s *float32, n int) float32
+TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+	MOVQ    s+0(FP), SI
+	MOVQ    n+8(FP), CX
+	SHRQ    $3, CX
+	VMOVUPS (SI), Y0
+	ADDQ    $32, SI
+	DECQ    CX
+	JZ      reduce
+
+loop:
+	VMAXPS (SI), Y0, Y0
+	ADDQ   $32, SI
+	DECQ   CX
+	JNZ    loop
+
+reduce:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSS       X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func expSubAVX2(dst, src *float32, n int, m float32, acc *[8]float64)
+TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS m+24(FP), Y6
+	MOVQ         acc+32(FP), AX
+	VMOVUPD      (AX), Y14
+	VMOVUPD      32(AX), Y15
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS      (SI), Y0
+	VSUBPS       Y6, Y0, Y0
+	EXPF
+	VMOVUPS      Y0, (DI)
+	VCVTPS2PD    X0, Y1
+	VADDPD       Y1, Y14, Y14
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y1, Y15, Y15
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	DECQ         CX
+	JNZ          loop
+
+done:
+	VMOVUPD Y14, (AX)
+	VMOVUPD Y15, 32(AX)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(dst *float32, n int, c float32)
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         dst+0(FP), DI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS c+16(FP), Y1
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMULPS  (DI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func subSubAVX2(dst, src *float32, n int, m, c float32)
+TEXT ·subSubAVX2(SB), NOSPLIT, $0-32
+	MOVQ         dst+0(FP), DI
+	MOVQ         src+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS m+24(FP), Y1
+	VBROADCASTSS c+28(FP), Y2
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y1, Y0, Y0
+	VSUBPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func sumAVX2(s *float32, n int, acc *[8]float64)
+TEXT ·sumAVX2(SB), NOSPLIT, $0-24
+	MOVQ    s+0(FP), SI
+	MOVQ    n+8(FP), CX
+	MOVQ    acc+16(FP), AX
+	VMOVUPD (AX), Y14
+	VMOVUPD 32(AX), Y15
+	SHRQ    $3, CX
+	JZ      done
+
+loop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VADDPD    Y0, Y14, Y14
+	VADDPD    Y1, Y15, Y15
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VMOVUPD Y14, (AX)
+	VMOVUPD Y15, 32(AX)
+	VZEROUPPER
+	RET
+
+// func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64)
+TEXT ·sqDevAVX2(SB), NOSPLIT, $0-32
+	MOVQ         s+0(FP), SI
+	MOVQ         n+8(FP), CX
+	VBROADCASTSD mu+16(FP), Y6
+	MOVQ         acc+24(FP), AX
+	VMOVUPD      (AX), Y14
+	VMOVUPD      32(AX), Y15
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VSUBPD    Y6, Y0, Y0
+	VSUBPD    Y6, Y1, Y1
+	VMULPD    Y0, Y0, Y0
+	VMULPD    Y1, Y1, Y1
+	VADDPD    Y0, Y14, Y14
+	VADDPD    Y1, Y15, Y15
+	ADDQ      $32, SI
+	DECQ      CX
+	JNZ       loop
+
+done:
+	VMOVUPD Y14, (AX)
+	VMOVUPD Y15, 32(AX)
+	VZEROUPPER
+	RET
+
+// func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32)
+TEXT ·normAffineAVX2(SB), NOSPLIT, $0-52
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         w+16(FP), R8
+	MOVQ         b+24(FP), R9
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS hi+40(FP), Y6
+	VBROADCASTSS lo+44(FP), Y8
+	VBROADCASTSS rs+48(FP), Y7
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS     (SI), Y0
+	VSUBPS      Y6, Y0, Y0
+	VSUBPS      Y8, Y0, Y0
+	VMULPS      Y7, Y0, Y0
+	VMOVUPS     (R8), Y1
+	VFMADD213PS (R9), Y1, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, DI
+	ADDQ        $32, SI
+	ADDQ        $32, R8
+	ADDQ        $32, R9
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
+TEXT ·lnBwdSumsAVX2(SB), NOSPLIT, $0-72
+	MOVQ         grad+0(FP), SI
+	MOVQ         x+8(FP), DX
+	MOVQ         w+16(FP), R8
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS mu+32(FP), Y6
+	VBROADCASTSS rs+36(FP), Y7
+	MOVQ         sg+40(FP), AX
+	MOVQ         sgx+48(FP), BX
+	MOVQ         pw+56(FP), R9
+	MOVQ         pb+64(FP), R10
+	VMOVUPD      (AX), Y12
+	VMOVUPD      32(AX), Y13
+	VMOVUPD      (BX), Y14
+	VMOVUPD      32(BX), Y15
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS      (DX), Y0
+	VSUBPS       Y6, Y0, Y0
+	VMULPS       Y7, Y0, Y0        // x̂
+	VMOVUPS      (SI), Y1          // g
+	VMULPS       (R8), Y1, Y2      // ĝ = g·w
+	VCVTPS2PD    X2, Y3
+	VADDPD       Y3, Y12, Y12
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y13, Y13
+	VMULPS       Y0, Y2, Y2        // ĝ·x̂
+	VCVTPS2PD    X2, Y3
+	VADDPD       Y3, Y14, Y14
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y3, Y15, Y15
+	VMULPS       Y0, Y1, Y2        // g·x̂
+	VCVTPS2PD    X2, Y3
+	VADDPD       (R9), Y3, Y3
+	VMOVUPD      Y3, (R9)
+	VEXTRACTF128 $1, Y2, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       32(R9), Y3, Y3
+	VMOVUPD      Y3, 32(R9)
+	VCVTPS2PD    X1, Y3            // g
+	VADDPD       (R10), Y3, Y3
+	VMOVUPD      Y3, (R10)
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       32(R10), Y3, Y3
+	VMOVUPD      Y3, 32(R10)
+	ADDQ         $32, SI
+	ADDQ         $32, DX
+	ADDQ         $32, R8
+	ADDQ         $64, R9
+	ADDQ         $64, R10
+	DECQ         CX
+	JNZ          loop
+
+done:
+	VMOVUPD Y12, (AX)
+	VMOVUPD Y13, 32(AX)
+	VMOVUPD Y14, (BX)
+	VMOVUPD Y15, 32(BX)
+	VZEROUPPER
+	RET
+
+// func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32)
+TEXT ·lnBwdDxAVX2(SB), NOSPLIT, $0-56
+	MOVQ         dx+0(FP), DI
+	MOVQ         grad+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         w+24(FP), R8
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS mu+40(FP), Y6
+	VBROADCASTSS rs+44(FP), Y7
+	VBROADCASTSS a+48(FP), Y8
+	VBROADCASTSS b+52(FP), Y9
+	SHRQ         $3, CX
+	JZ           done
+
+loop:
+	VMOVUPS (DX), Y0
+	VSUBPS  Y6, Y0, Y0
+	VMULPS  Y7, Y0, Y0   // x̂
+	VMOVUPS (SI), Y1
+	VMULPS  (R8), Y1, Y1 // ĝ
+	VSUBPS  Y8, Y1, Y1   // ĝ - a
+	VMULPS  Y9, Y0, Y0   // x̂·b
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y7, Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, R8
+	DECQ    CX
+	JNZ     loop
+
+done:
+	VZEROUPPER
+	RET

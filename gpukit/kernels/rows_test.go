@@ -1,0 +1,172 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+func randRows(r *rand.Rand, rows, n int, scale float64) []float32 {
+	x := make([]float32, rows*n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * scale)
+	}
+	return x
+}
+
+// rowResults runs every row kernel on fixed inputs and returns all outputs
+// concatenated.
+func rowResults(rows, n int) []float32 {
+	r := rand.New(rand.NewPCG(7, uint64(n)))
+	x := randRows(r, rows, n, 3)
+	g := randRows(r, rows, n, 1)
+	w, b := randRows(r, 1, n, 1), randRows(r, 1, n, 1)
+	sm, lsm := make([]float32, rows*n), make([]float32, rows*n)
+	SoftmaxRows(sm, x, rows, n, false)
+	SoftmaxRows(lsm, x, rows, n, true)
+	y, mu, rs := make([]float32, rows*n), make([]float32, rows), make([]float32, rows)
+	LayerNormRows(y, mu, rs, x, w, b, rows, n, 1e-5)
+	dx, dw, db := make([]float32, rows*n), make([]float32, n), make([]float32, n)
+	LayerNormBackwardRows(dx, dw, db, g, x, mu, rs, w, rows, n)
+	return slices.Concat(sm, lsm, y, mu, rs, dx, dw, db)
+}
+
+// TestRowsDeterministic checks that the row kernels give the same bits
+// whatever the number of goroutines they split the rows over.
+func TestRowsDeterministic(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, shape := range [][2]int{{300, 77}, {64, 1024}, {3, 5000}} {
+		var want []float32
+		for _, procs := range []int{1, 2, 8} {
+			runtime.GOMAXPROCS(procs)
+			got := rowResults(shape[0], shape[1])
+			if want == nil {
+				want = got
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v with GOMAXPROCS=%d: element %d is %g, with 1 it is %g", shape, procs, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestRowsMatchScalar checks the AVX2 row helpers against their Go loops.
+func TestRowsMatchScalar(t *testing.T) {
+	if !useVecMath {
+		t.Skip("no AVX2+FMA")
+	}
+	for _, n := range []int{8, 77, 1024} {
+		vec := rowResults(5, n)
+		useVecMath = false
+		ref := rowResults(5, n)
+		useVecMath = true
+		for i := range vec {
+			if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) {
+				t.Fatalf("n=%d: element %d: assembly %g, Go %g", n, i, vec[i], ref[i])
+			}
+		}
+	}
+}
+
+func TestSoftmaxRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	inf := float32(math.Inf(1))
+	rows, n := 4, 37
+	x := randRows(r, rows, n, 10)
+	x[n] = -inf                    // one -Inf in row 1
+	for j := 2 * n; j < 3*n; j++ { // row 2 all -Inf: NaN, as PyTorch
+		x[j] = -inf
+	}
+	x[3*n+5] = 1e30 // row 3: one huge logit
+	for _, log := range []bool{false, true} {
+		got := make([]float32, rows*n)
+		SoftmaxRows(got, x, rows, n, log)
+		for i := range rows {
+			row := x[i*n : (i+1)*n]
+			// The reference shifts by the maximum in float32, as the
+			// kernel must: e^(x-m) inherits the rounding of x-m.
+			m := float32(math.Inf(-1))
+			for _, v := range row {
+				m = max(m, v)
+			}
+			var s float64
+			for _, v := range row {
+				s += math.Exp(float64(v - m))
+			}
+			for j, v := range row {
+				want := math.Exp(float64(v-m)) / s
+				if log {
+					want = float64(v-m) - math.Log(s)
+				}
+				g := float64(got[i*n+j])
+				if math.IsNaN(want) || math.IsInf(want, 0) {
+					if !(math.IsNaN(want) && math.IsNaN(g)) && g != want {
+						t.Errorf("log=%v [%d,%d] = %g, want %g", log, i, j, g, want)
+					}
+					continue
+				}
+				if math.Abs(g-want) > 5e-7*math.Abs(want)+1e-37 {
+					t.Errorf("log=%v [%d,%d] = %g, want %g", log, i, j, g, want)
+				}
+			}
+		}
+	}
+}
+
+func TestLayerNormRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	rows, n := 7, 300
+	x := randRows(r, rows, n, 2)
+	for j := range n {
+		x[j] += 1000 // a large mean: the two-pass variance keeps its digits
+	}
+	w, b := randRows(r, 1, n, 1), randRows(r, 1, n, 1)
+	g := randRows(r, rows, n, 1)
+	y, mu, rs := make([]float32, rows*n), make([]float32, rows), make([]float32, rows)
+	LayerNormRows(y, mu, rs, x, w, b, rows, n, 1e-5)
+	dx, dw, db := make([]float32, rows*n), make([]float32, n), make([]float32, n)
+	LayerNormBackwardRows(dx, dw, db, g, x, mu, rs, w, rows, n)
+	wantDw, wantDb := make([]float64, n), make([]float64, n)
+	for i := range rows {
+		var s, q float64
+		for j := range n {
+			s += float64(x[i*n+j])
+		}
+		m := s / float64(n)
+		for j := range n {
+			d := float64(x[i*n+j]) - m
+			q += d * d
+		}
+		rstd := 1 / math.Sqrt(q/float64(n)+1e-5)
+		var sg, sgx float64
+		for j := range n {
+			xh := (float64(x[i*n+j]) - m) * rstd
+			want := xh*float64(w[j]) + float64(b[j])
+			if math.Abs(float64(y[i*n+j])-want) > 2e-6*(1+math.Abs(want)) {
+				t.Fatalf("y[%d,%d] = %g, want %g", i, j, y[i*n+j], want)
+			}
+			gh := float64(g[i*n+j]) * float64(w[j])
+			sg += gh
+			sgx += gh * xh
+			wantDw[j] += float64(g[i*n+j]) * xh
+			wantDb[j] += float64(g[i*n+j])
+		}
+		for j := range n {
+			xh := (float64(x[i*n+j]) - m) * rstd
+			want := rstd * (float64(g[i*n+j])*float64(w[j]) - sg/float64(n) - xh*sgx/float64(n))
+			if math.Abs(float64(dx[i*n+j])-want) > 1e-5*(1+math.Abs(want)) {
+				t.Fatalf("dx[%d,%d] = %g, want %g", i, j, dx[i*n+j], want)
+			}
+		}
+	}
+	for j := range n {
+		if math.Abs(float64(dw[j])-wantDw[j]) > 1e-5*(1+math.Abs(wantDw[j])) || math.Abs(float64(db[j])-wantDb[j]) > 1e-5*(1+math.Abs(wantDb[j])) {
+			t.Fatalf("dw[%d], db[%d] = %g, %g, want %g, %g", j, j, dw[j], db[j], wantDw[j], wantDb[j])
+		}
+	}
+}

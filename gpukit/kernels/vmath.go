@@ -1,0 +1,487 @@
+package kernels
+
+import "math"
+
+// float32 elementary functions.
+//
+// Each function below is the reference for its AVX2+FMA version in
+// vmath_amd64.s: the same operations in the same order, with every
+// fused multiply-add done by fma32, which rounds once as VFMADD does. The
+// two therefore agree bit for bit, and a lesson prints the same figures
+// on an amd64 server, an arm64 laptop and a machine without AVX2
+// (TestVecMatchesScalar). The assembly runs eight lanes at a time and
+// computes every branch of a piecewise formula, then blends; the Go
+// version branches.
+//
+// Accuracy (maximum error against math's float64 result rounded to
+// float32, over the whole float32 domain where it is finite; see
+// TestVecAccuracy and gpukit/kernels/README.md): they are within what
+// PyTorch's CPU kernels (SLEEF's 1-ulp functions, and its own erf) give.
+// Special values follow PyTorch: exp overflows to +Inf above
+// 88.72283 and underflows through the subnormals to 0 below -103.97;
+// ±Inf and NaN go where the float64 functions send them.
+
+const (
+	log2e32 = float32(math.Log2E)
+	ln2Hi32 = float32(0.693145751953125) // 15 significant bits: n·ln2Hi is exact
+	ln2Lo32 = float32(math.Ln2 - 0.693145751953125)
+	// expMax and expMin bound the reduction (|n| ≤ 150, so the scale
+	// 2ⁿ splits into two normal powers of two); beyond them exp is +Inf
+	// or 0 anyway.
+	expMax = 104
+	expMin = -104
+)
+
+// fma32 returns a·b+c rounded once to float32. The product of two
+// float32 values is exact in float64; the sum is rounded to odd (the
+// inexact result keeps a 1 in its last bit), which makes the final
+// rounding to float32 a correct single rounding (Boldo and Melquiond,
+// "Emulation of FMA and correctly rounded sums", IEEE TC 2008).
+func fma32(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b)) // exact; the conversion forbids fusing
+	cc := float64(c)
+	s := p + cc
+	if math.IsInf(s, 0) || s != s {
+		return float32(s)
+	}
+	// TwoSum: e is the exact error s - (p + c).
+	bv := s - p
+	e := (p - (s - bv)) + (cc - bv)
+	if e != 0 {
+		bits := math.Float64bits(s)
+		if bits&1 == 0 {
+			if (e > 0) == (s > 0) {
+				bits++ // away from zero, toward the exact sum
+			} else {
+				bits--
+			}
+			s = math.Float64frombits(bits)
+		}
+	}
+	return float32(s)
+}
+
+// exp2i returns 2ᵏ for k in [-126, 127].
+func exp2i(k int32) float32 { return math.Float32frombits(uint32(k+127) << 23) }
+
+// Coefficients of eʳ = 1 + r + r²·P(r), |r| ≤ ln2/2, P a least-squares
+// fit at Chebyshev nodes (near minimax; with float32 coefficients it is
+// within 5e-10 of (eʳ-1-r)/r²·r²).
+const (
+	expC2 = float32(0.5)
+	expC3 = float32(0.1666666716337204)
+	expC4 = float32(0.04166646674275398)
+	expC5 = float32(0.0083332983776927)
+	expC6 = float32(0.0013933643931522965)
+	expC7 = float32(0.00019899275503121316)
+)
+
+// exp32 is eˣ: x = n·ln2 + r, eʳ by its polynomial, times 2ⁿ in two
+// steps so that subnormal results round once.
+func exp32(x float32) float32 {
+	switch {
+	case x != x:
+		return x
+	case x > expMax:
+		return float32(math.Inf(1))
+	case x < expMin:
+		return 0
+	}
+	n := float32(math.RoundToEven(float64(x * log2e32)))
+	r := fma32(-n, ln2Hi32, x)
+	r = fma32(-n, ln2Lo32, r)
+	p := fma32(expC7, r, expC6)
+	p = fma32(p, r, expC5)
+	p = fma32(p, r, expC4)
+	p = fma32(p, r, expC3)
+	p = fma32(p, r, expC2)
+	r2 := r * r
+	y := fma32(r2, p, r) + 1
+	k := int32(n)
+	k1 := k >> 1
+	return y * exp2i(k1) * exp2i(k-k1)
+}
+
+// sigmoidParts returns σ(v) = 1/(1+e⁻ᵛ) and 1-σ(v) = σ(-v), both from
+// e = e^(-|v|), which cannot overflow: σ(v) is 1/(1+e) for v ≥ 0 and
+// e/(1+e) below, so it keeps its relative accuracy down through the
+// subnormals (PyTorch's 1/(1+e⁻ˣ) flushes to 0 below -88.7).
+func sigmoidParts(v float32) (s, sm float32) {
+	e := exp32(-float32(math.Abs(float64(v))))
+	d := 1 + e
+	q := 1 / d
+	p := e / d
+	if v >= 0 {
+		return q, p
+	}
+	return p, q
+}
+
+func sigmoid32(x float32) float32 {
+	s, _ := sigmoidParts(x)
+	return s
+}
+
+// Coefficients of log(1+f) = f - (f²/2 - s·(f²/2 + R)), s = f/(2+f),
+// R = Σ 2/(2k+1)·s²ᵏ (the atanh series; |s| ≤ 0.1716, so four terms
+// leave an error below 1e-10).
+const (
+	logC1 = float32(2.0 / 3)
+	logC2 = float32(2.0 / 5)
+	logC3 = float32(2.0 / 7)
+	logC4 = float32(2.0 / 9)
+)
+
+// log32 is ln x: x = 2ᵏ·m with m in [√½, √2), and log m = log(1+f) by
+// the series above, plus k·ln2 in two parts.
+func log32(x float32) float32 {
+	switch {
+	case x != x || x < 0:
+		return float32(math.NaN())
+	case x == 0:
+		return float32(math.Inf(-1))
+	case math.IsInf(float64(x), 1):
+		return x
+	}
+	k := int32(0)
+	if x < 0x1p-126 { // subnormal: scale into the normal range
+		x *= 0x1p23
+		k = -23
+	}
+	ix := math.Float32bits(x) + (0x3f800000 - 0x3f3504f3)
+	k += int32(ix>>23) - 127
+	f := math.Float32frombits(ix&0x007fffff+0x3f3504f3) - 1
+	s := f / (2 + f)
+	z := s * s
+	R := fma32(logC4, z, logC3)
+	R = fma32(R, z, logC2)
+	R = fma32(R, z, logC1)
+	R = R * z
+	hfsq := 0.5 * (f * f)
+	dk := float32(k)
+	t := fma32(s, hfsq+R, dk*ln2Lo32)
+	return fma32(dk, ln2Hi32, f-(hfsq-t))
+}
+
+// tanh32: x + x·x²·T(x²) below 0.9 (T fitted to tanh), 1 - 2/(e²ˣ+1)
+// with the sign of x above.
+const (
+	tanhSmall = float32(0.9)
+	tanhT0    = float32(-0.33333325386047363)
+	tanhT1    = float32(0.13332557678222656)
+	tanhT2    = float32(-0.053855642676353455)
+	tanhT3    = float32(0.021253837272524834)
+	tanhT4    = float32(-0.007268525660037994)
+	tanhT5    = float32(0.0014799482887610793)
+)
+
+func tanh32(x float32) float32 {
+	a := float32(math.Abs(float64(x)))
+	if a < tanhSmall {
+		z := x * x
+		p := fma32(tanhT5, z, tanhT4)
+		p = fma32(p, z, tanhT3)
+		p = fma32(p, z, tanhT2)
+		p = fma32(p, z, tanhT1)
+		p = fma32(p, z, tanhT0)
+		y := fma32(x, z*p, x) // +0 for -0: the sign is put back below
+		return float32(math.Copysign(float64(y), float64(x)))
+	}
+	e := exp32(a + a)
+	y := 1 - 2/(e+1)
+	return float32(math.Copysign(float64(y), float64(x)))
+}
+
+// erf: below |x| = 0.875, x + x·P(x²) (P fitted to erf(x)/x - 1 on
+// [0, 1.5], for GELU, below); above, erfc(a) = e^(-a²)·R(t),
+// t = 1/(1 + a/4), with R fitted to the scaled complementary error
+// function e^(a²)·erfc(a) on [0.875, 10] (10, not 4, for GELU's tail) and
+// e^(-a²) taken from the exact split a² = h + l (h rounded,
+// l = fma(a, a, -h)) as e^(-h)·(1-l).
+const (
+	erfSmall = float32(0.875)
+	erfP0    = float32(0.12837916612625122)
+	erfP1    = float32(-0.37612634897232056)
+	erfP2    = float32(0.1128372848033905)
+	erfP3    = float32(-0.026863213628530502)
+	erfP4    = float32(0.005217034835368395)
+	erfP5    = float32(-0.000845571921672672)
+	erfP6    = float32(0.0001131538738263771)
+	erfP7    = float32(-1.1344443009875249e-05)
+	erfP8    = float32(6.223122568371764e-07)
+
+	erfcT  = float32(0.25)
+	erfcC0 = float32(0.553113579750061) // the centre of t's interval
+	erfcR0 = float32(0.1671992689371109)
+	erfcR1 = float32(0.6233237385749817)
+	erfcR2 = float32(1.117052435874939)
+	erfcR3 = float32(1.7479113340377808)
+	erfcR4 = float32(2.3736681938171387)
+	erfcR5 = float32(2.764427423477173)
+	erfcR6 = float32(2.702916145324707)
+	erfcR7 = float32(2.12579083442688)
+	erfcR8 = float32(1.2044614553451538)
+	erfcR9 = float32(0.3506726920604706)
+)
+
+// erfP is P(z).
+func erfP(z float32) float32 {
+	p := fma32(erfP8, z, erfP7)
+	p = fma32(p, z, erfP6)
+	p = fma32(p, z, erfP5)
+	p = fma32(p, z, erfP4)
+	p = fma32(p, z, erfP3)
+	p = fma32(p, z, erfP2)
+	p = fma32(p, z, erfP1)
+	return fma32(p, z, erfP0)
+}
+
+// erfcxR is R at t = 1/(1 + c·a), for a ≥ 0.875.
+func erfcxR(a, c float32) float32 {
+	t := 1/fma32(a, c, 1) - erfcC0
+	r := fma32(erfcR9, t, erfcR8)
+	r = fma32(r, t, erfcR7)
+	r = fma32(r, t, erfcR6)
+	r = fma32(r, t, erfcR5)
+	r = fma32(r, t, erfcR4)
+	r = fma32(r, t, erfcR3)
+	r = fma32(r, t, erfcR2)
+	r = fma32(r, t, erfcR1)
+	return fma32(r, t, erfcR0)
+}
+
+func erf32(x float32) float32 {
+	a := float32(math.Abs(float64(x)))
+	if a < erfSmall {
+		return fma32(x, erfP(x*x), x)
+	}
+	if a >= 4 { // erfc(4) < 2⁻²⁵: erf rounds to ±1 (and ±Inf lands here)
+		return float32(math.Copysign(1, float64(x)))
+	}
+	h := a * a
+	l := fma32(a, a, -h)
+	e := exp32(-h)
+	e = fma32(e, -l, e)
+	y := fma32(-e, erfcxR(a, erfcT), 1)
+	return float32(math.Copysign(float64(y), float64(x)))
+}
+
+// GELU's Φ(x) = ½·erfc(-x/√2), from x directly: x²/2 is (h + l)/2 with
+// the exact split of x², so e^(-x²/2) is as accurate far into the tail
+// as exp itself, and for x ≤ -1.2374 (a = |x|/√2 ≥ 0.875) Φ is
+// ½·e^(-x²/2)·R with no cancellation; gelu(x) = x·Φ(x) keeps its
+// relative accuracy down to the subnormals. On the positive side, where
+// ½ + ½·erf does not cancel, the polynomial serves up to x = 2.1213
+// (a = 1.5), so that the assembly can skip the exponential for the eight
+// lanes at once when all are in (-1.2374, 2.1213) (a third of the
+// vectors of normal inputs). phiGauss also returns e^(-x²/2) for the
+// derivative x·φ(x).
+const (
+	sqrtHalf32   = float32(math.Sqrt2 / 2)
+	phiNeg       = float32(-0.875 * math.Sqrt2)
+	phiPos       = float32(1.5 * math.Sqrt2)
+	phiT         = float32(0.25 / math.Sqrt2)
+	invSqrt2Pi32 = float32(0.3989422804014327) // 1/√(2π)
+	phiHuge      = float32(16)                 // e^(-128) = 0 in float32
+)
+
+func phiGauss(x float32) (phi, gauss float32) {
+	a := float32(math.Abs(float64(x)))
+	h := x * x
+	l := fma32(x, x, -h)
+	hh, ll := 0.5*h, 0.5*l
+	e := exp32(-hh)
+	e = fma32(e, -ll, e)
+	if a >= phiHuge {
+		e = 0
+	}
+	if x > phiNeg && x < phiPos {
+		u := x * sqrtHalf32
+		erf := fma32(u, erfP(hh), u)
+		return fma32(0.5, erf, 0.5), e
+	}
+	q := (0.5 * e) * erfcxR(a, phiT)
+	if x > 0 {
+		return 1 - q, e
+	}
+	return q, e
+}
+
+// gelu32 is x·Φ(x).
+func gelu32(x float32) float32 {
+	phi, _ := phiGauss(x)
+	return x * phi
+}
+
+// geluGrad32 is d gelu/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π).
+func geluGrad32(x float32) float32 {
+	phi, e := phiGauss(x)
+	return fma32(x, e*invSqrt2Pi32, phi)
+}
+
+// GELU's tanh form ½·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³), is
+// computed as x·σ(2u) (1 + tanh u = 2σ(2u)), which has no cancellation
+// for negative x; gelu_tanh(-Inf) is -Inf·0 = NaN, as in PyTorch.
+const (
+	geluKappa = float32(0.044715)
+	geluBeta2 = float32(2 * 0.7978845608028654) // 2·√(2/π)
+	geluXMax  = float32(1e4)
+)
+
+func geluTanh32(x float32) float32 {
+	s, _ := sigmoidParts(geluBeta2 * fma32(geluKappa, x*x*x, x))
+	return x * s
+}
+
+// geluTanhGrad32 is σ + x·σ·(1-σ)·2u', 2u' = 2√(2/π)·(1 + 3·0.044715·x²).
+// x is first clamped to ±10⁴, where σ(2u) is exactly 0 or 1, so the
+// derivative is 1 above and 0 below, also at ±Inf (where PyTorch's
+// formula gives NaN).
+func geluTanhGrad32(x float32) float32 {
+	x = clamp32(x, geluXMax)
+	s, sm := sigmoidParts(geluBeta2 * fma32(geluKappa, x*x*x, x))
+	du := geluBeta2 * fma32(3*geluKappa, x*x, 1)
+	return fma32((x*du)*s, sm, s)
+}
+
+// clamp32 limits x to [-c, c]; NaN stays NaN (as VMAXPS and VMINPS with
+// x as their second source do).
+func clamp32(x, c float32) float32 {
+	if x < -c {
+		x = -c
+	}
+	if x > c {
+		x = c
+	}
+	return x
+}
+
+// vecFunc is one elementwise function: its assembly (eight lanes, n a
+// multiple of 8) and its Go reference for float32, and the float64
+// function float64 tensors use.
+type vecFunc struct {
+	asm func(dst, src *float32, n int)
+	f32 func(float32) float32
+	f64 func(float64) float64
+}
+
+// apply32 computes dst[i] = f(src[i]) over equal-length slices: the
+// assembly for the largest multiple of eight when the CPU has AVX2 and
+// FMA, the Go function for the rest (and everywhere on other CPUs).
+func (v *vecFunc) apply32(dst, src []float32) {
+	src = src[:len(dst)]
+	i := 0
+	if useVecMath && v.asm != nil && len(dst) >= 8 {
+		i = len(dst) &^ 7
+		v.asm(&dst[0], &src[0], i)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = v.f32(src[i])
+	}
+}
+
+func (v *vecFunc) apply64(dst, src []float64) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] = v.f64(src[i])
+	}
+}
+
+var (
+	vecExp      = vecFunc{expAVX2, exp32, math.Exp}
+	vecLog      = vecFunc{logAVX2, log32, math.Log}
+	vecSigmoid  = vecFunc{sigmoidAVX2, sigmoid32, sigmoid64}
+	vecTanh     = vecFunc{tanhAVX2, tanh32, math.Tanh}
+	vecErf      = vecFunc{erfAVX2, erf32, math.Erf}
+	vecGelu     = vecFunc{geluAVX2, gelu32, gelu64}
+	vecGeluGrad = vecFunc{geluGradAVX2, geluGrad32, geluGrad64}
+	vecGeluTanh = vecFunc{geluTanhAVX2, geluTanh32, geluTanh64}
+	vecGeluTanG = vecFunc{geluTanhGradAVX2, geluTanhGrad32, geluTanhGrad64}
+)
+
+// The float64 forms, for float64 tensors and as the accuracy references.
+
+func gelu64(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
+
+func geluGrad64(x float64) float64 {
+	return 0.5*math.Erfc(-x/math.Sqrt2) + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+}
+
+func geluTanhInner64(x float64) float64 {
+	return 2 * math.Sqrt(2/math.Pi) * (x + 0.044715*x*x*x)
+}
+
+// sigmoid64 is σ(x) without overflow.
+func sigmoid64(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func geluTanh64(x float64) float64 { return x * sigmoid64(geluTanhInner64(x)) }
+
+func geluTanhGrad64(x float64) float64 {
+	x = max(min(x, 1e4), -1e4)
+	v := geluTanhInner64(x)
+	s, sm := sigmoid64(v), sigmoid64(-v)
+	du := 2 * math.Sqrt(2/math.Pi) * (1 + 3*0.044715*x*x)
+	return s + x*du*s*sm
+}
+
+func apply[T Float](v *vecFunc, dst, src []T) {
+	if len(src) != len(dst) {
+		panic("kernels: lengths of dst and src differ")
+	}
+	switch d := any(dst).(type) {
+	case []float32:
+		parallelFor(len(d), workers(len(d), 4096), 16, func(lo, hi int) {
+			v.apply32(d[lo:hi], any(src).([]float32)[lo:hi])
+		})
+	case []float64:
+		parallelFor(len(d), workers(len(d), 4096), 16, func(lo, hi int) {
+			v.apply64(d[lo:hi], any(src).([]float64)[lo:hi])
+		})
+	}
+}
+
+// Erf computes dst[i] = erf(src[i]).
+func Erf[T Float](dst, src []T) { apply(&vecErf, dst, src) }
+
+// GeluGrad computes dst[i] = Φ(x) + x·φ(x) for x = src[i], the
+// derivative of the exact GELU (PyTorch's gelu_backward with
+// approximate="none", before the multiplication by the incoming
+// gradient).
+func GeluGrad[T Float](dst, src []T) { apply(&vecGeluGrad, dst, src) }
+
+// GeluTanh computes dst[i] = ½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+// GELU's tanh approximation (approximate="tanh").
+func GeluTanh[T Float](dst, src []T) { apply(&vecGeluTanh, dst, src) }
+
+// GeluTanhGrad computes the derivative of GeluTanh at src[i].
+func GeluTanhGrad[T Float](dst, src []T) { apply(&vecGeluTanG, dst, src) }
+
+// ApplyGeluGrad is GeluGrad for one value.
+func ApplyGeluGrad[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluGrad32(float32(x)))
+	}
+	return T(geluGrad64(float64(x)))
+}
+
+// ApplyGeluTanh is GeluTanh for one value.
+func ApplyGeluTanh[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluTanh32(float32(x)))
+	}
+	return T(geluTanh64(float64(x)))
+}
+
+// ApplyGeluTanhGrad is GeluTanhGrad for one value.
+func ApplyGeluTanhGrad[T Float](x T) T {
+	if isFloat32[T]() {
+		return T(geluTanhGrad32(float32(x)))
+	}
+	return T(geluTanhGrad64(float64(x)))
+}
