@@ -331,7 +331,18 @@ def run_completion(browser, out_dir):
 
 def run_exercise(browser, base, out_dir, course_nb):
     browser.navigate("%s/lab/tree/%s?reset" % (base, EXERCISE_FILE))
-    browser.click(".jp-FileEditor:not(.lm-mod-hidden) .cm-content", "the editor of %s" % EXERCISE_FILE)
+    editor = ".jp-FileEditor:not(.lm-mod-hidden) .cm-content"
+    browser.wait("(() => { const e = document.querySelector(%s); return e && e.innerText.includes('package strided'); })()"
+                 % json.dumps(editor), "%s to load in the editor" % EXERCISE_FILE, 120)
+    # A click while JupyterLab still lays the page out can be lost: click
+    # until the editor has the focus.
+    for _ in range(10):
+        browser.click(editor, "the editor of %s" % EXERCISE_FILE)
+        time.sleep(0.5)
+        if browser.js("document.activeElement && document.activeElement.matches(%s)" % json.dumps(editor)):
+            break
+    else:
+        raise Failure("a click in the editor of %s did not focus it" % EXERCISE_FILE)
     browser.key("End", ctrl=True)
     browser.type(EDIT)
     browser.key("s", ctrl=True)
@@ -353,7 +364,8 @@ def run_exercise(browser, base, out_dir, course_nb):
     saved = save_until(browser, EXERCISE_NOTEBOOK, lambda nb: nb["cells"][check[0]].get("execution_count"),
                        "the grader check cell to run", 300)
     output = notebook_outputs.text_of(saved["cells"][check[0]])
-    time.sleep(0.5)
+    browser.js("(() => { const o = %s.querySelector('.jp-WindowedPanel-outer'); o.scrollTop = o.scrollHeight; })()" % PANEL)
+    time.sleep(1)
     browser.screenshot(os.path.join(out_dir, "lab-exercise.png"))
     if "undefinedByBrowserCheck" not in output:
         raise Failure("the grader check cell's output does not report the edit to %s:\n    %s"
