@@ -283,21 +283,23 @@ def run_welcome(browser, base, out_dir, course_nb):
     # The plots as the page draws them: scroll to each, and it must decode.
     drawn = browser.js("""(async () => {
         const outer = %s.querySelector('.jp-WindowedPanel-outer');
-        let seen = 0, broken = 0;
+        let seen = 0, broken = 0, first = 0;
         for (let y = 0; y <= outer.scrollHeight; y += outer.clientHeight / 2) {
             outer.scrollTop = y;
             await new Promise(r => setTimeout(r, 300));
             for (const i of outer.querySelectorAll('.jp-OutputArea-output img')) {
                 if (i.dataset.seen) continue;
+                if (!seen) first = Math.max(0, outer.scrollTop + i.getBoundingClientRect().top - outer.getBoundingClientRect().top - 300);
                 i.dataset.seen = 1; seen++;
                 if (!i.complete || i.naturalWidth === 0) broken++;
             }
         }
-        return {seen, broken};
+        return {seen, broken, first};
     })()""" % PANEL, timeout=120)
     if drawn["seen"] < len(pngs) or drawn["broken"]:
         problems.append("the page drew %d of %d images, %d did not decode" % (drawn["seen"], len(pngs), drawn["broken"]))
-    browser.js("%s.querySelector('.jp-WindowedPanel-outer').scrollTop = 0" % PANEL)
+    # The screenshot: the first plot, with the output above it.
+    browser.js("%s.querySelector('.jp-WindowedPanel-outer').scrollTop = %d" % (PANEL, drawn["first"]))
     time.sleep(0.5)
     browser.screenshot(os.path.join(out_dir, "lab-welcome.png"))
     if problems:
