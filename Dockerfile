@@ -1,4 +1,4 @@
-# The classroom image: Jupyter Notebook with the Go (gonb) kernel and the
+# The classroom image: JupyterLab 4 (Debian 13 trixie's) with the Go (gonb) kernel and the
 # student edition of the course, following the Jupyter docker-stacks
 # conventions (user jovyan, uid 1000, port 8888, Jupyter as the default
 # command). Notebooks and the grader work with the network off: every module
@@ -25,8 +25,8 @@
 # builds the two base images locally (scripts/image-base.sh) and passes them
 # as BASE and GO_IMAGE.
 
-ARG GO_IMAGE=golang:1.26-bookworm
-ARG BASE=debian:bookworm
+ARG GO_IMAGE=golang:1.26-trixie
+ARG BASE=debian:trixie
 FROM ${GO_IMAGE} AS go
 
 FROM ${BASE}
@@ -48,25 +48,40 @@ ENV DEBIAN_FRONTEND=noninteractive \
 
 COPY --from=go /usr/local/go /usr/local/go
 # Debian's packages, as root: the build tools, Jupyter through the same
-# script `make lab`, `make test` and CI run (its --apt-only part), and
-# jupyterhub-singleuser, the server JupyterHub (deploy/k8s) starts per student.
-# The hub's proxy runs elsewhere (its own pod under Zero to JupyterHub), so an
-# empty package stands in for node-configurable-http-proxy: it would bring
-# nodejs, 190 MB, into every student's image for nothing.
+# script `make lab`, `make test` and CI run (its --apt-only part: JupyterLab
+# on trixie), and jupyterhub-singleuser, the server JupyterHub (deploy/k8s)
+# starts per student. Nothing here runs Node.js: Debian's jupyterlab ships its
+# built front end, yet depends on the node packages it is built from (jest,
+# webpack, babel...), and jupyterhub on configurable-http-proxy, whose hub
+# and proxy run elsewhere (their own pods under Zero to JupyterHub). One empty
+# package provides those node dependencies instead, at the versions asked for;
+# they would bring nodejs and hundreds of packages, over 600 MB, into
+# every student's image for nothing (docs/instructors.md has the figures). For the same reason the image keeps no
+# manuals, no translations of the tools' messages, no documentation but the
+# copyright files, and no source maps of JupyterLab's front end (the
+# debugger's, 86 MB): together about 190 MB.
 COPY scripts/setup.sh /tmp/setup.sh
 # (--error-on=any: without the network, stop at the mirror it could not reach,
 # not later at "Unable to locate package"; Acquire::Retries rides out a
 # dropped connection.)
 RUN echo 'Acquire::Retries "3";' >/etc/apt/apt.conf.d/80-retries \
     && { apt-get update --error-on=any || { echo "image: could not fetch Debian's package lists from $(grep -h -o 'http[^ ]*' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | sort -u | tr '\n' ' '): no network, or the mirror is unreachable" >&2; exit 1; }; } \
+    && printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' 'path-exclude=/usr/share/man/*' \
+        'path-exclude=/usr/share/info/*' 'path-exclude=/usr/share/locale/*' 'path-include=/usr/share/locale/locale.alias' >/etc/dpkg/dpkg.cfg.d/90-gpumem-slim \
     && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
+    && node=$(apt-cache show --no-all-versions jupyterlab jupyterhub | sed -n 's/^Depends: //p' | tr ',' '\n' \
+        | sed 's/^ *//; s/ *|.*//' | grep -E '^(node-|nodejs|jest|webpack|yarnpkg)' | sed -E 's/ \((>=|=) ([^)]*)\)/ (= \2)/' \
+        | sort -u | paste -sd, | sed 's/,/, /g') \
+    && mkdir -p /tmp/standin/DEBIAN \
+    && printf '%s\n' 'Package: gpumem-node-standin' 'Version: 0~gpumem' 'Architecture: all' \
+        'Maintainer: gpumem course' "Provides: $node" \
+        'Description: empty stand-in: JupyterLab is served prebuilt, the hub and its proxy run outside this image' >/tmp/standin/DEBIAN/control \
+    && dpkg-deb -b /tmp/standin /tmp/standin.deb >/dev/null && dpkg -i /tmp/standin.deb >/dev/null \
     && HOME=/root bash /tmp/setup.sh --apt-only \
-    && mkdir -p /tmp/chp/DEBIAN \
-    && printf '%s\n' 'Package: node-configurable-http-proxy' 'Version: 0~gpumem' 'Architecture: all' \
-        'Maintainer: gpumem course' 'Description: empty stand-in: the hub and its proxy run outside this image' >/tmp/chp/DEBIAN/control \
-    && dpkg-deb -b /tmp/chp /tmp/chp.deb >/dev/null && dpkg -i /tmp/chp.deb >/dev/null \
     && apt-get install -y --no-install-recommends jupyterhub \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/setup.sh /tmp/chp /tmp/chp.deb \
+    && find /usr/share/jupyter/lab /usr/share/nodejs -name '*.js.map' -delete \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/setup.sh /tmp/standin /tmp/standin.deb \
+    && if command -v node >/dev/null; then echo 'image: nodejs was installed after all (a new dependency of jupyterlab or jupyterhub?)' >&2; exit 1; fi \
     && (getent group ${NB_GID} || groupadd -g ${NB_GID} users) \
     && useradd -m -s /bin/bash -u ${NB_UID} -g ${NB_GID} ${NB_USER} \
     && install -d -o ${NB_UID} -g ${NB_GID} ${JUPYTER_DATA_DIR} /home/${NB_USER}/course
@@ -127,4 +142,8 @@ ENV GOPROXY=off \
     GOSUMDB=off \
     GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}}
 EXPOSE 8888
-CMD ["bash", "-c", "jupyter notebook --no-browser --ip=0.0.0.0 --port=8888 --notebook-dir=/home/jovyan/course --NotebookApp.default_url=/tree/notebooks"]
+# JupyterLab, opened at the lesson list; the classic Notebook on a base whose
+# release packages no JupyterLab (Ubuntu 22.04, under NVIDIA's CUDA images).
+# (A hub starts jupyterhub-singleuser instead, with its own default URL:
+# deploy/k8s/values.yaml.)
+CMD ["bash", "-c", "if command -v jupyter-lab >/dev/null; then exec jupyter lab --no-browser --ip=0.0.0.0 --port=8888 --ServerApp.root_dir=/home/jovyan/course --LabApp.default_url=/lab/tree/notebooks; else exec jupyter notebook --no-browser --ip=0.0.0.0 --port=8888 --notebook-dir=/home/jovyan/course --NotebookApp.default_url=/tree/notebooks; fi"]

@@ -1,5 +1,6 @@
 # The two commands a newcomer needs:
-#   make lab    install what is missing, then open the course in Jupyter
+#   make lab    install what is missing, then open the course in JupyterLab
+#               (the classic Notebook on Debian 12, which has no JupyterLab)
 #   make test   every check: format, vet, tests, fuzzing, notebooks, cuda build, site
 #   make site   every lesson, executed, as static HTML in site/ (checked in headless Chromium)
 # Both call scripts/setup.sh, which is idempotent.
@@ -12,11 +13,19 @@ SITE_DIR ?= site
 
 .PHONY: lab setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
+# JupyterLab where it is installed (Debian 13: setup installs it); Debian 12
+# packages no JupyterLab, so there the classic Notebook serves the course.
 lab: setup
-	@echo "lab: starting Jupyter on http://$(HOST):$(PORT)/ (the URL with its token follows; Ctrl-C stops it)"
-	@PATH="$(CURDIR)/bin:$$PATH" jupyter notebook --no-browser --ip=$(HOST) --port=$(PORT) \
-		--notebook-dir="$(CURDIR)" --NotebookApp.default_url=/tree/notebooks \
-		$$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	@root=$$( [ "$$(id -u)" = 0 ] && echo --allow-root ); \
+	if command -v jupyter-lab >/dev/null 2>&1; then \
+		echo "lab: starting JupyterLab on http://$(HOST):$(PORT)/lab (the URL with its token follows; Ctrl-C stops it)"; \
+		PATH="$(CURDIR)/bin:$$PATH" exec jupyter lab --no-browser --ip=$(HOST) --port=$(PORT) \
+			--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $$root; \
+	else \
+		echo "lab: JupyterLab is not installed (Debian 12 has no package for it): starting the classic Notebook on http://$(HOST):$(PORT)/ instead (the URL with its token follows; Ctrl-C stops it)"; \
+		PATH="$(CURDIR)/bin:$$PATH" exec jupyter notebook --no-browser --ip=$(HOST) --port=$(PORT) \
+			--notebook-dir="$(CURDIR)" --NotebookApp.default_url=/tree/notebooks $$root; \
+	fi
 
 setup:
 	@bash scripts/setup.sh

@@ -2,7 +2,7 @@
 # image-base.sh makes, with podman and no image registry, the two base images
 # the Dockerfile starts from, and prints the --build-arg flags that select them:
 #
-#   localhost/gpumem-base:bookworm-<key>  a minimal Debian bookworm (debootstrap)
+#   localhost/gpumem-base:trixie-<key>    a minimal Debian trixie (debootstrap)
 #                                         with this machine's extra CA certificates
 #   localhost/gpumem-go:<goversion>       this machine's /usr/local/go, alone
 #
@@ -37,7 +37,7 @@ go_tag=localhost/gpumem-go:$go_version
 
 # shellcheck source=scripts/debian-image.sh
 . "$(dirname "$0")/debian-image.sh"
-debian_image gpumem-base bookworm
+debian_image gpumem-base trixie
 base_tag=$debian_image_tag
 
 if podman image exists "$go_tag"; then

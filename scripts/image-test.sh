@@ -3,13 +3,18 @@
 # running container with the network off (--network none):
 #
 #   - it runs as uid 1000, not root (the container's user and Jupyter's process);
-#   - Jupyter serves on 8888, refuses requests without its token, and lists
+#   - JupyterLab serves on 8888, refuses requests without its token, and lists
 #     the gonb kernel in /api/kernelspecs;
 #   - gopls is on the gonb kernel's PATH;
 #   - jupyterhub-singleuser (what a hub, deploy/k8s, starts per student) runs;
 #   - no solutions and no hidden tests anywhere in it (the student edition);
 #   - `grader check` works inside;
 #   - every notebook executes top to bottom (scripts/run-notebooks.sh);
+#   - in headless Chromium, run in the container's network namespace, a
+#     student's session in JupyterLab: the welcome lesson run cell by cell,
+#     GoNB's completion, an exercise edited and checked
+#     (scripts/browser-check/lab_check.py; screenshots in $SITE_DIR/browser,
+#     default site/browser);
 #   - the image's size.
 #
 # and, before the container starts, that a second build with nothing changed
@@ -17,7 +22,9 @@
 # come first, the notebooks (minutes) last.
 #
 # `make image-test` builds the image first, then runs this. Environment:
-# IMAGE (default gpumem-course); IMAGE_TEST_REBUILD=0 skips the second build.
+# IMAGE (default gpumem-course); IMAGE_TEST_REBUILD=0 skips the second build;
+# SITE_DIR (default site). Without chromium the browser test is skipped,
+# except in CI (CI=true), where it fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 image=${IMAGE:-gpumem-course}
@@ -83,6 +90,16 @@ uid=$(in_box id -u)
 server_uid=$(in_box awk '/^Uid:/ { print $2 }' /proc/1/status)
 [ "$server_uid" = 1000 ] && ok "Jupyter (pid 1) runs as uid 1000" || bad "Jupyter runs as uid $server_uid, want 1000"
 
+lab=$(api /lab "$token")
+if [ "$(head -n 1 <<<"$lab")" = 200 ] && grep -Eq '"appName": *"JupyterLab"' <<<"$lab"; then
+	ok "JupyterLab $(grep -Eo '"appVersion": *"[^"]*"' <<<"$lab" | cut -d'"' -f4) answers on /lab"
+else
+	bad "/lab with the token does not serve JupyterLab: $(head -c 300 <<<"$lab")"
+fi
+default=$(podman inspect --format '{{join .Config.Cmd " "}}' "$image")
+grep -q -- '--LabApp.default_url=/lab/tree/notebooks' <<<"$default" && ok "the image's command opens JupyterLab at notebooks/" ||
+	bad "the image's command does not open JupyterLab at notebooks/: $default"
+
 status=$(api /api/kernelspecs | head -n 1)
 [ "$status" = 403 ] && ok "Jupyter on 8888 refuses a request without its token (403)" ||
 	bad "/api/kernelspecs without the token answered $status, want 403"
@@ -132,6 +149,24 @@ if in_box bash scripts/run-notebooks.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[
 	ok "every notebook executes top to bottom offline"
 else
 	bad "a notebook failed offline (above)"
+fi
+
+# Last: the browser test edits an exercise, which the notebooks above check.
+shots=${SITE_DIR:-site}/browser
+if command -v chromium >/dev/null 2>&1 || [ -n "${CHROMIUM:-}" ]; then
+	pid=$(podman inspect --format '{{.State.Pid}}' "$name")
+	echo "image-test: JupyterLab in headless Chromium, in the container's network namespace:"
+	browser_start=$(date +%s)
+	if timeout 900 nsenter --net="/proc/$pid/ns/net" /usr/bin/python3 scripts/browser-check/lab_check.py \
+		http://127.0.0.1:8888 "$token" "$shots" 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+		ok "a student's session in JupyterLab works in Chromium ($(($(date +%s) - browser_start)) s; screenshots in $shots)"
+	else
+		bad "the browser test failed (above; screenshots in $shots)"
+	fi
+elif [ "${CI:-}" = true ]; then
+	bad "chromium is not installed, and CI must run the browser test (apt-get install chromium)"
+else
+	echo "image-test: SKIP  the browser test: chromium not installed (apt-get install chromium)"
 fi
 
 size=$(podman image inspect --format '{{.Size}}' "$image")

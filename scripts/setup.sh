@@ -31,24 +31,33 @@ go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
 [ "${go_minor:-0}" -ge 26 ] || die "Go $(go env GOVERSION) is too old; the course needs Go 1.26 or later (https://go.dev/dl)."
 
 # --- Jupyter from Debian's packages ----------------------------------------
-apt_packages="jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client"
+# JupyterLab where the release packages it (Debian 13 trixie: jupyterlab 4),
+# else the classic Notebook (Debian 12 bookworm has no jupyterlab package);
+# `make lab` serves whichever is installed.
+jupyter_common="jupyter-nbconvert python3-nbclient python3-ipykernel jupyter-client"
 jupyter_ok() {
-	command -v jupyter-notebook >/dev/null 2>&1 &&
+	{ command -v jupyter-lab >/dev/null 2>&1 || command -v jupyter-notebook >/dev/null 2>&1; } &&
 		command -v jupyter-nbconvert >/dev/null 2>&1 &&
 		/usr/bin/python3 -c 'import nbclient, ipykernel, jupyter_client' >/dev/null 2>&1
 }
 if jupyter_ok; then
-	say "jupyter: present"
+	say "jupyter: present ($(command -v jupyter-lab >/dev/null 2>&1 && echo JupyterLab || echo "the classic Notebook"))"
 else
 	if [ "$use_apt" = 1 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-		say "jupyter: installing $apt_packages"
 		apt-get update -qq || die "apt-get update failed; check the network or the apt sources, then rerun."
+		if [ -n "$(apt-cache policy jupyterlab 2>/dev/null | sed -n 's/^ *Candidate: *//p' | grep -v '(none)')" ]; then
+			apt_packages="jupyterlab $jupyter_common"
+		else
+			apt_packages="jupyter-notebook $jupyter_common"
+		fi
+		say "jupyter: installing $apt_packages"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $apt_packages >/dev/null ||
 			die "apt-get install failed for: $apt_packages"
-		jupyter_ok || die "Jupyter packages installed but jupyter-notebook/nbconvert still not usable."
+		jupyter_ok || die "Jupyter packages installed but jupyter-lab/jupyter-notebook/nbconvert still not usable."
 	else
 		die "Jupyter is missing. Install Debian's packages, then rerun:
-    sudo apt-get update && sudo apt-get install -y $apt_packages"
+    sudo apt-get update && sudo apt-get install -y jupyterlab $jupyter_common    # Debian 13
+    sudo apt-get update && sudo apt-get install -y jupyter-notebook $jupyter_common    # Debian 12"
 	fi
 fi
 

@@ -30,6 +30,7 @@
 #   GPUMEM_GOMODCACHE                 the shared, read-only module cache (/var/lib/gpumem/gomod)
 #   GPUMEM_HUB_STATE                  the hub's database, cookie secret and pid files (/var/lib/gpumem/hub)
 #   GPUMEM_ADMIN_TOKEN_FILE           a file holding an admin API token (for scripts; optional)
+import importlib.util
 import os
 import sys
 
@@ -109,7 +110,9 @@ c.Spawner.mem_limit = os.environ.get("GPUMEM_MEM_LIMIT", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("GPUMEM_CPU_LIMIT", "1.0"))
 c.CgroupSpawner.pids_limit = int(os.environ.get("GPUMEM_PIDS_LIMIT", "512"))
 c.Spawner.notebook_dir = "~/course/notebooks"
-c.Spawner.default_url = "/tree"
+# JupyterLab where the servers' Python has it (Debian 13: apt-get install
+# jupyterlab), else the classic Notebook (Debian 12 packages no JupyterLab).
+c.Spawner.default_url = "/lab" if importlib.util.find_spec("jupyterlab") else "/tree"
 # A first start compiles gpukit into the student's build cache.
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120

@@ -84,6 +84,20 @@ class TestConfig(unittest.TestCase):
         self.assertEqual(c.Authenticator.admin_users, {"teacher"})
         self.assertEqual(c.JupyterHub.authenticator_class.__name__, "ClassAuthenticator")
 
+    def test_servers_open_jupyterlab_where_installed(self):
+        import importlib.util
+        real = importlib.util.find_spec
+
+        def find_spec(name, *args):
+            if name == "jupyterlab":
+                return lab
+            return real(name, *args)
+        for lab, url in ((object(), "/lab"), (None, "/tree")):
+            with mock.patch("importlib.util.find_spec", find_spec):
+                c = self.load()
+            self.assertEqual(c.Spawner.default_url, url, "jupyterlab importable: %s" % (lab is not None))
+            self.assertEqual(c.Spawner.notebook_dir, "~/course/notebooks")
+
     def test_state_stays_in_state_folder(self):
         c = self.load()
         for path in (c.JupyterHub.pid_file, c.ConfigurableHTTPProxy.pid_file, c.JupyterHub.cookie_secret_file):

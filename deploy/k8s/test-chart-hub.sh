@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test-chart-hub.sh checks deploy/k8s/values.yaml and the classroom image
 # against the JupyterHub that the Zero to JupyterHub chart 4.x runs (5.x),
-# without a cluster. The image's jupyterhub-singleuser is Debian bookworm's
-# 3.0; this is the test that they work together, as root:
+# without a cluster. The image's jupyterhub-singleuser is Debian trixie's
+# 5.2, serving JupyterLab; this is the test that they work together, as root:
 #
 #   1. a hub image: Debian trixie's JupyterHub 5 and configurable-http-proxy
 #      (scripts/debian-image.sh: debootstrap and apt, about 4 minutes

@@ -83,7 +83,7 @@ if not ready:
 # The server's own pages: the hub's OAuth redirects log the browser in.
 url, status, page = get("/user/%s/" % user)
 path = urllib.parse.urlparse(url).path
-report(status == 200 and path.startswith("/user/%s/tree" % user),
+report(status == 200 and path.startswith("/user/%s/lab" % user),
        "%s: the server's page opened through the hub's OAuth login (landed on %s)" % (user, path))
 
 notes = "course/notebooks/my-notes.md"

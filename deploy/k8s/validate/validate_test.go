@@ -94,6 +94,41 @@ func TestValuesInitContainer(t *testing.T) {
 	}
 }
 
+// TestValuesJupyterLab checks that each student's server opens JupyterLab
+// (the image's jupyterhub-singleuser serves it) at the course's notebooks in
+// the persistent volume, where the init container copies the course.
+func TestValuesJupyterLab(t *testing.T) {
+	var values struct {
+		Hub struct {
+			Config struct {
+				KubeSpawner struct {
+					NotebookDir string `json:"notebook_dir"`
+				} `json:"KubeSpawner"`
+			} `json:"config"`
+		} `json:"hub"`
+		Singleuser struct {
+			Cmd        string `json:"cmd"`
+			DefaultURL string `json:"defaultUrl"`
+		} `json:"singleuser"`
+	}
+	data, err := os.ReadFile("../values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	if values.Singleuser.Cmd != "jupyterhub-singleuser" {
+		t.Errorf("singleuser.cmd %q, want jupyterhub-singleuser", values.Singleuser.Cmd)
+	}
+	if want := "/lab/tree/course/notebooks"; values.Singleuser.DefaultURL != want {
+		t.Errorf("singleuser.defaultUrl %q, want %q: JupyterLab, at the course copied into the volume", values.Singleuser.DefaultURL, want)
+	}
+	if dir := values.Hub.Config.KubeSpawner.NotebookDir; dir != "/home/jovyan/work" {
+		t.Errorf("KubeSpawner.notebook_dir %q, want the persistent volume /home/jovyan/work", dir)
+	}
+}
+
 // TestValuesSchema checks values.yaml against the chart's own values schema,
 // and that the check refuses what helm would refuse.
 func TestValuesSchema(t *testing.T) {
@@ -109,7 +144,7 @@ func TestValuesSchema(t *testing.T) {
 	}{
 		{"misspelt top-level key", "\ncull:\n", "\ncul:\n", "cul"},
 		{"misspelt nested key", "    limit: 2G\n", "    limt: 2G\n", "limt"},
-		{"misplaced key", "  defaultUrl: /tree/course/notebooks\n", "  defaultUrl: /tree/course/notebooks\n  timeout: 3600\n", "timeout"},
+		{"misplaced key", "  defaultUrl: /lab/tree/course/notebooks\n", "  defaultUrl: /lab/tree/course/notebooks\n  timeout: 3600\n", "timeout"},
 		{"wrong type", "  timeout: 3600\n", "  timeout: an hour\n", "/cull/timeout"},
 		{"key given twice", "  every: 300\n", "  every: 300\n  every: 600\n", "every"},
 	}
