@@ -7,9 +7,10 @@ import (
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
-// Compute is implemented by backends that run kernels on their own device
-// memory (cuda). sim does not implement it: its memory is host memory, and
-// gpukit/tensor computes there with the CPU kernels of gpukit/kernels.
+// Compute is the kernels of a device: every op of gpukit/tensor computes
+// through its device's Compute. cuda implements it with its own kernels;
+// sim and host memory with the CPU kernels of gpukit/kernels
+// (gpukit/device/cpucompute), and meta devices with no-ops (no values).
 //
 // The operations are those of gpukit/kernels, with the same op enums and
 // the same semantics (NaN propagation of Max and Min, float64 accumulation
@@ -41,6 +42,15 @@ type Compute interface {
 	// viewed as [outer, n, inner] into the contiguous dst of outer·inner
 	// elements (as kernels.Reduce). dst and src have dtype dt.
 	Reduce(s alloc.Stream, op kernels.ReduceOp, dt Dtype, dst, src uint64, outer, n, inner int) error
+	// ReduceStrided sums (op ReduceSum) or averages (ReduceMean) src over
+	// shape into dst, whose strides are 0 on the reduced dimensions (the
+	// dimensions of size > 1 where dst's stride is 0; dst has shape with
+	// those set to 1). The sums are taken in float64 in src's row-major
+	// order. dst and src may have different dtypes and any layout: this is
+	// the reduction for layouts Reduce cannot read. A backend without it
+	// returns an UnsupportedError and the caller copies src contiguous
+	// for Reduce. (Added for the CPU backends; cuda: not yet.)
+	ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src Strided) error
 	// ArgReduce writes, for each of the outer·inner lines of src (layout as
 	// for Reduce), the position of its largest (largest) or smallest
 	// element into index (int64) and that element into value (dtype dt),
@@ -50,6 +60,13 @@ type Compute interface {
 	// (as kernels.Sgemm): op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc
 	// are the row strides of A, B and C as stored.
 	Gemm(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error
+	// GemmBatched computes len(c) independent products as Gemm,
+	// C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i], with matrix i of each
+	// operand at a[i], b[i] and c[i] (cublasGemmBatchedEx); C's matrices
+	// must not overlap. A backend without it returns an UnsupportedError
+	// and the caller loops over Gemm. (Added for the CPU backends, where
+	// it spreads the products over the cores; cuda: not yet.)
+	GemmBatched(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, c []uint64, ldc int) error
 
 	// The fused row kernels. Their arrays are contiguous, of dtype dt, and
 	// an address of 0 marks an optional array that is absent.
@@ -60,7 +77,9 @@ type Compute interface {
 	// LayerNorm normalises each of the rows rows of n elements of x into
 	// y, scaled by w and shifted by b (n each, optional), and writes each
 	// row's mean and 1/√(var+eps) into mean and rstd (rows each), as
-	// kernels.LayerNormRows.
+	// kernels.LayerNormRows. For the 16-bit dtypes mean and rstd are
+	// float32 (PyTorch's accumulation type, like BatchNormArgs.StatDtype),
+	// here and in LayerNormBackward.
 	LayerNorm(s alloc.Stream, dt Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error
 	// LayerNormBackward writes the gradients dx (rows·n), dw and db (n
 	// each) of LayerNorm from the output gradient g, the input x, the

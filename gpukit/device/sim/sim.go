@@ -58,6 +58,8 @@ func (s *segment) end() uint64 { return s.addr + uint64(s.size) }
 
 // Backend is a simulated device. It is safe for concurrent use.
 type Backend struct {
+	computer // the kernels: CPU ones on sim, none on meta (compute.go)
+
 	index int
 	kind  backend.Kind
 	prof  backend.Profile
@@ -98,7 +100,7 @@ func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
 		panic("sim: " + err.Error())
 	}
 	base := Base(index, kind == backend.Meta)
-	return &Backend{
+	b := &Backend{
 		index:      index,
 		kind:       kind,
 		prof:       p,
@@ -107,6 +109,8 @@ func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
 		streams:    map[alloc.Stream]time.Duration{0: 0},
 		nextStream: 1,
 	}
+	b.computer = newCompute(b)
+	return b
 }
 
 // Name returns "sim:N" or "meta:N".
