@@ -243,21 +243,35 @@ func argReduceKernel(vals, idx, a *Tensor, dim int, isMax bool) {
 	if len(a.shape) > 0 {
 		n, outer, inner = a.shape[dim], numel(a.shape[:dim]), numel(a.shape[dim+1:])
 	}
-	src := a
 	if !a.IsContiguous() {
-		src = scratch(a, a.shape, a.dtype)
+		// Strided: outputs through strides 0 along dim; a backend without
+		// the strided kernel reads a contiguous copy.
+		kept := slices.Clone(a.shape)
+		kept[dim] = 1
+		iv, vv := arg(idx), arg(vals)
+		iv.Strides, vv.Strides = contiguousStrides(kept), contiguousStrides(kept)
+		iv.Strides[dim], vv.Strides[dim] = 0, 0
+		err := c.ArgReduceStrided(s, isMax, a.shape, dim, iv, vv, arg(a))
+		if !unsupported(err) {
+			done(name, err, a, idx, vals)
+			return
+		}
+		src := scratch(a, a.shape, a.dtype)
 		defer src.Release()
 		done(name, c.Copy(s, a.shape, arg(src), arg(a)), a, src)
+		a = src
 	}
-	done(name, c.ArgReduce(s, isMax, cdt(a), addr(idx), addr(vals), addr(src), outer, n, inner), a, idx, vals, src)
+	done(name, c.ArgReduce(s, isMax, cdt(a), addr(idx), addr(vals), addr(a), outer, n, inner), a, idx, vals)
 }
 
 // matmulKernel computes out[..., m, n] = a[..., m, k] @ b[..., k, n]; the
 // batch dimensions of a and b are already broadcast to out's (stride 0)
 // and their matrices are in layouts gemm reads (see blasOperand). The
 // products go to GemmBatched in one call (spread over the cores on the
-// CPU), or one Gemm each on a backend without it. An output gemm cannot
-// write is computed in a contiguous scratch tensor and copied.
+// CPU), or one Gemm each on a backend without it. A column-major output
+// (MatmulOut into a transposed view) is computed as outᵀ = bᵀ @ aᵀ in
+// place; an output gemm cannot write at all goes through a contiguous
+// scratch tensor.
 func matmulKernel(out, a, b *Tensor) {
 	if out.Numel() == 0 {
 		return
@@ -276,10 +290,10 @@ func matmulKernel(out, a, b *Tensor) {
 	}
 	dst := out
 	tc, ldc, okC := gemmLayout(m, n, out.strides[r-2], out.strides[r-1])
-	if !okC || tc {
+	if !okC {
 		dst = scratch(out, out.shape, out.dtype)
 		defer dst.Release()
-		_, ldc, _ = gemmLayout(m, n, dst.strides[r-2], dst.strides[r-1])
+		tc, ldc, _ = gemmLayout(m, n, dst.strides[r-2], dst.strides[r-1])
 	}
 	size := uint64(out.dtype.Size())
 	nb := numel(out.shape[:r-2])
@@ -289,6 +303,9 @@ func matmulKernel(out, a, b *Tensor) {
 		ca = append(ca, a.st.addr+uint64(o[1])*size)
 		cb = append(cb, b.st.addr+uint64(o[2])*size)
 	})
+	if tc { // column-major C: Cᵀ = op(B)ᵀ·op(A)ᵀ, row-major
+		m, n, ta, tb, lda, ldb, ca, cb = n, m, !tb, !ta, ldb, lda, cb, ca
+	}
 	dt := cdt(out)
 	var err error
 	if nb > 1 {

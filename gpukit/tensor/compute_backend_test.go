@@ -20,10 +20,11 @@ import (
 // memory. Tensors on it take the one route of compute.go as on any device
 // without host bytes, so that route is tested without a GPU. It counts the
 // calls of the methods it wraps and, like a backend that lacks kernels,
-// has no Softmax and no 16-bit Fill.
+// has no 16-bit Fill and (unless softmax) no Softmax.
 type computeBackend struct {
 	*sim.Backend
-	calls map[string]int
+	calls   map[string]int
+	softmax bool // has a Softmax kernel
 }
 
 var _ device.Compute = (*computeBackend)(nil)
@@ -77,6 +78,13 @@ func (b *computeBackend) ArgReduce(s alloc.Stream, largest bool, dt device.Dtype
 	return b.Backend.ArgReduce(s, largest, dt, index, value, src, outer, n, inner)
 }
 
+// ArgReduceStrided is missing, as on cuda: arg-reductions of other
+// layouts read a contiguous copy.
+func (b *computeBackend) ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src device.Strided) error {
+	b.calls["ArgReduceStrided"]++
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "ArgReduceStrided", Dtype: src.Dtype}
+}
+
 func (b *computeBackend) Gemm(s alloc.Stream, dt device.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
 	b.calls["Gemm"]++
 	return b.Backend.Gemm(s, dt, transA, transB, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc)
@@ -88,6 +96,9 @@ func (b *computeBackend) GemmBatched(alloc.Stream, device.Dtype, bool, bool, int
 }
 
 func (b *computeBackend) Softmax(s alloc.Stream, dt device.Dtype, dst, src uint64, rows, n int, log bool) error {
+	if b.softmax {
+		return b.Backend.Softmax(s, dt, dst, src, rows, n, log)
+	}
 	return &backend.UnsupportedError{Backend: b.Name(), Op: "Softmax", Dtype: dt}
 }
 
@@ -171,7 +182,7 @@ func TestComputeBackendMatchesSim(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"Fill", "Copy", "Unary", "Binary", "BinaryScalar", "Reduce", "ArgReduce", "Gemm"} {
+	for _, k := range []string{"Fill", "Copy", "Unary", "Binary", "BinaryScalar", "Reduce", "ReduceStrided", "ArgReduce", "ArgReduceStrided", "Gemm"} {
 		if fake.calls[k] == 0 {
 			t.Errorf("no %s call reached the device", k)
 		}
@@ -227,5 +238,94 @@ func TestDeviceOnlyTensorsStageValuesThroughTheHost(t *testing.T) {
 	err := tensor.Try(func() { x.SetAt(0, 0, 0) })
 	if err == nil || !strings.Contains(err.Error(), "build it on the host and use To") {
 		t.Errorf("SetAt on %s: %v", d.Name(), err)
+	}
+}
+
+// Every device computes through its Compute, so the fused row kernels run
+// where the backend has them: FusedAdam, LayerNorm, BatchNorm and
+// CrossEntropy on a device without host bytes give sim's values (on main
+// FusedAdam reported false there and the row kernels refused).
+func TestRowKernelsRunOnAComputingDevice(t *testing.T) {
+	d, fake := newComputeDev(t)
+	fake.softmax = true
+	g := tensor.NewGenerator(11)
+	host := func(shape ...int) *tensor.Tensor {
+		return tensor.Randn(shape, tensor.OnHost(false), tensor.WithGenerator(g))
+	}
+	x, w, b, y := host(4, 6), host(6), host(6), tensor.FromSlice([]int64{1, 0, 5, 2}, []int{4}, tensor.OnHost(false))
+	run := func(on func(*tensor.Tensor) *tensor.Tensor) []float64 {
+		var out []float64
+		xs, ws, bs := on(x), on(w), on(b)
+		out = append(out, values(tensor.LayerNorm(xs, []int{6}, ws, bs, 1e-5))...)
+		out = append(out, values(tensor.BatchNorm(xs, ws, bs, nil, nil, true, 0.1, 1e-5))...)
+		out = append(out, values(tensor.CrossEntropy(xs, on(y)))...)
+		p, gr, m, v := on(x).Clone(), on(x).Mul(0.5), tensor.ZerosLike(xs), tensor.ZerosLike(xs)
+		if !tensor.FusedAdam(p, gr, m, v, tensor.AdamScalars{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}) {
+			t.Fatalf("FusedAdam on %s reported false", p.DeviceName())
+		}
+		return append(out, values(p)...)
+	}
+	want := run(func(t *tensor.Tensor) *tensor.Tensor { return t.To(device.Default(), false) })
+	got := run(func(t *tensor.Tensor) *tensor.Tensor { return t.To(d, false) })
+	if !slices.Equal(got, want) {
+		t.Errorf("on %s: %v\nwant (sim) %v", d.Name(), got, want)
+	}
+	if fake.calls["Copy"] == 0 {
+		t.Error("no call reached the fake device")
+	}
+}
+
+// The strided kernels of the CPU Compute keep the temporaries of each op
+// as they were: an arg-reduction or a sum of a transposed tensor and a
+// product written into a transposed output allocate only their results.
+func TestStridedKernelsAllocateNoTemporaries(t *testing.T) {
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := tensor.On(dev)
+	x := tensor.Randn([]int{5, 7}, on, tensor.WithGenerator(tensor.NewGenerator(2)))
+	xt := x.T()
+	a, b := tensor.Randn([]int{5, 3}, on), tensor.Randn([]int{3, 7}, on)
+	outT := tensor.Zeros([]int{7, 5}, on).T() // column-major [5, 7]
+	a.Matmul(b).Release()                     // the stream's cuBLAS workspace, once
+	cases := []struct {
+		name   string
+		allocs int64
+		f      func()
+	}{
+		{"ArgMax of a transpose", 2, func() { xt.ArgMax(1, false) }}, // values and indices
+		{"Sum of a transpose", 1, func() { xt.Sum(1) }},
+		{"MatmulOut into a transpose", 0, func() { tensor.MatmulOut(outT, a, b) }},
+	}
+	for _, c := range cases {
+		before := dev.Stats()["allocation.all.allocated"]
+		c.f()
+		if n := dev.Stats()["allocation.all.allocated"] - before; n != c.allocs {
+			t.Errorf("%s: %d allocations, want %d", c.name, n, c.allocs)
+		}
+	}
+	want := a.Matmul(b).Float64s()
+	got := outT.Contiguous().Float64s()
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-5 {
+			t.Fatalf("MatmulOut into a transpose: element %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	m := xt.ArgMax(1, false).Float64s()
+	for i := range 7 {
+		best := 0
+		for j := range 5 {
+			if x.At(j, i) > x.At(best, i) {
+				best = j
+			}
+		}
+		if int(m[i]) != best {
+			t.Errorf("ArgMax of a transpose: row %d = %v, want %d", i, m[i], best)
+		}
 	}
 }

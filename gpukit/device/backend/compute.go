@@ -56,6 +56,14 @@ type Compute interface {
 	// element into index (int64) and that element into value (dtype dt),
 	// as kernels.ArgMax and kernels.ArgMin.
 	ArgReduce(s alloc.Stream, largest bool, dt Dtype, index, value, src uint64, outer, n, inner int) error
+	// ArgReduceStrided is ArgReduce for src of any layout: for each line
+	// of src (shape) along dim, the position of its largest (or smallest)
+	// element goes to index (int64) and the element to value (src's
+	// dtype); index and value are strided over shape with stride 0 along
+	// dim. A backend without it returns an UnsupportedError and the caller
+	// copies src contiguous for ArgReduce. (Added for the CPU backends;
+	// cuda: not yet.)
+	ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src Strided) error
 	// Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices
 	// (as kernels.Sgemm): op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc
 	// are the row strides of A, B and C as stored.

@@ -69,7 +69,7 @@ func Run(t *testing.T, c backend.Compute, mem Memory) []Missing {
 	}{
 		{"Fill", testFill}, {"Copy", testCopy}, {"Unary", testUnary}, {"Binary", testBinary},
 		{"BinaryScalar", testBinaryScalar}, {"Reduce", testReduce}, {"ReduceStrided", testReduceStrided},
-		{"ArgReduce", testArgReduce}, {"Gemm", testGemm}, {"GemmBatched", testGemmBatched},
+		{"ArgReduce", testArgReduce}, {"ArgReduceStrided", testArgReduceStrided}, {"Gemm", testGemm}, {"GemmBatched", testGemmBatched},
 		{"Softmax", testSoftmax}, {"LayerNorm", testLayerNorm}, {"LayerNormBackward", testLayerNormBackward},
 		{"BatchNorm", testBatchNorm}, {"BatchNormBackward", testBatchNormBackward}, {"NLLLoss", testNLLLoss},
 		{"Gather", testGather}, {"ScatterAdd", testScatterAdd}, {"Adam", testAdam},
@@ -528,6 +528,43 @@ func testArgReduce(t *testing.T, s *suite) {
 			what := fmt.Sprintf("ArgReduce largest=%v", largest)
 			s.check(what+" index", backend.Int64, s.download(backend.Int64, idx, outer*inner), wi)
 			s.check(what+" value", dt, s.download(dt, val, outer*inner), wv)
+		}
+	}
+}
+
+func testArgReduceStrided(t *testing.T, s *suite) {
+	for _, dt := range Dtypes {
+		for _, largest := range []bool{true, false} {
+			for _, dim := range []int{0, 1} {
+				a, av := s.input(dt, 1) // transposed
+				kept, st := 4, []int{0, 1}
+				if dim == 1 {
+					kept, st = 3, []int{1, 0}
+				}
+				idx := backend.Strided{Addr: s.upload(backend.Int64, make([]float64, kept)), Dtype: backend.Int64, Strides: st}
+				val := backend.Strided{Addr: s.upload(dt, make([]float64, kept)), Dtype: dt, Strides: st}
+				if !s.ok("ArgReduceStrided", dt, s.c.ArgReduceStrided(stream, largest, shape34, dim, idx, val, a)) {
+					continue
+				}
+				wi, wv := make([]float64, kept), make([]float64, kept)
+				for p := range kept {
+					bi, bv := -1, 0.0
+					for q := range shape34[dim] {
+						k := p*4 + q // dim 1: row p, column q
+						if dim == 0 {
+							k = q*4 + p
+						}
+						v := av.at(shape34, k)
+						if bi < 0 || (largest && v > bv) || (!largest && v < bv) {
+							bi, bv = q, v
+						}
+					}
+					wi[p], wv[p] = float64(bi), bv
+				}
+				what := fmt.Sprintf("ArgReduceStrided largest=%v dim %d", largest, dim)
+				s.check(what+" index", backend.Int64, s.download(backend.Int64, idx.Addr, kept), wi)
+				s.check(what+" value", dt, s.download(dt, val.Addr, kept), wv)
+			}
 		}
 	}
 }

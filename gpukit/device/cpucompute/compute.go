@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -622,6 +623,38 @@ func (c *Compute) ArgReduce(_ alloc.Stream, largest bool, dt backend.Dtype, inde
 		Store(backend.Int64, idx, k, float64(bi))
 		Store(dt, val, k, Load(dt, s, (o*n+bi)*inner+i))
 	}
+	return nil
+}
+
+// ArgReduceStrided is ArgReduce over the lines along dim of a strided src.
+func (c *Compute) ArgReduceStrided(_ alloc.Stream, largest bool, shape []int, dim int, index, value, src backend.Strided) error {
+	const op = "ArgReduceStrided"
+	if dim < 0 || dim >= len(shape) || shape[dim] == 0 {
+		return fmt.Errorf("cpucompute: %s on %s: dim %d of shape %v", op, c.name, dim, shape)
+	}
+	if index.Dtype != backend.Int64 || value.Dtype != src.Dtype {
+		return fmt.Errorf("cpucompute: %s on %s: index of %s, value of %s for %s", op, c.name, index.Dtype, value.Dtype, src.Dtype)
+	}
+	ops, err := c.stridedAll(op, shape, index, value, src)
+	if err != nil || numel(shape) == 0 {
+		return err
+	}
+	ix, val, a := ops[0], ops[1], ops[2]
+	n, step := shape[dim], a.strides[dim]
+	lines := slices.Clone(shape)
+	lines[dim] = 1
+	// Ties go to the lowest index and NaN wins, as in PyTorch.
+	kernels.ForEachOffset(lines, []int{0, 0, 0}, [][]int{a.strides, ix.strides, val.strides}, func(_ int, o []int) {
+		bv, bi := 0.0, -1
+		for p := range n {
+			v := Load(a.dt, a.data, o[0]+p*step)
+			if bi < 0 || (v != v && bv == bv) || (largest && v > bv) || (!largest && v < bv) {
+				bv, bi = v, p
+			}
+		}
+		Store(backend.Int64, ix.data, o[1], float64(bi))
+		Store(val.dt, val.data, o[2], Load(a.dt, a.data, o[0]+bi*step))
+	})
 	return nil
 }
 

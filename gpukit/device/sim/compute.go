@@ -54,6 +54,9 @@ func (metaCompute) ReduceStrided(alloc.Stream, kernels.ReduceOp, []int, backend.
 func (metaCompute) ArgReduce(alloc.Stream, bool, backend.Dtype, uint64, uint64, uint64, int, int, int) error {
 	return nil
 }
+func (metaCompute) ArgReduceStrided(alloc.Stream, bool, []int, int, backend.Strided, backend.Strided, backend.Strided) error {
+	return nil
+}
 func (metaCompute) Gemm(alloc.Stream, backend.Dtype, bool, bool, int, int, int, float64, uint64, int, uint64, int, float64, uint64, int) error {
 	return nil
 }
