@@ -95,6 +95,12 @@ func unsupported(err error) bool {
 	return errors.As(err, &u)
 }
 
+// valueless reports whether t lives on a meta device: its Compute writes
+// nothing, so the kernels there skip the contiguous copies and scratch
+// tensors that they make for real values (which would change the meta
+// device's memory statistics, as they never have).
+func valueless(t *Tensor) bool { return t.st.data == nil && !t.st.core.mem.hasBytes() && !t.deviceOnly() }
+
 // scratch is a contiguous temporary on t's memory for a backend that
 // lacks a strided kernel (release it when the work is queued: later work
 // on the one stream runs after it).
@@ -277,6 +283,9 @@ func matmulKernel(out, a, b *Tensor) {
 		return
 	}
 	const name = "Matmul"
+	if valueless(out) {
+		return
+	}
 	if a.dtype != out.dtype || b.dtype != out.dtype {
 		panicf("%s: dtypes %s @ %s -> %s", name, a.dtype, b.dtype, out.dtype)
 	}

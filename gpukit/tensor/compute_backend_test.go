@@ -329,3 +329,37 @@ func TestStridedKernelsAllocateNoTemporaries(t *testing.T) {
 		}
 	}
 }
+
+// A meta device computes nothing, so its kernels make none of the
+// contiguous copies that real values need: LayerNorm, BatchNorm and
+// CrossEntropy of strided inputs allocate only their results there.
+func TestMetaKernelsMakeNoCopies(t *testing.T) {
+	p, err := device.LookupProfile("h100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.NewMeta(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := tensor.On(dev)
+	xt := tensor.Zeros([]int{6, 4}, on).T() // [4, 6], strided
+	w, b := tensor.Ones([]int{6}, on), tensor.Zeros([]int{6}, on)
+	targets := tensor.Zeros([]int{4, 2}, on, tensor.Int64).Select(1, 0) // strided
+	cases := []struct {
+		name   string
+		allocs int64
+		f      func()
+	}{
+		{"LayerNorm", 3, func() { tensor.LayerNorm(xt, []int{6}, w, b, 1e-5) }},            // y, mean, rstd
+		{"BatchNorm", 3, func() { tensor.BatchNorm(xt, w, b, nil, nil, true, 0.1, 1e-5) }}, // y, save_mean, save_invstd
+		{"CrossEntropy", 2, func() { tensor.CrossEntropy(xt, targets) }},                   // log-softmax, loss
+	}
+	for _, c := range cases {
+		before := dev.Stats()["allocation.all.allocated"]
+		tensor.NoGrad(c.f)
+		if n := dev.Stats()["allocation.all.allocated"] - before; n != c.allocs {
+			t.Errorf("%s on meta: %d allocations, want %d", c.name, n, c.allocs)
+		}
+	}
+}

@@ -49,6 +49,9 @@ func paramDtype(dt Dtype, ts ...*Tensor) Dtype {
 // contiguous first (device memory, as PyTorch's x.contiguous()).
 func layerNormKernel(out, mean, rstd, x, weight, bias *Tensor, m, n int, eps float64) {
 	const op = "LayerNorm"
+	if valueless(out) {
+		return
+	}
 	xc, release := contiguousOrSelf(x)
 	defer release()
 	wc, releaseW := contiguousOrSelf(weight)
@@ -71,6 +74,9 @@ func layerNormKernel(out, mean, rstd, x, weight, bias *Tensor, m, n int, eps flo
 // nil (not wanted).
 func layerNormBackwardKernel(gx, gw, gb, g, x, weight, mean, rstd *Tensor, m, n int) {
 	const op = "LayerNormBackward"
+	if valueless(g) {
+		return
+	}
 	gc, releaseG := contiguousOrSelf(g)
 	defer releaseG()
 	xc, releaseX := contiguousOrSelf(x)

@@ -190,10 +190,12 @@ func CrossEntropy(logits, targets *Tensor) *Tensor {
 	defer ls.Release() // saved by the graph when it needs it
 	softmaxKernel(ls, logits, 1, true)
 	out := empty(logits.outMem(), nil, logits.dtype)
-	tc, releaseT := contiguousOrSelf(targets)
-	k, s := kern("CrossEntropy", out)
-	done("CrossEntropy", k.NLLLoss(s, cdt(out), addr(out), addr(ls), addr(tc), cdt(tc), nb, nc), out, ls, tc)
-	releaseT()
+	if !valueless(out) {
+		tc, releaseT := contiguousOrSelf(targets)
+		k, s := kern("CrossEntropy", out)
+		done("CrossEntropy", k.NLLLoss(s, cdt(out), addr(out), addr(ls), addr(tc), cdt(tc), nb, nc), out, ls, tc)
+		releaseT()
+	}
 	out.charge("CrossEntropy", 6*int64(logits.Numel()), logits, targets)
 	// PyTorch's nll_loss_forward returns, besides the loss, total_weight:
 	// a 0-dim tensor of the logits' dtype holding the number of targets

@@ -192,7 +192,7 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		saveInvstd = empty(x.outMem(), cs, statDtype(x.dtype))
 		defer saveInvstd.Release()
 	}
-	if out.Numel() > 0 {
+	if out.Numel() > 0 && !valueless(out) {
 		xc, release := contiguousOrSelf(x)
 		defer release()
 		// The per-channel parameters are read contiguous (copied when
@@ -267,7 +267,7 @@ func batchNormBackward(g, x, weight, stat1, stat2 *Tensor, training bool, eps fl
 	if needBias {
 		gb = empty(g.outMem(), []int{c}, biasDtype)
 	}
-	if g.Numel() > 0 {
+	if g.Numel() > 0 && !valueless(g) {
 		gc, releaseG := contiguousOrSelf(g)
 		defer releaseG()
 		xc, releaseX := contiguousOrSelf(x)
