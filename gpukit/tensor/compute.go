@@ -77,7 +77,9 @@ func optArg(t *Tensor) backend.Strided {
 // the device and dtype) into the package's panic, and keeps the tensors,
 // and so the memory the call used, reachable until the call is over.
 func done(op string, err error, ts ...*Tensor) {
-	runtime.KeepAlive(ts)
+	for _, t := range ts {
+		runtime.KeepAlive(t)
+	}
 	if err == nil {
 		return
 	}
@@ -99,7 +101,9 @@ func unsupported(err error) bool {
 // nothing, so the kernels there skip the contiguous copies and scratch
 // tensors that they make for real values (which would change the meta
 // device's memory statistics, as they never have).
-func valueless(t *Tensor) bool { return t.st.data == nil && !t.st.core.mem.hasBytes() && !t.deviceOnly() }
+func valueless(t *Tensor) bool {
+	return t.st.data == nil && !t.st.core.mem.hasBytes() && !t.deviceOnly()
+}
 
 // scratch is a contiguous temporary on t's memory for a backend that
 // lacks a strided kernel (release it when the work is queued: later work

@@ -111,13 +111,14 @@ func (c *Compute) strided(op string, shape []int, s backend.Strided) (operand, e
 	return operand{data: b, dt: s.Dtype, strides: s.Strides}, err
 }
 
-// stridedAll resolves several operands over one shape.
-func (c *Compute) stridedAll(op string, shape []int, ss ...backend.Strided) ([]operand, error) {
-	out := make([]operand, len(ss))
+// stridedAll resolves up to four operands over one shape (an array, so
+// that a call allocates nothing for them).
+func (c *Compute) stridedAll(op string, shape []int, ss ...backend.Strided) ([4]operand, error) {
+	var out [4]operand
 	for i, s := range ss {
 		o, err := c.strided(op, shape, s)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
 		out[i] = o
 	}
