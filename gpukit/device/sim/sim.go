@@ -10,6 +10,10 @@
 // In meta mode (NewMeta) the same accounting and clocks run without backing
 // bytes: Bytes returns nil and copies move no data, so a lesson can
 // "allocate" 80 GB in microseconds.
+//
+// A Backend is also a backend.Compute (compute.go): a sim device computes
+// with the CPU kernels of gpukit/kernels on its memory
+// (gpukit/device/cpucompute), a meta device computes nothing.
 package sim
 
 import (
