@@ -200,9 +200,9 @@ func TestComputeBackendRefusesWhatItCannot(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fakecuda:0 has no Softmax kernel for float32 tensors yet") {
 		t.Errorf("Softmax on a computing device: %v", err)
 	}
-	err = tensor.Try(func() { y.Softmax(0).Sigmoid() })
-	if err == nil || !strings.Contains(err.Error(), "fakecuda:0 has no Softmax kernel") {
-		t.Errorf("Softmax on a computing device: %v", err)
+	err = tensor.Try(func() { y.Gt(0) })
+	if err == nil || !strings.Contains(err.Error(), "Compare: this kernel runs only where the host reads the memory") || !strings.Contains(err.Error(), `fakecuda:0 has no version of it yet: move the tensors to sim with To("sim:0")`) {
+		t.Errorf("Gt (a host-only kernel) on a computing device: %v", err)
 	}
 }
 
