@@ -2,10 +2,10 @@ package tensor
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"sync/atomic"
 )
 
 // memory is the seam between tensor and the place bytes live: a device
