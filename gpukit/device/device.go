@@ -26,8 +26,8 @@ type (
 	Kind = backend.Kind
 	// HostBuffer is host memory to copy from or to, pinned or pageable.
 	HostBuffer = backend.HostBuffer
-	// Compute is implemented by backends that run kernels on their own
-	// memory (cuda); test for it with d.Backend().(device.Compute).
+	// Compute is the kernels of a backend (sim, meta and cuda implement
+	// it); get it with d.Backend().(device.Compute).
 	Compute = backend.Compute
 	// Strided is an N-d operand of a Compute call.
 	Strided = backend.Strided

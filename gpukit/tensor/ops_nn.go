@@ -185,17 +185,16 @@ func CrossEntropy(logits, targets *Tensor) *Tensor {
 	if len(targets.shape) != 1 || targets.shape[0] != nb {
 		panicf("CrossEntropy: targets must be [N] = [%d] for logits of shape %s, got shape %s", nb, fmtShape(logits.shape), fmtShape(targets.shape))
 	}
-	tv := indexValues("CrossEntropy", targets, nc)
+	checkIndexRange("CrossEntropy", targets, nc)
 	ls := empty(logits.outMem(), logits.shape, logits.dtype)
 	defer ls.Release() // saved by the graph when it needs it
 	softmaxKernel(ls, logits, 1, true)
 	out := empty(logits.outMem(), nil, logits.dtype)
-	if !noBytes(out, ls) {
-		var sum float64
-		for i, c := range tv {
-			sum -= load(ls.dtype, ls.st.data, i*nc+c)
-		}
-		store(out.dtype, out.st.data, 0, sum/float64(nb))
+	if !valueless(out) {
+		tc, releaseT := contiguousOrSelf(targets)
+		k, s := kern("CrossEntropy", out)
+		done("CrossEntropy", k.NLLLoss(s, cdt(out), addr(out), addr(ls), addr(tc), cdt(tc), nb, nc), out, ls, tc)
+		releaseT()
 	}
 	out.charge("CrossEntropy", 6*int64(logits.Numel()), logits, targets)
 	// PyTorch's nll_loss_forward returns, besides the loss, total_weight:

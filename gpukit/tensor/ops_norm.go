@@ -1,8 +1,9 @@
 package tensor
 
 import (
-	"math"
 	"slices"
+
+	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // Normalisation ops: LayerNorm and BatchNorm, each one fused node that
@@ -19,70 +20,6 @@ func statDtype(dt Dtype) Dtype {
 		return Float64
 	}
 	return Float32
-}
-
-// readRow loads n elements of contiguous t from element off into buf.
-func readRow(t *Tensor, off int, buf []float64) {
-	switch t.dtype {
-	case Float32:
-		for i, v := range f32s(t.st.data)[off : off+len(buf)] {
-			buf[i] = float64(v)
-		}
-	case Float64:
-		copy(buf, f64s(t.st.data)[off:off+len(buf)])
-	default:
-		for i := range buf {
-			buf[i] = load(t.dtype, t.st.data, off+i)
-		}
-	}
-}
-
-// writeRow stores buf into contiguous t from element off: for tensors an
-// op made itself (a caller's tensor goes through writeStrided).
-func writeRow(t *Tensor, off int, buf []float64) {
-	switch t.dtype {
-	case Float32:
-		d := f32s(t.st.data)[off : off+len(buf)]
-		for i, v := range buf {
-			d[i] = float32(v)
-		}
-	case Float64:
-		copy(f64s(t.st.data)[off:off+len(buf)], buf)
-	default:
-		for i, v := range buf {
-			store(t.dtype, t.st.data, off+i, v)
-		}
-	}
-}
-
-// writeStrided stores buf, in row-major order, into t through t's strides:
-// the way to write into a tensor the caller gave (running statistics),
-// which may be a view of a larger one. writeRow would assume t dense
-// from its offset and write into the elements between t's.
-func writeStrided(t *Tensor, buf []float64) {
-	if t.IsContiguous() {
-		writeRow(t, t.offset, buf)
-		return
-	}
-	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(k int, offs []int) {
-		store(t.dtype, t.st.data, offs[0], buf[k])
-	})
-}
-
-// values returns the n elements of an optional tensor in row-major
-// order (fill when t is nil).
-func values(t *Tensor, n int, fill float64) []float64 {
-	buf := make([]float64, n)
-	if t == nil {
-		for i := range buf {
-			buf[i] = fill
-		}
-		return buf
-	}
-	c, release := contiguousOrSelf(t)
-	defer release()
-	readRow(c, c.offset, buf)
-	return buf
 }
 
 // contiguousOrSelf returns t when it is contiguous and a contiguous copy
@@ -153,24 +90,8 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 	defer mean.Release() // the node keeps its own references
 	rstd := empty(x.outMem(), statShape, statDtype(x.dtype))
 	defer rstd.Release()
-	if out.Numel() > 0 && !noBytes(out, x) && !layerNormRows(out, mean, rstd, x, weight, bias, m, n, eps) {
-		xc, release := contiguousOrSelf(x)
-		defer release()
-		w, b := values(weight, n, 1), values(bias, n, 0)
-		row := make([]float64, n)
-		means, rstds := make([]float64, m), make([]float64, m)
-		for r := range m {
-			readRow(xc, xc.offset+r*n, row)
-			mu, v := meanVar(row)
-			rs := 1 / math.Sqrt(v+eps)
-			for j, e := range row {
-				row[j] = (e-mu)*rs*w[j] + b[j]
-			}
-			writeRow(out, r*n, row)
-			means[r], rstds[r] = mu, rs
-		}
-		writeRow(mean, 0, means)
-		writeRow(rstd, 0, rstds)
+	if out.Numel() > 0 {
+		layerNormKernel(out, mean, rstd, x, weight, bias, m, n, eps)
 	}
 	out.charge(op, 8*int64(x.Numel()), x, weight, bias, mean, rstd)
 
@@ -179,21 +100,6 @@ func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float
 			gx, gw, gb := layerNormBackward(g, saved[0], saved[1], saved[2], saved[3], saved[4], m, n, needs)
 			return []*Tensor{gx, gw, gb}
 		})
-}
-
-// meanVar is the mean and biased variance of xs (two passes).
-func meanVar(xs []float64) (mean, variance float64) {
-	var s float64
-	for _, v := range xs {
-		s += v
-	}
-	mean = s / float64(len(xs))
-	var q float64
-	for _, v := range xs {
-		d := v - mean
-		q += d * d
-	}
-	return mean, q / float64(len(xs))
 }
 
 // layerNormBackward is native_layer_norm_backward: with x̂ = (x-μ)·rstd
@@ -211,41 +117,8 @@ func layerNormBackward(g, x, weight, bias, mean, rstd *Tensor, m, n int, needs [
 	if needs[2] && bias != nil {
 		gb = empty(g.outMem(), bias.shape, bias.dtype)
 	}
-	if g.Numel() > 0 && !noBytes(g, x) && !layerNormBackwardRows(gx, gw, gb, g, x, weight, mean, rstd, m, n) {
-		gc, releaseG := contiguousOrSelf(g)
-		defer releaseG()
-		xc, releaseX := contiguousOrSelf(x)
-		defer releaseX()
-		w := values(weight, n, 1)
-		mus, rss := values(mean, m, 0), values(rstd, m, 0) // statistics: any shape, row-major
-		gRow, xRow, dx := make([]float64, n), make([]float64, n), make([]float64, n)
-		dw, db := make([]float64, n), make([]float64, n)
-		for r := range m {
-			readRow(gc, gc.offset+r*n, gRow)
-			readRow(xc, xc.offset+r*n, xRow)
-			var sg, sgx float64
-			for j := range xRow {
-				xRow[j] = (xRow[j] - mus[r]) * rss[r] // x̂
-				gh := gRow[j] * w[j]
-				sg += gh
-				sgx += gh * xRow[j]
-				dw[j] += gRow[j] * xRow[j]
-				db[j] += gRow[j]
-			}
-			if gx != nil {
-				sg, sgx = sg/float64(n), sgx/float64(n)
-				for j := range dx {
-					dx[j] = rss[r] * (gRow[j]*w[j] - sg - xRow[j]*sgx)
-				}
-				writeRow(gx, r*n, dx)
-			}
-		}
-		if gw != nil {
-			writeRow(gw, 0, dw)
-		}
-		if gb != nil {
-			writeRow(gb, 0, db)
-		}
+	if g.Numel() > 0 {
+		layerNormBackwardKernel(gx, gw, gb, g, x, weight, mean, rstd, m, n)
 	}
 	for _, t := range []*Tensor{gx, gw, gb} {
 		if t != nil {
@@ -319,45 +192,23 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		saveInvstd = empty(x.outMem(), cs, statDtype(x.dtype))
 		defer saveInvstd.Release()
 	}
-	if out.Numel() > 0 && !noBytes(out, x) {
+	if out.Numel() > 0 && !valueless(out) {
 		xc, release := contiguousOrSelf(x)
 		defer release()
-		mu, invstd := make([]float64, c), make([]float64, c)
-		if training {
-			batchStats(xc, nb, c, l, mu, invstd) // invstd holds the biased variance for now
-			if runningMean != nil && runningVar != nil {
-				rm, rv := values(runningMean, c, 0), values(runningVar, c, 0)
-				unbias := float64(count) / float64(count-1)
-				for j := range rm {
-					rm[j] = (1-momentum)*rm[j] + momentum*mu[j]
-					rv[j] = (1-momentum)*rv[j] + momentum*invstd[j]*unbias
-				}
-				writeStrided(runningMean, rm)
-				writeStrided(runningVar, rv)
-			}
-		} else {
-			mu = values(runningMean, c, 0)
-			invstd = values(runningVar, c, 0)
-		}
-		for j := range invstd {
-			invstd[j] = 1 / math.Sqrt(invstd[j]+eps)
-		}
-		if training {
-			writeRow(saveMean, 0, mu)
-			writeRow(saveInvstd, 0, invstd)
-		}
-		w, b := values(weight, c, 1), values(bias, c, 0)
-		row := make([]float64, l)
-		for i := range nb {
-			for j := range c {
-				off := (i*c + j) * l
-				readRow(xc, xc.offset+off, row)
-				for k, v := range row {
-					row[k] = (v-mu[j])*invstd[j]*w[j] + b[j]
-				}
-				writeRow(out, off, row)
-			}
-		}
+		// The per-channel parameters are read contiguous (copied when
+		// they are not, as before); the running statistics are updated
+		// in place through their strides.
+		wc, releaseW := contiguousOrSelf(weight)
+		defer releaseW()
+		bc, releaseB := contiguousOrSelf(bias)
+		defer releaseB()
+		k, s := kern(op, out)
+		done(op, k.BatchNorm(s, backend.BatchNormArgs{
+			Dtype: cdt(x), Y: addr(out), X: addr(xc), Batch: nb, Channels: c, Length: l,
+			Weight: optArg(wc), Bias: optArg(bc), RunningMean: optArg(runningMean), RunningVar: optArg(runningVar),
+			SaveMean: optAddr(saveMean), SaveInvstd: optAddr(saveInvstd), StatDtype: backend.Dtype(statDtype(x.dtype)),
+			Training: training, Momentum: momentum, Eps: eps,
+		}), out, xc, wc, bc, runningMean, runningVar, saveMean, saveInvstd)
 	}
 	out.charge(op, 8*int64(x.Numel()), x, weight, bias, runningMean, runningVar)
 	if training {
@@ -392,36 +243,6 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 	return y
 }
 
-// batchStats writes the per-channel mean and biased variance of a
-// contiguous [nb, c, l] tensor.
-func batchStats(x *Tensor, nb, c, l int, mean, variance []float64) {
-	row := make([]float64, l)
-	count := float64(nb * l)
-	for i := range nb {
-		for j := range c {
-			readRow(x, x.offset+(i*c+j)*l, row)
-			for _, v := range row {
-				mean[j] += v
-			}
-		}
-	}
-	for j := range mean {
-		mean[j] /= count
-	}
-	for i := range nb {
-		for j := range c {
-			readRow(x, x.offset+(i*c+j)*l, row)
-			for _, v := range row {
-				d := v - mean[j]
-				variance[j] += d * d
-			}
-		}
-	}
-	for j := range variance {
-		variance[j] /= count
-	}
-}
-
 // batchNormBackward is native_batch_norm_backward. With x̂ = (x-μ)·invstd
 // per channel and ĝ = g·w, in training (μ, invstd of the batch)
 //
@@ -446,56 +267,25 @@ func batchNormBackward(g, x, weight, stat1, stat2 *Tensor, training bool, eps fl
 	if needBias {
 		gb = empty(g.outMem(), []int{c}, biasDtype)
 	}
-	if g.Numel() > 0 && !noBytes(g, x) {
+	if g.Numel() > 0 && !valueless(g) {
 		gc, releaseG := contiguousOrSelf(g)
 		defer releaseG()
 		xc, releaseX := contiguousOrSelf(x)
 		defer releaseX()
-		w := values(weight, c, 1)
-		mu, invstd := values(stat1, c, 0), values(stat2, c, 0)
-		if !training {
-			for j := range invstd {
-				invstd[j] = 1 / math.Sqrt(invstd[j]+eps)
-			}
-		}
-		gRow, xRow := make([]float64, l), make([]float64, l)
-		sg, sgx := make([]float64, c), make([]float64, c) // Σ g, Σ g·x̂ per channel
-		for i := range nb {
-			for j := range c {
-				off := (i*c + j) * l
-				readRow(gc, gc.offset+off, gRow)
-				readRow(xc, xc.offset+off, xRow)
-				for k := range gRow {
-					sg[j] += gRow[k]
-					sgx[j] += gRow[k] * (xRow[k] - mu[j]) * invstd[j]
-				}
-			}
-		}
-		if gx != nil {
-			count := float64(nb * l)
-			for i := range nb {
-				for j := range c {
-					off := (i*c + j) * l
-					readRow(gc, gc.offset+off, gRow)
-					readRow(xc, xc.offset+off, xRow)
-					for k := range gRow {
-						if training {
-							xh := (xRow[k] - mu[j]) * invstd[j]
-							gRow[k] = w[j] * invstd[j] * (gRow[k] - sg[j]/count - xh*sgx[j]/count)
-						} else {
-							gRow[k] = w[j] * invstd[j] * gRow[k]
-						}
-					}
-					writeRow(gx, off, gRow)
-				}
-			}
-		}
-		if gw != nil {
-			writeRow(gw, 0, sgx)
-		}
-		if gb != nil {
-			writeRow(gb, 0, sg)
-		}
+		wc, releaseW := contiguousOrSelf(weight)
+		defer releaseW()
+		s1, release1 := contiguousOrSelf(stat1)
+		defer release1()
+		s2, release2 := contiguousOrSelf(stat2)
+		defer release2()
+		const op = "BatchNormBackward"
+		k, s := kern(op, gc)
+		done(op, k.BatchNormBackward(s, backend.BatchNormBackwardArgs{
+			Dtype: cdt(x), Grad: addr(gc), X: addr(xc), Batch: nb, Channels: c, Length: l,
+			GradX: optAddr(gx), GradWeight: optArg(gw), GradBias: optArg(gb),
+			Weight: optArg(wc), Stat1: optArg(s1), Stat2: optArg(s2),
+			Training: training, Eps: eps,
+		}), gc, xc, gx, gw, gb, wc, s1, s2)
 	}
 	for _, t := range []*Tensor{gx, gw, gb} {
 		if t != nil {

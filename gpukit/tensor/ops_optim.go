@@ -19,8 +19,9 @@ type AdamScalars = kernels.AdamScalars
 //
 // It reports false, doing nothing, when the step cannot be fused here:
 // dtypes other than float32 and float64, non-contiguous tensors, or a
-// device that computes on its own memory (cuda); the caller then composes
-// the step from elementwise ops. On a meta device it charges the kernel
+// device whose Compute has no Adam kernel for the dtype; the caller then
+// composes the step from elementwise ops. It runs on every device whose
+// Compute has one (sim, host, cuda). On a meta device it charges the kernel
 // and computes no values, like every op.
 func FusedAdam(param, grad, expAvg, expAvgSq *Tensor, s AdamScalars) bool {
 	const op = "FusedAdam"
@@ -41,19 +42,13 @@ func FusedAdam(param, grad, expAvg, expAvgSq *Tensor, s AdamScalars) bool {
 			return false
 		}
 	}
-	if c, _ := devCompute(param); c != nil {
-		return false
-	}
-	if n := param.Numel(); n > 0 && param.st.data != nil {
-		at := func(t *Tensor) (lo, hi int) { return t.offset, t.offset + n }
-		switch param.dtype {
-		case Float32:
-			d := func(t *Tensor) []float32 { lo, hi := at(t); return f32s(t.st.data)[lo:hi] }
-			kernels.AdamUpdate(d(param), d(grad), d(expAvg), d(expAvgSq), s)
-		case Float64:
-			d := func(t *Tensor) []float64 { lo, hi := at(t); return f64s(t.st.data)[lo:hi] }
-			kernels.AdamUpdate(d(param), d(grad), d(expAvg), d(expAvgSq), s)
+	if n := param.Numel(); n > 0 {
+		c, st := kern(op, param)
+		err := c.Adam(st, cdt(param), addr(param), addr(grad), addr(expAvg), addr(expAvgSq), n, s)
+		if unsupported(err) {
+			return false // composed of elementwise ops instead
 		}
+		done(op, err, param, grad, expAvg, expAvgSq)
 	}
 	// Reads param, grad, exp_avg and exp_avg_sq; writes param (counted as
 	// the output), exp_avg and exp_avg_sq: 7 bytes moved per parameter byte.

@@ -221,7 +221,7 @@ func (t *Tensor) Relu() *Tensor {
 	return record(out, "ReluBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			y := saved[0]
-			if c, _ := devCompute(y); c != nil || g.dtype != y.dtype { // composed of the device's kernels
+			if y.deviceOnly() || g.dtype != y.dtype { // threshold_backward is host-only: composed of kernels there
 				mask := scalarOp("Greater", kernels.Greater, y, 0, false)
 				defer mask.Release()
 				return []*Tensor{g.Mul(mask)}

@@ -45,7 +45,7 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 	n := b.shape[1]
 	out := empty(values.outMem(), []int{rows, n}, values.dtype)
 	// With no entries the values have no bytes even on a real device.
-	if out.Numel() > 0 && !noBytes(out, rowOffsets, b) && (nnz == 0 || !noBytes(values, colIndices)) {
+	if out.Numel() > 0 && hostOnly("SparseMatmul", out, rowOffsets, b) && (nnz == 0 || hostOnly("SparseMatmul", values, colIndices)) {
 		dense := b.Contiguous()
 		defer dense.Release()
 		vals, bb := values.Contiguous(), dense
@@ -68,7 +68,7 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 				bc := dense.Contiguous()
 				defer bc.Release()
 				gv := empty(g.outMem(), []int{nnz}, g.dtype)
-				if nnz > 0 && !noBytes(gv, gc, bc, cidx, offs) {
+				if nnz > 0 && hostOnly("SparseMatmul", gv, gc, bc, cidx, offs) {
 					csrBackward(gv, nil, cidx, offs, gc, bc)
 				}
 				gv.charge("SparseCSRSampledDot", 2*int64(nnz)*int64(n), gc, bc, cidx, offs)
@@ -78,7 +78,7 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 				vc := vals.Contiguous()
 				defer vc.Release()
 				gb := empty(g.outMem(), []int{k, n}, g.dtype)
-				if gb.Numel() > 0 && !noBytes(gb, gc, offs) && (nnz == 0 || !noBytes(vc, cidx)) {
+				if gb.Numel() > 0 && hostOnly("SparseMatmul", gb, gc, offs) && (nnz == 0 || hostOnly("SparseMatmul", vc, cidx)) {
 					csrBackward(nil, gb, cidx, offs, gc, vc)
 				}
 				gb.charge("SparseCSRMatmulT", 2*int64(nnz)*int64(n), gc, vc, cidx, offs)

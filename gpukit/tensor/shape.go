@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+
+	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // numel is the number of elements of shape (1 for a 0-d shape). Shapes
@@ -244,31 +246,8 @@ func viewStrides(shape, strides, newShape []int) ([]int, bool) {
 }
 
 // forEachOffset calls fn(k, off_0, off_1, ...) for every element k (row-major
-// order) of shape, with the element offsets in each of the strided operands.
-// It is the one loop that all naive kernels use.
+// order) of shape, with the element offsets in each of the strided operands
+// (kernels.ForEachOffset).
 func forEachOffset(shape []int, offsets []int, strides [][]int, fn func(k int, offs []int)) {
-	n := numel(shape)
-	if n == 0 {
-		return
-	}
-	rank := len(shape)
-	idx := make([]int, rank)
-	offs := slices.Clone(offsets)
-	for k := 0; k < n; k++ {
-		fn(k, offs)
-		// increment the multi-index, last dimension fastest
-		for d := rank - 1; d >= 0; d-- {
-			idx[d]++
-			for o := range offs {
-				offs[o] += strides[o][d]
-			}
-			if idx[d] < shape[d] {
-				break
-			}
-			for o := range offs {
-				offs[o] -= strides[o][d] * shape[d]
-			}
-			idx[d] = 0
-		}
-	}
+	kernels.ForEachOffset(shape, offsets, strides, fn)
 }

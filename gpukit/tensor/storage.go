@@ -3,6 +3,9 @@ package tensor
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // memory is the seam between tensor and the place bytes live: a device
@@ -23,6 +26,11 @@ type memory interface {
 	hasBytes() bool
 	// launch charges the modelled cost of a kernel (no-op on the host).
 	launch(k kernelCost)
+	// compute is the kernels of this memory and the stream they run on:
+	// the device's Compute (CPU kernels on sim, no-ops on meta, the GPU's
+	// on cuda) or, on the host, the CPU kernels over real pointers. nil
+	// when the device does not compute.
+	compute() (backend.Compute, alloc.Stream)
 	// blasWorkspace makes sure the stream that kernels run on has its
 	// cuBLAS workspace before a matrix product (device.BlasWorkspace; nil
 	// on the host).

@@ -7,9 +7,10 @@ import (
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
-// Compute is implemented by backends that run kernels on their own device
-// memory (cuda). sim does not implement it: its memory is host memory, and
-// gpukit/tensor computes there with the CPU kernels of gpukit/kernels.
+// Compute is the kernels of a device: every op of gpukit/tensor computes
+// through its device's Compute. cuda implements it with its own kernels;
+// sim and host memory with the CPU kernels of gpukit/kernels
+// (gpukit/device/cpucompute), and meta devices with no-ops (no values).
 //
 // The operations are those of gpukit/kernels, with the same op enums and
 // the same semantics (NaN propagation of Max and Min, float64 accumulation
@@ -41,44 +42,183 @@ type Compute interface {
 	// viewed as [outer, n, inner] into the contiguous dst of outer·inner
 	// elements (as kernels.Reduce). dst and src have dtype dt.
 	Reduce(s alloc.Stream, op kernels.ReduceOp, dt Dtype, dst, src uint64, outer, n, inner int) error
+	// ReduceStrided sums (op ReduceSum) or averages (ReduceMean) src over
+	// shape into dst, whose strides are 0 on the reduced dimensions (the
+	// dimensions of size > 1 where dst's stride is 0; dst has shape with
+	// those set to 1). The sums are taken in float64 in src's row-major
+	// order. dst and src may have different dtypes and any layout: this is
+	// the reduction for layouts Reduce cannot read. A backend without it
+	// returns an UnsupportedError and the caller copies src contiguous
+	// for Reduce. (Added for the CPU backends; cuda: not yet.)
+	ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src Strided) error
 	// ArgReduce writes, for each of the outer·inner lines of src (layout as
 	// for Reduce), the position of its largest (largest) or smallest
 	// element into index (int64) and that element into value (dtype dt),
 	// as kernels.ArgMax and kernels.ArgMin.
 	ArgReduce(s alloc.Stream, largest bool, dt Dtype, index, value, src uint64, outer, n, inner int) error
+	// ArgReduceStrided is ArgReduce for src of any layout: for each line
+	// of src (shape) along dim, the position of its largest (or smallest)
+	// element goes to index (int64) and the element to value (src's
+	// dtype); index and value are strided over shape with stride 0 along
+	// dim. A backend without it returns an UnsupportedError and the caller
+	// copies src contiguous for ArgReduce. (Added for the CPU backends;
+	// cuda: not yet.)
+	ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src Strided) error
 	// Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices
 	// (as kernels.Sgemm): op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc
 	// are the row strides of A, B and C as stored.
 	Gemm(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error
+	// GemmBatched computes len(c) independent products as Gemm,
+	// C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i], with matrix i of each
+	// operand at a[i], b[i] and c[i] (cublasGemmBatchedEx); C's matrices
+	// must not overlap. A backend without it returns an UnsupportedError
+	// and the caller loops over Gemm. (Added for the CPU backends, where
+	// it spreads the products over the cores; cuda: not yet.)
+	GemmBatched(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, c []uint64, ldc int) error
+
+	// The fused row kernels. Their arrays are contiguous, of dtype dt, and
+	// an address of 0 marks an optional array that is absent.
+
+	// Softmax writes the softmax (log-softmax when log) of each of the
+	// rows rows of n elements of src into dst, as kernels.SoftmaxRows.
+	Softmax(s alloc.Stream, dt Dtype, dst, src uint64, rows, n int, log bool) error
+	// LayerNorm normalises each of the rows rows of n elements of x into
+	// y, scaled by w and shifted by b (n each, optional), and writes each
+	// row's mean and 1/√(var+eps) into mean and rstd (rows each), as
+	// kernels.LayerNormRows. For the 16-bit dtypes mean and rstd are
+	// float32 (PyTorch's accumulation type, like BatchNormArgs.StatDtype),
+	// here and in LayerNormBackward.
+	LayerNorm(s alloc.Stream, dt Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error
+	// LayerNormBackward writes the gradients dx (rows·n), dw and db (n
+	// each) of LayerNorm from the output gradient g, the input x, the
+	// forward's mean and rstd and the weight w (optional); each of dx, dw
+	// and db is optional (0: not wanted), as kernels.LayerNormBackwardRows.
+	LayerNormBackward(s alloc.Stream, dt Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) error
+	// BatchNorm is PyTorch's native_batch_norm over a contiguous
+	// [Batch, Channels, Length] input; see BatchNormArgs.
+	BatchNorm(s alloc.Stream, a BatchNormArgs) error
+	// BatchNormBackward is native_batch_norm_backward; see
+	// BatchNormBackwardArgs.
+	BatchNormBackward(s alloc.Stream, a BatchNormBackwardArgs) error
+	// NLLLoss writes into out (one element of dtype dt) the mean over the
+	// rows of −logProbs[i, targets[i]], for rows rows of n log-probabilities
+	// and rows targets of dtype targetDt (Int64 or Int32) in [0, n), summed
+	// in float64 in row order (nll_loss with reduction="mean").
+	NLLLoss(s alloc.Stream, dt Dtype, out, logProbs, targets uint64, targetDt Dtype, rows, n int) error
+	// Gather writes dst[i][j][k] = src[i][index[i][j][k]][k] (for dim 1 of
+	// a 3-d shape; likewise for any rank and dim) over shape, the index's
+	// shape, as torch.gather; index has dtype Int64 or Int32 and values
+	// already checked to lie in [0, srcDimSize).
+	Gather(s alloc.Stream, shape []int, dim int, dst, src, index Strided) error
+	// ScatterAdd adds src[i][j][k] into dst[i][index[i][j][k]][k] (for
+	// dim 1; likewise for any rank) over shape, the index's shape, as
+	// torch.Tensor.scatter_add_. Index values are already checked.
+	ScatterAdd(s alloc.Stream, shape []int, dim int, dst, index, src Strided) error
+	// Adam applies one Adam (or AdamW) step to the n elements of the
+	// parameter p in place, from its gradient g, updating the state m
+	// (exp_avg) and v (exp_avg_sq), as kernels.AdamUpdate.
+	Adam(s alloc.Stream, dt Dtype, p, g, m, v uint64, n int, sc kernels.AdamScalars) error
+}
+
+// BatchNormArgs are the operands of Compute.BatchNorm. X and Y are
+// contiguous [Batch, Channels, Length] arrays of dtype Dtype. In training
+// the kernel computes each channel's mean and biased variance over Batch
+// and Length (in float64), writes the mean and 1/√(var+Eps) into SaveMean
+// and SaveInvstd, and, when both running statistics are present, updates
+// them: r ← (1−Momentum)·r + Momentum·stat, the variance unbiased by
+// count/(count−1). In evaluation it normalises with RunningMean and
+// RunningVar. Then Y = (X − mean)·invstd·Weight + Bias per channel.
+type BatchNormArgs struct {
+	Dtype                   Dtype
+	Y, X                    uint64
+	Batch, Channels, Length int
+	// Weight, Bias, RunningMean and RunningVar are per-channel vectors
+	// (one stride each, their own dtypes); Addr 0: absent (weight 1,
+	// bias 0, no running statistics).
+	Weight, Bias, RunningMean, RunningVar Strided
+	// SaveMean and SaveInvstd are contiguous, of StatDtype (float32 for
+	// 16-bit inputs, as PyTorch); written in training only.
+	SaveMean, SaveInvstd uint64
+	StatDtype            Dtype
+	Training             bool
+	Momentum, Eps        float64
+}
+
+// BatchNormBackwardArgs are the operands of Compute.BatchNormBackward.
+// With x̂ = (x−μ)·invstd and ĝ = g·w per channel, in training
+//
+//	dx = invstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ·x̂))   (means over Batch and Length)
+//
+// and in evaluation dx = ĝ·invstd; in both dw = Σ g·x̂ and db = Σ g.
+type BatchNormBackwardArgs struct {
+	Dtype                   Dtype
+	Grad, X                 uint64 // contiguous [Batch, Channels, Length]
+	Batch, Channels, Length int
+	// GradX is contiguous like X; GradWeight and GradBias are per-channel
+	// vectors of their own dtypes. Addr 0: not wanted.
+	GradX                uint64
+	GradWeight, GradBias Strided
+	// Weight is optional (1); Stat1 and Stat2 are save_mean and save_invstd
+	// in training, running_mean and running_var in evaluation.
+	Weight, Stat1, Stat2 Strided
+	Training             bool
+	Eps                  float64
+}
+
+// UnsupportedError is returned by a Compute method that has no kernel for
+// an operation or dtype on its backend. Callers report it to the user; the
+// computetest suite lists these as the backend's missing operations.
+type UnsupportedError struct {
+	Backend string // "cuda:0"
+	Op      string // the Compute method, "LayerNorm"
+	Dtype   Dtype
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("backend: %s has no %s kernel for %s", e.Backend, e.Op, e.Dtype)
 }
 
 // Dtype is the element type of a Compute operand.
 type Dtype uint8
 
-// The element types Compute works on.
+// The element types of Compute operands, in the order of gpukit/tensor's
+// dtypes. Index operands are Int64 or Int32; a backend may return an
+// UnsupportedError for a dtype it does not compute in.
 const (
 	Float32 Dtype = iota
 	Float64
+	Float16
+	BFloat16
+	Int64
+	Int32
+	Bool
 )
+
+var dtypeInfo = [...]struct {
+	name string
+	size int
+}{
+	Float32:  {"float32", 4},
+	Float64:  {"float64", 8},
+	Float16:  {"float16", 2},
+	BFloat16: {"bfloat16", 2},
+	Int64:    {"int64", 8},
+	Int32:    {"int32", 4},
+	Bool:     {"bool", 1},
+}
 
 // Size is the size of one element in bytes.
 func (d Dtype) Size() int {
-	switch d {
-	case Float32:
-		return 4
-	case Float64:
-		return 8
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d].size
 	}
 	panic(fmt.Sprintf("backend: unknown %v", d))
 }
 
-// String returns "float32" or "float64".
+// String returns the dtype's name, such as "float32".
 func (d Dtype) String() string {
-	switch d {
-	case Float32:
-		return "float32"
-	case Float64:
-		return "float64"
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d].name
 	}
 	return fmt.Sprintf("Dtype(%d)", uint8(d))
 }

@@ -10,6 +10,10 @@
 // In meta mode (NewMeta) the same accounting and clocks run without backing
 // bytes: Bytes returns nil and copies move no data, so a lesson can
 // "allocate" 80 GB in microseconds.
+//
+// A Backend is also a backend.Compute (compute.go): a sim device computes
+// with the CPU kernels of gpukit/kernels on its memory
+// (gpukit/device/cpucompute), a meta device computes nothing.
 package sim
 
 import (
@@ -58,6 +62,8 @@ func (s *segment) end() uint64 { return s.addr + uint64(s.size) }
 
 // Backend is a simulated device. It is safe for concurrent use.
 type Backend struct {
+	computer // the kernels: CPU ones on sim, none on meta (compute.go)
+
 	index int
 	kind  backend.Kind
 	prof  backend.Profile
@@ -98,7 +104,7 @@ func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
 		panic("sim: " + err.Error())
 	}
 	base := Base(index, kind == backend.Meta)
-	return &Backend{
+	b := &Backend{
 		index:      index,
 		kind:       kind,
 		prof:       p,
@@ -107,6 +113,8 @@ func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
 		streams:    map[alloc.Stream]time.Duration{0: 0},
 		nextStream: 1,
 	}
+	b.computer = newCompute(b)
+	return b
 }
 
 // Name returns "sim:N" or "meta:N".

@@ -1,0 +1,123 @@
+package cpucompute_test
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/computetest"
+	"github.com/gpumem/course/gpukit/device/cpucompute"
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+// heap is a Memory of Go byte slices at made-up addresses: the suite's
+// device memory for a Compute that is neither sim nor the host.
+type heap struct {
+	mu    sync.Mutex
+	next  uint64
+	addrs []uint64 // sorted
+	bufs  map[uint64][]byte
+}
+
+func newHeap() *heap { return &heap{next: 0x10000, bufs: map[uint64][]byte{}} }
+
+func (h *heap) Malloc(size int64) (uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := h.next
+	h.next += uint64(size+511) &^ 511
+	h.bufs[a] = make([]byte, size)
+	h.addrs = append(h.addrs, a)
+	return a, nil
+}
+
+func (h *heap) Free(addr uint64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.bufs[addr]; !ok {
+		return fmt.Errorf("free of %#x", addr)
+	}
+	delete(h.bufs, addr)
+	return nil
+}
+
+func (h *heap) Bytes(addr uint64, n int64) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := sort.Search(len(h.addrs), func(i int) bool { return h.addrs[i] > addr }) - 1
+	if i < 0 {
+		return nil
+	}
+	b, ok := h.bufs[h.addrs[i]]
+	off := addr - h.addrs[i]
+	if !ok || off+uint64(n) > uint64(len(b)) {
+		return nil
+	}
+	return b[off : off+uint64(n) : off+uint64(n)]
+}
+
+func (h *heap) CopyHtoD(dst uint64, src []byte, _ bool, _ alloc.Stream, _ bool) error {
+	b := h.Bytes(dst, int64(len(src)))
+	if b == nil {
+		return errors.New("CopyHtoD outside memory")
+	}
+	copy(b, src)
+	return nil
+}
+
+func (h *heap) CopyDtoH(dst []byte, src uint64, _ bool, _ alloc.Stream, _ bool) error {
+	b := h.Bytes(src, int64(len(dst)))
+	if b == nil {
+		return errors.New("CopyDtoH outside memory")
+	}
+	copy(dst, b)
+	return nil
+}
+
+func TestConformance(t *testing.T) {
+	h := newHeap()
+	missing := computetest.Run(t, cpucompute.New("heap:0", h), h)
+	for _, m := range missing {
+		if m.Method != "Adam" || m.Dtype == backend.Float32 || m.Dtype == backend.Float64 {
+			t.Errorf("lacks %v", m)
+		}
+	}
+	if len(missing) != len(computetest.Dtypes)-2 {
+		t.Errorf("lacks %v, want Adam outside float32 and float64", missing)
+	}
+}
+
+// TestOperandsOutsideMemory: an address range that is not the device's is
+// the package's error, never a panic or a write elsewhere.
+func TestOperandsOutsideMemory(t *testing.T) {
+	h := newHeap()
+	c := cpucompute.New("heap:0", h)
+	a, _ := h.Malloc(16)
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"Fill past the end", c.Fill(0, []int{5}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}}, 1)},
+		{"Fill at address 0", c.Fill(0, []int{1}, backend.Strided{Dtype: backend.Float32, Strides: []int{1}}, 1)},
+		{"Copy with too few strides", c.Copy(0, []int{2, 2}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{2, 1}})},
+		{"Unary negative stride", c.Unary(0, kernels.Exp, []int{2}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{-1}}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}})},
+		{"Reduce unknown memory", c.Reduce(0, kernels.ReduceSum, backend.Float32, a, 0x999999, 1, 4, 1)},
+		{"Gemm short leading dimension", c.Gemm(0, backend.Float32, false, false, 2, 2, 2, 1, a, 1, a, 2, 0, a, 2)},
+		{"NLLLoss float targets", c.NLLLoss(0, backend.Float32, a, a, a, backend.Float32, 1, 1)},
+	}
+	for _, tc := range tests {
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), "cpucompute: ") {
+			t.Errorf("%s: %v, want a cpucompute error", tc.name, tc.err)
+		}
+	}
+	err := c.Adam(0, backend.Float16, a, a, a, a, 2, kernels.AdamScalars{})
+	var u *backend.UnsupportedError
+	if !errors.As(err, &u) || u.Op != "Adam" || u.Backend != "heap:0" {
+		t.Errorf("Adam of float16: %v, want an UnsupportedError", err)
+	}
+}
