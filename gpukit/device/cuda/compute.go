@@ -154,19 +154,6 @@ func compileFor(p program, src string, arch int) (ptx, log string, err error) {
 	return nvrtcCompile(p.String()+".cu", src, compileOptions(arch))
 }
 
-// extent is the number of elements spanned by a view of shape with
-// strides (0 for an empty view).
-func extent(shape, strides []int) int64 {
-	n := int64(1)
-	for d, s := range shape {
-		if s == 0 {
-			return 0
-		}
-		n += int64(s-1) * int64(strides[d])
-	}
-	return n
-}
-
 // checkOperands reports an operand that is not inside one live allocation.
 // b.mu must be held.
 func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) error {
@@ -186,7 +173,7 @@ func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) 
 
 // launch queues fn on stream s with the by-value argument *arg (a struct
 // without Go pointers that mirrors the kernel's C struct).
-func launch[A elementwiseArgs | reduceArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
+func launch[A kernelArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
 	cs, err := b.stream(s)
 	if err != nil {
 		return err
@@ -196,6 +183,36 @@ func launch[A elementwiseArgs | reduceArgs](b *Backend, s alloc.Stream, name str
 	})
 	if err != nil {
 		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	return nil
+}
+
+// run queues plan p: it compiles (or finds) the program's entry points,
+// checks every span against the live allocations and launches the steps in
+// order on stream s.
+func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
+	if len(p.steps) == 0 {
+		return nil
+	}
+	fns := make([]C.CUfunction, len(p.steps))
+	for i, st := range p.steps {
+		fn, err := b.function(p.prog, st.entry)
+		if err != nil {
+			return err
+		}
+		fns[i] = fn
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sp := range p.spans {
+		if sp.bytes > 0 && !b.ownsLocked(sp.addr, sp.bytes) {
+			return b.rangeError(p.prog.String()+" "+sp.what, sp.addr, sp.bytes)
+		}
+	}
+	for i, st := range p.steps {
+		if err := launch(b, s, st.entry, fns[i], st.grid, &p.args); err != nil {
+			return err
+		}
 	}
 	return nil
 }
