@@ -210,7 +210,7 @@ func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
 		}
 	}
 	for i, st := range p.steps {
-		if err := launch(b, s, st.entry, fns[i], st.grid, &p.args); err != nil {
+		if err := launch(b, s, p.prog.String()+" "+st.entry, fns[i], st.grid, &p.args); err != nil {
 			return err
 		}
 	}

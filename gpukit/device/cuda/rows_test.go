@@ -252,3 +252,32 @@ func TestNVRTCChecksTheArgsLayout(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, log, "Args.rows does not match its Go twin")
 }
+
+// TestPTXRoundsLikeGo: Adam's bit-for-bit claim rests on IEEE division and
+// square root and on no contraction into fused multiply-adds; LayerNorm's
+// affine step is the one explicit fma, as kernels.normRow32.
+func TestPTXRoundsLikeGo(t *testing.T) {
+	ptx := func(p program) string {
+		src, _, err := p.source()
+		require.NoError(t, err)
+		out, log, err := nvrtcCompile(p.String()+".cu", src, compileOptions(oldestArch))
+		require.NoError(t, err, log)
+		return out
+	}
+	has := func(what, ptx, instr string, want bool) {
+		t.Helper()
+		if strings.Contains(ptx, instr) != want {
+			t.Errorf("%s: PTX has %s: %v, want %v", what, instr, !want, want)
+		}
+	}
+	adam := ptx(program{fam: famAdam, out: backend.Float32, in: backend.Float32})
+	has("adam_float32", adam, "sqrt.rn.f32", true)
+	has("adam_float32", adam, "div.rn.f32", true)
+	for _, no := range []string{"fma.", ".approx", ".ftz"} {
+		has("adam_float32", adam, no, false)
+	}
+	adam64 := ptx(program{fam: famAdam, out: backend.Float64, in: backend.Float64})
+	has("adam_float64", adam64, "sqrt.rn.f64", true)
+	has("adam_float64", adam64, "fma.", false)
+	has("layer_norm_float32", ptx(program{fam: famLayerNorm, out: backend.Float32, in: backend.Float32}), "fma.rn.f32", true)
+}

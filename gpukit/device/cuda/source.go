@@ -488,12 +488,13 @@ func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, e
 // compileOptions are the NVRTC options for a device of compute capability
 // arch (such as 75 for compute_75). C++17 rather than 14: CUDA 13's own
 // headers (CCCL) need it, and NVRTC has accepted it since CUDA 11.
-// --fmad=false: a*b + c is two roundings, as in the Go kernels the results
-// are checked against (an explicit fma() is still one); division and
-// square root stay IEEE-rounded (NVRTC's defaults --prec-div=true,
-// --prec-sqrt=true, --ftz=false).
+// The math is Go's: --fmad=false makes a*b + c two roundings, as in the
+// Go kernels the results are checked against (an explicit fma() is still
+// one), and division, square root and subnormals stay IEEE (NVRTC's
+// defaults, spelled out).
 func compileOptions(arch int) []string {
-	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++17", "--fmad=false"}
+	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++17",
+		"--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"}
 }
 
 // allPrograms lists every program the backend may compile, for the NVRTC
