@@ -164,11 +164,17 @@ func count(dev, op string, sizes ...int) (int64, error) {
 	return n, nil
 }
 
-// required checks that the named addresses are not 0.
-func required(dev, op string, addrs ...any) error {
-	for i := 0; i < len(addrs); i += 2 {
-		if addrs[i+1].(uint64) == 0 {
-			return argError(dev, op, "%s has address 0", addrs[i])
+// operand is a named device address of a call.
+type operand struct {
+	what string
+	addr uint64
+}
+
+// required checks that the operands' addresses are not 0.
+func required(dev, op string, ops ...operand) error {
+	for _, o := range ops {
+		if o.addr == 0 {
+			return argError(dev, op, "%s has address 0", o.what)
 		}
 	}
 	return nil
@@ -189,7 +195,7 @@ func planSoftmax(dev string, dt backend.Dtype, dst, src uint64, rows, n int, log
 	if err != nil || total == 0 {
 		return p, err
 	}
-	if err := required(dev, op, "dst", dst, "src", src); err != nil {
+	if err := required(dev, op, operand{"dst", dst}, operand{"src", src}); err != nil {
 		return p, err
 	}
 	p.prog = program{fam: famSoftmax, out: dt, in: dt}
@@ -213,7 +219,7 @@ func planLayerNorm(dev string, dt backend.Dtype, y, mean, rstd, x, w, b uint64, 
 	if err != nil || total == 0 { // as kernels.LayerNormRows: an empty row has no statistics to write
 		return p, err
 	}
-	if err := required(dev, op, "y", y, "mean", mean, "rstd", rstd, "x", x); err != nil {
+	if err := required(dev, op, operand{"y", y}, operand{"mean", mean}, operand{"rstd", rstd}, operand{"x", x}); err != nil {
 		return p, err
 	}
 	size := int64(dt.Size())
@@ -241,20 +247,16 @@ func planLayerNormBackward(dev string, dt backend.Dtype, dx, dw, db, g, x, mean,
 		return p, err
 	}
 	if rows > 0 {
-		if err := required(dev, op, "g", g, "x", x, "mean", mean, "rstd", rstd); err != nil {
+		if err := required(dev, op, operand{"g", g}, operand{"x", x}, operand{"mean", mean}, operand{"rstd", rstd}); err != nil {
 			return p, err
 		}
 	}
 	size := int64(dt.Size())
 	p.prog = program{fam: famLayerNormBackward, out: dt, in: dt}
 	p.spans = []span{{"g", g, total * size}, {"x", x, total * size}, {"mean", mean, int64(rows) * size}, {"rstd", rstd, int64(rows) * size}}
-	for _, o := range []struct {
-		what  string
-		addr  uint64
-		bytes int64
-	}{{"weight", w, int64(n) * size}, {"dx", dx, total * size}, {"dw", dw, int64(n) * size}, {"db", db, int64(n) * size}} {
+	for _, o := range []span{{"weight", w, int64(n) * size}, {"dx", dx, total * size}, {"dw", dw, int64(n) * size}, {"db", db, int64(n) * size}} {
 		if o.addr != 0 {
-			p.spans = append(p.spans, span{o.what, o.addr, o.bytes})
+			p.spans = append(p.spans, o)
 		}
 	}
 	// dx row by row; dw and db column by column (with no rows, they are
@@ -342,7 +344,7 @@ func planBatchNorm(dev string, a backend.BatchNormArgs) (plan[batchNormArgs], er
 		p.spans = nil
 		return p, nil
 	}
-	if err := required(dev, op, "x", a.X, "y", a.Y); err != nil {
+	if err := required(dev, op, operand{"x", a.X}, operand{"y", a.Y}); err != nil {
 		return p, err
 	}
 	size := int64(a.Dtype.Size())
@@ -388,7 +390,7 @@ func planBatchNormBackward(dev string, a backend.BatchNormBackwardArgs) (plan[ba
 		return p, nil
 	}
 	if total > 0 {
-		if err := required(dev, op, "grad", a.Grad, "x", a.X); err != nil {
+		if err := required(dev, op, operand{"grad", a.Grad}, operand{"x", a.X}); err != nil {
 			return p, err
 		}
 		size := int64(a.Dtype.Size())
@@ -418,13 +420,13 @@ func planNLLLoss(dev string, dt backend.Dtype, out, logProbs, targets uint64, ta
 	if err != nil {
 		return p, err
 	}
-	if err := required(dev, op, "out", out); err != nil {
+	if err := required(dev, op, operand{"out", out}); err != nil {
 		return p, err
 	}
 	size := int64(dt.Size())
 	p.spans = []span{{"out", out, size}}
 	if rows > 0 {
-		if err := required(dev, op, "log_probs", logProbs, "targets", targets); err != nil {
+		if err := required(dev, op, operand{"log_probs", logProbs}, operand{"targets", targets}); err != nil {
 			return p, err
 		}
 		p.spans = append(p.spans, span{"log_probs", logProbs, total * size}, span{"targets", targets, int64(rows) * int64(targetDt.Size())})
@@ -474,7 +476,7 @@ func planAdam(dev string, dt backend.Dtype, p, g, m, v uint64, n int, sc kernels
 	if err != nil || total == 0 {
 		return pl, err
 	}
-	if err := required(dev, op, "param", p, "grad", g, "exp_avg", m, "exp_avg_sq", v); err != nil {
+	if err := required(dev, op, operand{"param", p}, operand{"grad", g}, operand{"exp_avg", m}, operand{"exp_avg_sq", v}); err != nil {
 		return pl, err
 	}
 	size := total * int64(dt.Size())
@@ -526,7 +528,7 @@ func planGather(dev string, shape []int, dim int, dst, src, index backend.Stride
 	if ea.n == 0 {
 		return p, nil
 	}
-	if err := required(dev, op, "dst", dst.Addr, "src", src.Addr, "index", index.Addr); err != nil {
+	if err := required(dev, op, operand{"dst", dst.Addr}, operand{"src", src.Addr}, operand{"index", index.Addr}); err != nil {
 		return p, err
 	}
 	// src's size along dim is not known here: its span is the first slice
@@ -567,7 +569,7 @@ func planScatterAdd(dev string, shape []int, dim int, dst, index, src backend.St
 	if ea.n == 0 || shape[dim] == 0 {
 		return p, nil
 	}
-	if err := required(dev, op, "dst", dst.Addr, "src", src.Addr, "index", index.Addr); err != nil {
+	if err := required(dev, op, operand{"dst", dst.Addr}, operand{"src", src.Addr}, operand{"index", index.Addr}); err != nil {
 		return p, err
 	}
 	p.spans = []span{

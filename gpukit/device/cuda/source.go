@@ -77,15 +77,15 @@ const (
 	famBinary
 	famReduce
 	famArgReduce
-	famSoftmax           // op 1: log-softmax
-	famLayerNorm         //
-	famLayerNormBackward //
-	famBatchNorm         //
-	famBatchNormBackward //
-	famNLLLoss           // in: the targets' dtype
-	famAdam              //
-	famGather            // out: the data's dtype (any), in: the index's
-	famScatterAdd        // in: the index's dtype
+	famSoftmax // op 1: log-softmax
+	famLayerNorm
+	famLayerNormBackward
+	famBatchNorm
+	famBatchNormBackward
+	famNLLLoss // in: the targets' dtype
+	famAdam
+	famGather     // out: the data's dtype (any), in: the index's
+	famScatterAdd // in: the index's dtype
 )
 
 // rowFamilies are the families of rows.cu and index.cu: their name (that
