@@ -432,3 +432,25 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 	}
 	return nil
 }
+
+// ReduceStrided, ArgReduceStrided and GemmBatched have no cuda kernels:
+// their UnsupportedError sends gpukit/tensor to the contiguous copy and
+// Reduce or ArgReduce, or to one Gemm per product. They complete the
+// Compute interface of the cpucompute work (these signatures), so that the
+// cuda build still satisfies it once both are merged.
+
+// ReduceStrided returns an UnsupportedError: no strided reduction kernel.
+func (b *Backend) ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src backend.Strided) error {
+	return b.unsupported("ReduceStrided", src.Dtype)
+}
+
+// ArgReduceStrided returns an UnsupportedError: no strided arg-reduction
+// kernel.
+func (b *Backend) ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src backend.Strided) error {
+	return b.unsupported("ArgReduceStrided", src.Dtype)
+}
+
+// GemmBatched returns an UnsupportedError: no cublasGemmBatchedEx yet.
+func (b *Backend) GemmBatched(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, bm []uint64, ldb int, beta float64, c []uint64, ldc int) error {
+	return b.unsupported("GemmBatched", dt)
+}
