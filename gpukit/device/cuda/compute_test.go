@@ -336,3 +336,46 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchNormMatchesCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	const f32 = backend.Float32
+	nb, c, l := 8, 5, 300
+	x, g := randoms(r, nb*c*l), randoms(r, nb*c*l)
+	w, bias := randoms(r, c), randoms(r, c)
+	rm, rv := make([]float32, c), make([]float32, c)
+	for j := range rv {
+		rv[j] = 1
+	}
+	dx, dg, dw, dbias := upload(t, b, x), upload(t, b, g), upload(t, b, w), upload(t, b, bias)
+	drm, drv := upload(t, b, rm), upload(t, b, rv)
+	y, mean, invstd := upload(t, b, make([]float32, nb*c*l)), upload(t, b, make([]float32, c)), upload(t, b, make([]float32, c))
+	vec := func(addr uint64) backend.Strided { return backend.Strided{Addr: addr, Dtype: f32, Strides: []int{1}} }
+	if err := b.BatchNorm(0, backend.BatchNormArgs{
+		Dtype: f32, Y: y, X: dx, Batch: nb, Channels: c, Length: l,
+		Weight: vec(dw), Bias: vec(dbias), RunningMean: vec(drm), RunningVar: vec(drv),
+		SaveMean: mean, SaveInvstd: invstd, StatDtype: f32, Training: true, Momentum: 0.1, Eps: 1e-5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantRM, wantRV := toF64(rm), toF64(rv)
+	wy, wmu, winv := batchNormRef(toF64(x), toF64(w), toF64(bias), wantRM, wantRV, nb, c, l, true, 0.1, 1e-5)
+	compare(t, "batch norm y", download(t, b, y, nb*c*l), fromF64[float32](wy), 1e-5)
+	compare(t, "batch norm save_mean", download(t, b, mean, c), fromF64[float32](wmu), 1e-5)
+	compare(t, "batch norm save_invstd", download(t, b, invstd, c), fromF64[float32](winv), 1e-5)
+	compare(t, "batch norm running_var", download(t, b, drv, c), fromF64[float32](wantRV), 1e-5)
+
+	gx, gw, gb := upload(t, b, make([]float32, nb*c*l)), upload(t, b, make([]float32, c)), upload(t, b, make([]float32, c))
+	if err := b.BatchNormBackward(0, backend.BatchNormBackwardArgs{
+		Dtype: f32, Grad: dg, X: dx, Batch: nb, Channels: c, Length: l,
+		GradX: gx, GradWeight: vec(gw), GradBias: vec(gb), Weight: vec(dw), Stat1: vec(mean), Stat2: vec(invstd),
+		Training: true, Eps: 1e-5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wdx, wdw, wdb := batchNormBackwardRef(toF64(g), toF64(x), toF64(w), toF64(download(t, b, mean, c)), toF64(download(t, b, invstd, c)), nb, c, l, true, 1e-5)
+	compare(t, "batch norm dx", download(t, b, gx, nb*c*l), fromF64[float32](wdx), 1e-5)
+	compare(t, "batch norm dw", download(t, b, gw, c), fromF64[float32](wdw), 1e-4)
+	compare(t, "batch norm db", download(t, b, gb, c), fromF64[float32](wdb), 1e-4)
+}
