@@ -122,12 +122,29 @@ type emuBuild struct {
 	err  error
 }
 
+// emuCompiler finds g++ and checks that it has C++20's <barrier> (GCC 11
+// and later).
+var emuCompiler = sync.OnceValues(func() (string, error) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(emuDir, "probe.cc")
+	if err := os.WriteFile(src, []byte("#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n"), 0o644); err != nil {
+		return "", err
+	}
+	if out, err := exec.Command(cxx, "-std=c++20", "-pthread", "-o", filepath.Join(emuDir, "probe"), src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s has no std::barrier: %v\n%s", cxx, err, out)
+	}
+	return cxx, nil
+})
+
 // emuBinary compiles program p for the host, once per test run.
 func emuBinary(t *testing.T, p program) string {
 	t.Helper()
-	cxx, err := exec.LookPath("g++")
+	cxx, err := emuCompiler()
 	if err != nil {
-		t.Skip("no g++ to emulate the kernels on the CPU")
+		t.Skipf("no C++20 compiler to emulate the kernels on the CPU: %v", err)
 	}
 	v, _ := emuBuilds.LoadOrStore(p, &emuBuild{})
 	b := v.(*emuBuild)
