@@ -289,7 +289,7 @@ func vector(dev, op, what string, v backend.Strided, channels int64) (vecArg, []
 	}
 	var sp []span
 	if channels > 0 {
-		sp = []span{{what, v.Addr, ((channels-1)*a.stride + 1) * int64(v.Dtype.Size())}}
+		sp = []span{{what, v.Addr, extent([]int{int(channels)}, v.Strides) * int64(v.Dtype.Size())}}
 	}
 	return a, sp, nil
 }

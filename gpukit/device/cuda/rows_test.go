@@ -281,3 +281,15 @@ func TestPTXRoundsLikeGo(t *testing.T) {
 	has("adam_float64", adam64, "fma.", false)
 	has("layer_norm_float32", ptx(program{fam: famLayerNorm, out: backend.Float32, in: backend.Float32}), "fma.rn.f32", true)
 }
+
+func TestExtentSaturates(t *testing.T) {
+	assert.Equal(t, int64(13), extent([]int{2, 3}, []int{10, 1}))
+	assert.Equal(t, int64(0), extent([]int{2, 0}, []int{1 << 62, 1}))
+	assert.Equal(t, int64(maxElems), extent([]int{3, 1 << 20}, []int{1 << 61, 1 << 40}), "an overflowing span is one no allocation holds")
+	g, err := planGather("cuda:0", []int{4, 3}, 0,
+		backend.Strided{Addr: 1, Dtype: backend.Float64, Strides: []int{math.MaxInt / 2, 1}},
+		backend.Strided{Addr: 2, Dtype: backend.Float64, Strides: []int{3, 1}},
+		backend.Strided{Addr: 3, Dtype: backend.Int64, Strides: []int{3, 1}})
+	require.NoError(t, err)
+	assert.Equal(t, span{"dst", 1, maxElems * 8}, g.spans[0])
+}

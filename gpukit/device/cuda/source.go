@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -537,14 +538,19 @@ func allPrograms() []program {
 }
 
 // extent is the number of elements spanned by a view of shape with
-// strides (0 for an empty view).
+// strides ≥ 0 (0 for an empty view). A span too large for an int64 count
+// of bytes is maxElems, which no allocation holds.
 func extent(shape, strides []int) int64 {
+	if slices.Contains(shape, 0) {
+		return 0
+	}
 	n := int64(1)
 	for d, s := range shape {
-		if s == 0 {
-			return 0
+		step := int64(strides[d])
+		if s > 1 && step > 0 && step > (maxElems-n)/int64(s-1) {
+			return maxElems
 		}
-		n += int64(s-1) * int64(strides[d])
+		n += int64(s-1) * step
 	}
 	return n
 }
