@@ -154,19 +154,6 @@ func compileFor(p program, src string, arch int) (ptx, log string, err error) {
 	return nvrtcCompile(p.String()+".cu", src, compileOptions(arch))
 }
 
-// extent is the number of elements spanned by a view of shape with
-// strides (0 for an empty view).
-func extent(shape, strides []int) int64 {
-	n := int64(1)
-	for d, s := range shape {
-		if s == 0 {
-			return 0
-		}
-		n += int64(s-1) * int64(strides[d])
-	}
-	return n
-}
-
 // checkOperands reports an operand that is not inside one live allocation.
 // b.mu must be held.
 func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) error {
@@ -186,7 +173,7 @@ func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) 
 
 // launch queues fn on stream s with the by-value argument *arg (a struct
 // without Go pointers that mirrors the kernel's C struct).
-func launch[A elementwiseArgs | reduceArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
+func launch[A kernelArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
 	cs, err := b.stream(s)
 	if err != nil {
 		return err
@@ -196,6 +183,36 @@ func launch[A elementwiseArgs | reduceArgs](b *Backend, s alloc.Stream, name str
 	})
 	if err != nil {
 		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
+	}
+	return nil
+}
+
+// run queues plan p: it compiles (or finds) the program's entry points,
+// checks every span against the live allocations and launches the steps in
+// order on stream s.
+func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
+	if len(p.steps) == 0 {
+		return nil
+	}
+	fns := make([]C.CUfunction, len(p.steps))
+	for i, st := range p.steps {
+		fn, err := b.function(p.prog, st.entry)
+		if err != nil {
+			return err
+		}
+		fns[i] = fn
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, sp := range p.spans {
+		if sp.bytes > 0 && !b.ownsLocked(sp.addr, sp.bytes) {
+			return b.rangeError(p.prog.String()+" "+sp.what, sp.addr, sp.bytes)
+		}
+	}
+	for i, st := range p.steps {
+		if err := launch(b, s, p.prog.String()+" "+st.entry, fns[i], st.grid, &p.args); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -223,19 +240,44 @@ func (b *Backend) elementwise(s alloc.Stream, p program, entry string, shape []i
 	return launch(b, s, p.String(), fn, gridFor(args.n), &args)
 }
 
+// unsupported is the error of a Compute method that has no kernel for dt.
+func (b *Backend) unsupported(op string, dt backend.Dtype) error {
+	return &backend.UnsupportedError{Backend: b.Name(), Op: op, Dtype: dt}
+}
+
+// computes returns an UnsupportedError for the first of dts that the
+// kernels do not compute in (float32 and float64 only).
+func (b *Backend) computes(op string, dts ...backend.Dtype) error {
+	for _, dt := range dts {
+		if dt != backend.Float32 && dt != backend.Float64 {
+			return b.unsupported(op, dt)
+		}
+	}
+	return nil
+}
+
 // Fill sets every element of dst to v.
 func (b *Backend) Fill(s alloc.Stream, shape []int, dst backend.Strided, v float64) error {
+	if err := b.computes("Fill", dst.Dtype); err != nil {
+		return err
+	}
 	return b.elementwise(s, program{fam: famFill, out: dst.Dtype, in: dst.Dtype}, "fill", shape, v, 0, dst)
 }
 
 // Copy copies src into dst, converting between float32 and float64.
 func (b *Backend) Copy(s alloc.Stream, shape []int, dst, src backend.Strided) error {
+	if err := b.computes("Copy", dst.Dtype, src.Dtype); err != nil {
+		return err
+	}
 	p := program{fam: famUnary, op: uint8(kernels.Identity), out: dst.Dtype, in: src.Dtype}
 	return b.elementwise(s, p, "unary", shape, 0, 0, dst, src)
 }
 
 // Unary computes dst = op(src).
 func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src backend.Strided) error {
+	if err := b.computes("Unary", dst.Dtype, src.Dtype); err != nil {
+		return err
+	}
 	if dst.Dtype != src.Dtype {
 		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v from %v); use Copy to convert", b.Name(), op, dst.Dtype, src.Dtype)
 	}
@@ -244,6 +286,9 @@ func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, sr
 
 // Binary computes dst = op(a, bb).
 func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, bb backend.Strided) error {
+	if err := b.computes("Binary", dst.Dtype, a.Dtype, bb.Dtype); err != nil {
+		return err
+	}
 	if a.Dtype != dst.Dtype || bb.Dtype != dst.Dtype {
 		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op %v)", b.Name(), op, dst.Dtype, a.Dtype, bb.Dtype)
 	}
@@ -253,6 +298,9 @@ func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, 
 // BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
 // scalarFirst.
 func (b *Backend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
+	if err := b.computes("BinaryScalar", dst.Dtype, a.Dtype); err != nil {
+		return err
+	}
 	if a.Dtype != dst.Dtype {
 		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op scalar)", b.Name(), op, dst.Dtype, a.Dtype)
 	}
@@ -297,6 +345,9 @@ func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt backend.
 
 // Reduce reduces src[outer, n, inner] over n into dst[outer, inner].
 func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, dst, src uint64, outer, n, inner int) error {
+	if err := b.computes("Reduce", dt); err != nil {
+		return err
+	}
 	p := program{fam: famReduce, op: uint8(op), out: dt, in: dt}
 	return b.reduce(s, p, reduceArgs{dst: dst, src: src, outer: int64(outer), n: int64(n), innerSize: int64(inner)}, dt)
 }
@@ -304,6 +355,9 @@ func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, 
 // ArgReduce writes the positions (int64) and values of the maxima
 // (largest) or minima of src[outer, n, inner] over n.
 func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, index, value, src uint64, outer, n, inner int) error {
+	if err := b.computes("ArgReduce", dt); err != nil {
+		return err
+	}
 	p := program{fam: famArgReduce, out: dt, in: dt}
 	if largest {
 		p.op = 1
@@ -316,8 +370,8 @@ func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, inde
 // read column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with
 // A and B (and m and n) swapped and the same transpose flags.
 func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
-	if _, err := cType(dt); err != nil {
-		return fmt.Errorf("cuda: %s: gemm: %w", b.Name(), err)
+	if err := b.computes("Gemm", dt); err != nil {
+		return err
 	}
 	if m < 0 || n < 0 || k < 0 {
 		return fmt.Errorf("cuda: %s: gemm: negative size m=%d n=%d k=%d", b.Name(), m, n, k)
@@ -377,4 +431,26 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
 	}
 	return nil
+}
+
+// ReduceStrided, ArgReduceStrided and GemmBatched have no cuda kernels:
+// their UnsupportedError sends gpukit/tensor to the contiguous copy and
+// Reduce or ArgReduce, or to one Gemm per product. They complete the
+// Compute interface of the cpucompute work (these signatures), so that the
+// cuda build still satisfies it once both are merged.
+
+// ReduceStrided returns an UnsupportedError: no strided reduction kernel.
+func (b *Backend) ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src backend.Strided) error {
+	return b.unsupported("ReduceStrided", src.Dtype)
+}
+
+// ArgReduceStrided returns an UnsupportedError: no strided arg-reduction
+// kernel.
+func (b *Backend) ArgReduceStrided(s alloc.Stream, largest bool, shape []int, dim int, index, value, src backend.Strided) error {
+	return b.unsupported("ArgReduceStrided", src.Dtype)
+}
+
+// GemmBatched returns an UnsupportedError: no cublasGemmBatchedEx yet.
+func (b *Backend) GemmBatched(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, bm []uint64, ldb int, beta float64, c []uint64, ldc int) error {
+	return b.unsupported("GemmBatched", dt)
 }

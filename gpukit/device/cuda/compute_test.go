@@ -7,6 +7,7 @@ package cuda
 // GPU they are only compiled (go test -tags cuda -c).
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -214,4 +215,167 @@ func TestComputeRefusesForeignAddresses(t *testing.T) {
 	if err == nil {
 		t.Fatal("Fill of an address outside every allocation was queued")
 	}
+}
+
+func TestComputeReportsUnsupportedDtypes(t *testing.T) {
+	b := &Backend{} // no device needed: the dtype is checked first
+	st := backend.Strided{Addr: 1, Dtype: backend.Float16, Strides: []int{1}}
+	for op, err := range map[string]error{
+		"Fill":      b.Fill(0, []int{1}, st, 0),
+		"Unary":     b.Unary(0, kernels.Exp, []int{1}, st, st),
+		"Reduce":    b.Reduce(0, kernels.ReduceSum, backend.Int64, 1, 2, 1, 1, 1),
+		"Gemm":      b.Gemm(0, backend.BFloat16, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
+		"Softmax":   b.Softmax(0, backend.Float16, 1, 2, 1, 1, false),
+		"LayerNorm": b.LayerNorm(0, backend.Int32, 1, 2, 3, 4, 0, 0, 1, 1, 1e-5),
+	} {
+		var ue *backend.UnsupportedError
+		if !errors.As(err, &ue) || ue.Op != op {
+			t.Errorf("%s: %v, want an UnsupportedError", op, err)
+		}
+	}
+}
+
+// TestRowKernelsMatchCPU runs the fused row kernels on the GPU against the
+// CPU kernels (the emulation tests of rows_emu_test.go check their logic
+// without a GPU; this checks the device's math library, real scheduling and
+// the launches).
+func TestRowKernelsMatchCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	const f32 = backend.Float32
+	rows, n := 37, 1000
+	x := randoms(r, rows*n)
+	dx := upload(t, b, x)
+	out := upload(t, b, make([]float32, rows*n))
+	for _, log := range []bool{false, true} {
+		want := make([]float32, rows*n)
+		kernels.SoftmaxRows(want, x, rows, n, log)
+		if err := b.Softmax(0, f32, out, dx, rows, n, log); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "softmax", download(t, b, out, rows*n), want, 1e-5)
+	}
+
+	w, bias := randoms(r, n), randoms(r, n)
+	dw, dbias := upload(t, b, w), upload(t, b, bias)
+	mean, rstd := upload(t, b, make([]float32, rows)), upload(t, b, make([]float32, rows))
+	y, wm, wr := make([]float32, rows*n), make([]float32, rows), make([]float32, rows)
+	kernels.LayerNormRows(y, wm, wr, x, w, bias, rows, n, 1e-5)
+	if err := b.LayerNorm(0, f32, out, mean, rstd, dx, dw, dbias, rows, n, 1e-5); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "layer norm", download(t, b, out, rows*n), y, 1e-5)
+	compare(t, "layer norm rstd", download(t, b, rstd, rows), wr, 1e-5)
+
+	g := randoms(r, rows*n)
+	dg := upload(t, b, g)
+	gw, gb := upload(t, b, make([]float32, n)), upload(t, b, make([]float32, n))
+	wantDx, wantDw, wantDb := make([]float32, rows*n), make([]float32, n), make([]float32, n)
+	kernels.LayerNormBackwardRows(wantDx, wantDw, wantDb, g, x, wm, wr, w, rows, n)
+	if err := b.LayerNormBackward(0, f32, out, gw, gb, dg, dx, mean, rstd, dw, rows, n); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "layer norm dx", download(t, b, out, rows*n), wantDx, 1e-4)
+	compare(t, "layer norm dw", download(t, b, gw, n), wantDw, 1e-4)
+	compare(t, "layer norm db", download(t, b, gb, n), wantDb, 1e-4)
+
+	// Adam, bit for bit.
+	p, m, v := randoms(r, n), randoms(r, n), randoms(r, n)
+	for i := range v {
+		v[i] *= v[i]
+	}
+	dp, dm, dv := upload(t, b, p), upload(t, b, m), upload(t, b, v)
+	sc := kernels.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true, Step: 3}
+	kernels.AdamUpdate(p, g[:n], m, v, sc)
+	if err := b.Adam(0, f32, dp, dg, dm, dv, n, sc); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "adam param", download(t, b, dp, n), p, 0)
+	compare(t, "adam exp_avg_sq", download(t, b, dv, n), v, 0)
+
+	// NLL loss over the log-softmax of x, int64 targets, bit for bit.
+	ls := make([]float32, rows*n)
+	kernels.SoftmaxRows(ls, x, rows, n, true)
+	targets := make([]float32, 2*rows) // int64s
+	ti := unsafe.Slice((*int64)(unsafe.Pointer(&targets[0])), rows)
+	var sum float64
+	for i := range ti {
+		ti[i] = int64(r.IntN(n))
+		sum -= float64(ls[i*n+int(ti[i])])
+	}
+	dls, dt, loss := upload(t, b, ls), upload(t, b, targets), upload(t, b, make([]float32, 1))
+	if err := b.NLLLoss(0, f32, loss, dls, dt, backend.Int64, rows, n); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "nll loss", download(t, b, loss, 1), []float32{float32(sum / float64(rows))}, 0)
+
+	// Gather along dim 1 of [rows, n] with the targets as a [rows, 1]
+	// index, then scatter-add it back into zeros.
+	picked := upload(t, b, make([]float32, rows))
+	col := func(addr uint64, dt backend.Dtype, rowStride int) backend.Strided {
+		return backend.Strided{Addr: addr, Dtype: dt, Strides: []int{rowStride, 1}}
+	}
+	if err := b.Gather(0, []int{rows, 1}, 1, col(picked, f32, 1), col(dls, f32, n), col(dt, backend.Int64, 1)); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, rows)
+	for i := range want {
+		want[i] = ls[i*n+int(ti[i])]
+	}
+	compare(t, "gather", download(t, b, picked, rows), want, 0)
+	if err := b.Fill(0, []int{rows * n}, backend.Strided{Addr: out, Dtype: f32, Strides: []int{1}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ScatterAdd(0, []int{rows, 1}, 1, col(out, f32, n), col(dt, backend.Int64, 1), col(picked, f32, 1)); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, b, out, rows*n)
+	for i := range rows {
+		if got[i*n+int(ti[i])] != want[i] {
+			t.Fatalf("scatter-add row %d: %v, want %v", i, got[i*n+int(ti[i])], want[i])
+		}
+	}
+}
+
+func TestBatchNormMatchesCPU(t *testing.T) {
+	b := openGPU(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	const f32 = backend.Float32
+	nb, c, l := 8, 5, 300
+	x, g := randoms(r, nb*c*l), randoms(r, nb*c*l)
+	w, bias := randoms(r, c), randoms(r, c)
+	rm, rv := make([]float32, c), make([]float32, c)
+	for j := range rv {
+		rv[j] = 1
+	}
+	dx, dg, dw, dbias := upload(t, b, x), upload(t, b, g), upload(t, b, w), upload(t, b, bias)
+	drm, drv := upload(t, b, rm), upload(t, b, rv)
+	y, mean, invstd := upload(t, b, make([]float32, nb*c*l)), upload(t, b, make([]float32, c)), upload(t, b, make([]float32, c))
+	vec := func(addr uint64) backend.Strided { return backend.Strided{Addr: addr, Dtype: f32, Strides: []int{1}} }
+	if err := b.BatchNorm(0, backend.BatchNormArgs{
+		Dtype: f32, Y: y, X: dx, Batch: nb, Channels: c, Length: l,
+		Weight: vec(dw), Bias: vec(dbias), RunningMean: vec(drm), RunningVar: vec(drv),
+		SaveMean: mean, SaveInvstd: invstd, StatDtype: f32, Training: true, Momentum: 0.1, Eps: 1e-5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantRM, wantRV := toF64(rm), toF64(rv)
+	wy, wmu, winv := batchNormRef(toF64(x), toF64(w), toF64(bias), wantRM, wantRV, nb, c, l, true, 0.1, 1e-5)
+	compare(t, "batch norm y", download(t, b, y, nb*c*l), fromF64[float32](wy), 1e-5)
+	compare(t, "batch norm save_mean", download(t, b, mean, c), fromF64[float32](wmu), 1e-5)
+	compare(t, "batch norm save_invstd", download(t, b, invstd, c), fromF64[float32](winv), 1e-5)
+	compare(t, "batch norm running_var", download(t, b, drv, c), fromF64[float32](wantRV), 1e-5)
+
+	gx, gw, gb := upload(t, b, make([]float32, nb*c*l)), upload(t, b, make([]float32, c)), upload(t, b, make([]float32, c))
+	if err := b.BatchNormBackward(0, backend.BatchNormBackwardArgs{
+		Dtype: f32, Grad: dg, X: dx, Batch: nb, Channels: c, Length: l,
+		GradX: gx, GradWeight: vec(gw), GradBias: vec(gb), Weight: vec(dw), Stat1: vec(mean), Stat2: vec(invstd),
+		Training: true, Eps: 1e-5,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wdx, wdw, wdb := batchNormBackwardRef(toF64(g), toF64(x), toF64(w), toF64(download(t, b, mean, c)), toF64(download(t, b, invstd, c)), nb, c, l, true, 1e-5)
+	compare(t, "batch norm dx", download(t, b, gx, nb*c*l), fromF64[float32](wdx), 1e-5)
+	compare(t, "batch norm dw", download(t, b, gw, c), fromF64[float32](wdw), 1e-4)
+	compare(t, "batch norm db", download(t, b, gb, c), fromF64[float32](wdb), 1e-4)
 }

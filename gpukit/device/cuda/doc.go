@@ -47,8 +47,9 @@
 //     so row-major C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: the
 //     same call with A and B, m and n swapped and the transpose flags and
 //     leading dimensions unchanged.
-//   - Elementwise ops and reductions are CUDA C kernels (elementwise.cu,
-//     reduce.cu, embedded) that NVRTC compiles to
+//   - Elementwise ops, reductions and the row kernels are CUDA C kernels
+//     (elementwise.cu, reduce.cu, rows.cu, index.cu, embedded) that NVRTC
+//     compiles to
 //     PTX the first time an op is used with a dtype, for the device's
 //     compute capability; the module is loaded into the device's context
 //     and cached per (kernel, op, dtypes). source.go prepends the #defines
@@ -64,14 +65,46 @@
 //     one thread per line otherwise (coalesced along inner). Sums
 //     accumulate in double; Max/Min propagate NaN; ArgMax/ArgMin take the
 //     lowest index on ties and the first NaN, as gpukit/kernels does.
+//   - The fused row kernels (rows.cu) follow the CPU kernels sim uses
+//     operation by operation (gpukit/kernels rows.go and adam.go, and
+//     gpukit/tensor for BatchNorm and the NLL loss): softmax and
+//     log-softmax and LayerNorm forward and backward take one block per
+//     row, BatchNorm forward and backward one block per channel (all its
+//     statistics and arithmetic in double, as the CPU), LayerNorm's dw and
+//     db one block per 32 columns whose 8 warps split the rows. Every sum
+//     is in double: each thread sums a strided part, the block combines the
+//     parts in a fixed tree, so results do not depend on scheduling, but
+//     they are not the CPU's eight-lane sums bit for bit: expect a few ulp
+//     (the emulation tests allow 4e-6 relative for float32, 1e-13 for
+//     float64). NLLLoss sums in row order in one block and Adam does
+//     kernels.AdamUpdate's operations in its order, so both equal the CPU
+//     bit for bit (given the same inputs).
+//   - Gather is one thread per element (any dtype: it moves bits);
+//     ScatterAdd (float32, float64) one thread per line of the index along
+//     dim, which adds its elements in order: no atomics, deterministic, and
+//     the addends of a colliding index arrive in the CPU's order. Index
+//     values are trusted (the caller checks them); NLLLoss turns a target
+//     out of range into a NaN loss rather than a stray read.
+//   - Programs compile with --fmad=false and IEEE division, square root and
+//     subnormals, so a*b + c rounds twice, as in Go; the only fused
+//     multiply-add is LayerNorm's explicit one, as kernels.normRow32.
 //   - Every operand range is checked against the live allocations before a
-//     launch, so a bad address is an error, not a poisoned context.
+//     launch, so a bad address is an error, not a poisoned context. Each
+//     row-kernel call is planned first (rows.go: sizes, addresses, dtypes,
+//     the launches and the ranges they touch), without the driver.
 //
-// Only float32 and float64 compute. The kernel sources, their #defines and
-// the argument structs (source.go), and the cuBLAS and NVRTC loaders, also
-// build with the nvrtc tag, under which nvrtc_test.go compiles every
-// specialisation with NVRTC and dl_test.go loads both libraries; that
-// needs the libraries but no GPU:
+// Only float32 and float64 compute (gather moves any dtype); any other
+// dtype gets a *backend.UnsupportedError. The kernel sources, their
+// #defines and the argument structs (source.go, rows.go), and the cuBLAS
+// and NVRTC loaders, also build with the nvrtc tag, under which
+// nvrtc_test.go compiles every specialisation with NVRTC (checking that
+// each C argument struct has its Go twin's size and field names and sizes),
+// dl_test.go loads both libraries, rows_test.go tests the plans, and the
+// emulation tests (emu_test.go, rows_emu_test.go) compile each row kernel's
+// very source with the host's g++ (skipped without one), run it with one
+// std::thread per CUDA thread and a std::barrier for __syncthreads, and
+// compare with the CPU kernels; g++ also checks each Args field's offset.
+// That needs the libraries but no GPU:
 //
 //	go test -tags nvrtc ./gpukit/device/cuda/
 package cuda

@@ -9,15 +9,8 @@
 //
 // A copy is KERNEL_UNARY with UNARY_OP(x) = x (and TOUT != TIN to convert).
 // Operands are N-d strided views (up to MAX_DIMS dimensions after the Go
-// side has merged dimensions that are contiguous for every operand).
-
-#define MAX_DIMS 8
-
-struct Layout {
-    long long ndim;
-    long long shape[MAX_DIMS];
-    long long strides[3][MAX_DIMS]; // operand 0: out, 1: a, 2: b
-};
+// side has merged dimensions that are contiguous for every operand; struct
+// Layout, offsets and GRID_STRIDE come from layout.cuh, prepended).
 
 struct Args {
     unsigned long long out, a, b; // device addresses of the first elements
@@ -28,22 +21,6 @@ struct Args {
 };
 
 static_assert(sizeof(Args) == GO_SIZEOF_ARGS, "Args does not match the Go elementwiseArgs");
-
-// offsets turns the flat row-major index i into element offsets of the
-// first k operands.
-template <int K>
-__device__ __forceinline__ void offsets(const Layout &l, long long i, long long off[3]) {
-    for (int j = 0; j < K; j++) off[j] = 0;
-    for (int d = (int)l.ndim - 1; d >= 0; d--) {
-        long long size = l.shape[d];
-        long long c = i % size;
-        i /= size;
-        for (int j = 0; j < K; j++) off[j] += c * l.strides[j][d];
-    }
-}
-
-#define GRID_STRIDE(i, n) \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
 
 #if defined(KERNEL_FILL)
 extern "C" __global__ void fill(const Args args) {

@@ -12,6 +12,8 @@ package cuda
 import (
 	_ "embed"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -24,6 +26,15 @@ var elementwiseSource string
 
 //go:embed reduce.cu
 var reduceSource string
+
+//go:embed layout.cuh
+var layoutSource string
+
+//go:embed rows.cu
+var rowsSource string
+
+//go:embed index.cu
+var indexSource string
 
 // maxDims is the rank limit of elementwise operands after mergeDims
 // (MAX_DIMS in elementwise.cu).
@@ -67,7 +78,38 @@ const (
 	famBinary
 	famReduce
 	famArgReduce
+	famSoftmax // op 1: log-softmax
+	famLayerNorm
+	famLayerNormBackward
+	famBatchNorm
+	famBatchNormBackward
+	famNLLLoss // in: the targets' dtype
+	famAdam
+	famGather     // out: the data's dtype (any), in: the index's
+	famScatterAdd // in: the index's dtype
 )
+
+// rowFamilies are the families of rows.cu and index.cu: their name (that
+// of the program and of the KERNEL_ macro that selects it) and entry points.
+var rowFamilies = map[family]struct {
+	name    string
+	entries []string
+}{
+	famSoftmax:           {"softmax", []string{"softmax"}},
+	famLayerNorm:         {"layer_norm", []string{"layer_norm"}},
+	famLayerNormBackward: {"layer_norm_backward", []string{"layer_norm_backward_rows", "layer_norm_backward_cols"}},
+	famBatchNorm:         {"batch_norm", []string{"batch_norm"}},
+	famBatchNormBackward: {"batch_norm_backward", []string{"batch_norm_backward"}},
+	famNLLLoss:           {"nll_loss", []string{"nll_loss"}},
+	famAdam:              {"adam", []string{"adam"}},
+	famGather:            {"gather", []string{"gather"}},
+	famScatterAdd:        {"scatter_add", []string{"scatter_add"}},
+}
+
+// indexed reports whether the family's in dtype is an index dtype.
+func (f family) indexed() bool {
+	return f == famNLLLoss || f == famGather || f == famScatterAdd
+}
 
 // program identifies one NVRTC compilation: a kernel family specialised to
 // one op and its element types. Compiled modules are cached by program.
@@ -78,6 +120,16 @@ type program struct {
 }
 
 func (p program) String() string {
+	if f, ok := rowFamilies[p.fam]; ok {
+		name := f.name
+		if p.fam == famSoftmax && p.op == 1 {
+			name = "log_softmax"
+		}
+		if p.fam.indexed() {
+			return fmt.Sprintf("%s_%s_%s", name, p.out, p.in)
+		}
+		return name + "_" + p.out.String()
+	}
 	var op string
 	switch p.fam {
 	case famFill:
@@ -153,9 +205,137 @@ func cType(d backend.Dtype) (string, error) {
 	return "", fmt.Errorf("cuda: no kernels for %v (float32 and float64 only)", d)
 }
 
+// storageType is a C type of d's size, for kernels that only move
+// elements (gather).
+func storageType(d backend.Dtype) (string, error) {
+	switch d {
+	case backend.Float32, backend.Float64:
+		return cType(d)
+	case backend.Int64:
+		return "long long", nil
+	case backend.Int32:
+		return "int", nil
+	case backend.Float16, backend.BFloat16:
+		return "unsigned short", nil
+	case backend.Bool:
+		return "unsigned char", nil
+	}
+	return "", fmt.Errorf("cuda: unknown %v", d)
+}
+
+// layoutAsserts returns a GO_FIELD(cStruct, field, offset, size) for each
+// field of the Go struct v, whose C twin cStruct names its fields in snake
+// case (logProbs: log_probs). fieldMacro defines GO_FIELD: NVRTC has no
+// offsetof, so there it checks each field's name and size; a host
+// compiler (the emulation test) checks the offsets too.
+func layoutAsserts(v any, cStruct string) string {
+	t := reflect.TypeOf(v)
+	var b strings.Builder
+	for i := range t.NumField() {
+		f := t.Field(i)
+		fmt.Fprintf(&b, "GO_FIELD(%s, %s, %d, %d) ", cStruct, snakeCase(f.Name), f.Offset, f.Type.Size())
+	}
+	return b.String()
+}
+
+const fieldMacro = `#ifdef __CUDACC_RTC__
+#define GO_FIELD(S, f, off, size) static_assert(sizeof(S::f) == size, #S "." #f " does not match its Go twin");
+#else
+#include <cstddef>
+#define GO_FIELD(S, f, off, size) static_assert(offsetof(S, f) == off && sizeof(S::f) == size, #S "." #f " does not match its Go twin");
+#endif
+`
+
+// snakeCase turns a Go field name such as oneMinusBeta1 into one_minus_beta1.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// indexType is the C type of an index dtype.
+func indexType(d backend.Dtype) (string, error) {
+	switch d {
+	case backend.Int64:
+		return "long long", nil
+	case backend.Int32:
+		return "int", nil
+	}
+	return "", fmt.Errorf("cuda: %v is not an index dtype (int64, int32)", d)
+}
+
+// rowSource is source for the families of rows.cu and index.cu.
+func (p program) rowSource() (src string, entries []string, err error) {
+	f := rowFamilies[p.fam]
+	var t string
+	if p.fam == famGather {
+		t, err = storageType(p.out)
+	} else {
+		t, err = cType(p.out)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	var defs []string
+	def := func(name, value string) { defs = append(defs, "#define "+name+" "+value) }
+	def("T", t)
+	def("BLOCK", fmt.Sprint(blockSize))
+	if p.fam.indexed() {
+		it, err := indexType(p.in)
+		if err != nil {
+			return "", nil, err
+		}
+		def("TINDEX", it)
+	} else if p.in != p.out {
+		return "", nil, fmt.Errorf("cuda: %s does not convert (%v to %v)", f.name, p.in, p.out)
+	}
+	name := f.name
+	if p.fam == famSoftmax && p.op == 1 {
+		name = "log_softmax"
+	}
+	def("KERNEL_"+strings.ToUpper(name), "1")
+	var args any
+	switch p.fam {
+	case famSoftmax:
+		args = softmaxArgs{}
+	case famLayerNorm:
+		args = layerNormArgs{}
+	case famLayerNormBackward:
+		args = layerNormBackwardArgs{}
+		def("COLS", fmt.Sprint(colsPerBlock))
+	case famBatchNorm:
+		args = batchNormArgs{}
+	case famBatchNormBackward:
+		args = batchNormBackwardArgs{}
+	case famNLLLoss:
+		args = nllArgs{}
+	case famAdam:
+		args = adamArgs{}
+	case famGather, famScatterAdd:
+		args = indexArgs{}
+	}
+	def("GO_SIZEOF_ARGS", fmt.Sprint(reflect.TypeOf(args).Size()))
+	def("GO_ARGS_LAYOUT", layoutAsserts(args, "Args"))
+	def("GO_VEC_LAYOUT", layoutAsserts(vecArg{}, "Vec"))
+	body := "#line 1 \"rows.cu\"\n" + rowsSource
+	if p.fam == famGather || p.fam == famScatterAdd {
+		body = "#line 1 \"layout.cuh\"\n" + layoutSource + "#line 1 \"index.cu\"\n" + indexSource
+	}
+	return "// " + p.String() + "\n" + strings.Join(defs, "\n") + "\n" + fieldMacro + body, f.entries, nil
+}
+
 // source returns the CUDA C source of p (the family's .cu file after the
 // #defines that specialise it) and the names of its entry points.
 func (p program) source() (src string, entries []string, err error) {
+	if _, ok := rowFamilies[p.fam]; ok {
+		return p.rowSource()
+	}
 	out, err := cType(p.out)
 	if err != nil {
 		return "", nil, err
@@ -192,7 +372,7 @@ func (p program) source() (src string, entries []string, err error) {
 			def("BINARY_OP(a, b)", e)
 			entries = []string{"binary"}
 		}
-		src = elementwiseSource
+		src = "#line 1 \"layout.cuh\"\n" + layoutSource + "#line 1 \"elementwise.cu\"\n" + elementwiseSource
 	case famReduce, famArgReduce:
 		if p.in != p.out {
 			return "", nil, fmt.Errorf("cuda: reductions do not convert (%v to %v)", p.in, p.out)
@@ -214,11 +394,11 @@ func (p program) source() (src string, entries []string, err error) {
 			def(m, "1")
 		}
 		entries = []string{"reduce_rows", "reduce_cols"}
-		src = reduceSource
+		src = "#line 1 \"reduce.cu\"\n" + reduceSource
 	default:
 		return "", nil, fmt.Errorf("cuda: unknown kernel family %d", p.fam)
 	}
-	return "// " + p.String() + "\n" + strings.Join(defs, "\n") + "\n#line 1\n" + src, entries, nil
+	return "// " + p.String() + "\n" + strings.Join(defs, "\n") + "\n" + src, entries, nil
 }
 
 // mergeDims drops dimensions of size 1 and merges neighbouring dimensions
@@ -309,8 +489,13 @@ func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, e
 // compileOptions are the NVRTC options for a device of compute capability
 // arch (such as 75 for compute_75). C++17 rather than 14: CUDA 13's own
 // headers (CCCL) need it, and NVRTC has accepted it since CUDA 11.
+// The math is Go's: --fmad=false makes a*b + c two roundings, as in the
+// Go kernels the results are checked against (an explicit fma() is still
+// one), and division, square root and subnormals stay IEEE (NVRTC's
+// defaults, spelled out).
 func compileOptions(arch int) []string {
-	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++17"}
+	return []string{fmt.Sprintf("--gpu-architecture=compute_%d", arch), "--std=c++17",
+		"--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"}
 }
 
 // allPrograms lists every program the backend may compile, for the NVRTC
@@ -335,8 +520,39 @@ func allPrograms() []program {
 				ps = append(ps, program{fam: famUnary, op: uint8(kernels.Identity), out: dt, in: in})
 			}
 		}
+		for _, f := range []family{famLayerNorm, famLayerNormBackward, famBatchNorm, famBatchNormBackward, famAdam} {
+			ps = append(ps, program{fam: f, out: dt, in: dt})
+		}
+		ps = append(ps, program{fam: famSoftmax, out: dt, in: dt}, program{fam: famSoftmax, op: 1, out: dt, in: dt})
+		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+			ps = append(ps, program{fam: famNLLLoss, out: dt, in: idx}, program{fam: famScatterAdd, out: dt, in: idx})
+		}
+	}
+	// Gather moves elements of any dtype.
+	for dt := backend.Float32; dt <= backend.Bool; dt++ {
+		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+			ps = append(ps, program{fam: famGather, out: dt, in: idx})
+		}
 	}
 	return ps
+}
+
+// extent is the number of elements spanned by a view of shape with
+// strides ≥ 0 (0 for an empty view). A span too large for an int64 count
+// of bytes is maxElems, which no allocation holds.
+func extent(shape, strides []int) int64 {
+	if slices.Contains(shape, 0) {
+		return 0
+	}
+	n := int64(1)
+	for d, s := range shape {
+		step := int64(strides[d])
+		if s > 1 && step > 0 && step > (maxElems-n)/int64(s-1) {
+			return maxElems
+		}
+		n += int64(s-1) * step
+	}
+	return n
 }
 
 // gridFor is the number of blocks for n independent items (at least 1).

@@ -1,0 +1,430 @@
+//go:build nvrtc
+
+package cuda
+
+// The row kernels, gather and scatter-add run in the CPU emulation
+// (emu_test.go) against the CPU kernels sim uses (gpukit/kernels) or, for
+// BatchNorm, NLL loss, gather and scatter-add, against references written
+// as gpukit/tensor computes them. Tolerances: where the kernel sums in a
+// different order than the CPU (a block's tree against eight lanes), a few
+// units in the last place; where the order is the CPU's (NLL loss, Adam,
+// scatter-add), bit for bit.
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/kernels"
+)
+
+func dtypeOf[T kernels.Float]() backend.Dtype {
+	var z T
+	if any(z) == any(float32(0)) {
+		return backend.Float32
+	}
+	return backend.Float64
+}
+
+// tolOf is the relative tolerance of a kernel whose sums run in another
+// order than the CPU's: a few ulp of T.
+func tolOf[T kernels.Float]() float64 {
+	if dtypeOf[T]() == backend.Float32 {
+		return 4e-6
+	}
+	return 1e-13
+}
+
+func randomsOf[T kernels.Float](r *rand.Rand, n int, scale, shift float64) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = T(r.NormFloat64()*scale + shift)
+	}
+	return v
+}
+
+// near compares got and want elementwise within tol relative to
+// max(1, |want|); NaNs must match.
+func near[T kernels.Float](t *testing.T, what string, got, want []T, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(w) || math.IsNaN(g) {
+			if !(math.IsNaN(w) && math.IsNaN(g)) {
+				t.Fatalf("%s[%d] = %v, want %v", what, i, g, w)
+			}
+			continue
+		}
+		if g != w && math.Abs(g-w) > tol*max(1, math.Abs(w)) {
+			t.Fatalf("%s[%d] = %v, want %v (tolerance %g)", what, i, g, w, tol)
+		}
+	}
+}
+
+// capGrid returns p with at most g blocks per launch, so that the
+// kernels' loops over rows (channels, tiles, elements) beyond the grid run,
+// as they do on a GPU past maxBlocks.
+func capGrid[A kernelArgs](p plan[A], g int) plan[A] {
+	p.steps = append([]step(nil), p.steps...)
+	for i := range p.steps {
+		p.steps[i].grid = min(p.steps[i].grid, g)
+	}
+	return p
+}
+
+func TestEmulatedSoftmax(t *testing.T) {
+	t.Run("float32", testEmulatedSoftmax[float32])
+	t.Run("float64", testEmulatedSoftmax[float64])
+}
+
+func testEmulatedSoftmax[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{1000, 3} {
+		rows := 5
+		x := randomsOf[T](r, rows*n, 3, 0)
+		x[0] = T(math.NaN()) // row 0 is NaN
+		for j := range n {
+			x[n+j] = T(math.Inf(-1)) // row 1 is all -Inf
+		}
+		x[2*n] = 80 // a large logit: the shift keeps e^x finite
+		for _, log := range []bool{false, true} {
+			p, err := planSoftmax("cuda:0", dtypeOf[T](), emuAddr(0), emuAddr(1), rows, n, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := emulate(t, p, make([]byte, len(x)*int(dtypeOf[T]().Size())), asBytes(x))
+			want := make([]T, len(x))
+			kernels.SoftmaxRows(want, x, rows, n, log)
+			near(t, p.prog.String(), fromBytes[T](out[0]), want, tolOf[T]())
+			// In place: dst == src.
+			p, err = planSoftmax("cuda:0", dtypeOf[T](), emuAddr(1), emuAddr(1), rows, n, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = emulate(t, capGrid(p, 2), make([]byte, 8), asBytes(x)) // rows loop over fewer blocks
+			near(t, p.prog.String()+" in place", fromBytes[T](out[1]), want, tolOf[T]())
+		}
+	}
+}
+
+func TestEmulatedLayerNorm(t *testing.T) {
+	t.Run("float32", testEmulatedLayerNorm[float32])
+	t.Run("float64", testEmulatedLayerNorm[float64])
+}
+
+func testEmulatedLayerNorm[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(2, 2))
+	dt := dtypeOf[T]()
+	size := int(dt.Size())
+	rows, n := 4, 300
+	x := randomsOf[T](r, rows*n, 2, 100) // a mean large against the spread
+	w, b := randomsOf[T](r, n, 1, 1), randomsOf[T](r, n, 1, 0)
+	for _, c := range []struct {
+		name string
+		w, b []T
+	}{{"affine", w, b}, {"weight", w, nil}, {"bias", nil, b}, {"plain", nil, nil}} {
+		wa, ba := uint64(0), uint64(0)
+		if c.w != nil {
+			wa = emuAddr(4)
+		}
+		if c.b != nil {
+			ba = emuAddr(5)
+		}
+		p, err := planLayerNorm("cuda:0", dt, emuAddr(0), emuAddr(1), emuAddr(2), emuAddr(3), wa, ba, rows, n, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, capGrid(p, 3), make([]byte, rows*n*size), make([]byte, rows*size), make([]byte, rows*size), asBytes(x), asBytes(w), asBytes(b))
+		y, mean, rstd := make([]T, rows*n), make([]T, rows), make([]T, rows)
+		kernels.LayerNormRows(y, mean, rstd, x, c.w, c.b, rows, n, 1e-5)
+		near(t, c.name+" y", fromBytes[T](out[0]), y, tolOf[T]())
+		near(t, c.name+" mean", fromBytes[T](out[1]), mean, tolOf[T]())
+		near(t, c.name+" rstd", fromBytes[T](out[2]), rstd, tolOf[T]())
+	}
+}
+
+func TestEmulatedLayerNormBackward(t *testing.T) {
+	t.Run("float32", testEmulatedLayerNormBackward[float32])
+	t.Run("float64", testEmulatedLayerNormBackward[float64])
+}
+
+func testEmulatedLayerNormBackward[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 3))
+	dt := dtypeOf[T]()
+	size := int(dt.Size())
+	// 70 rows: more than the 8 row groups; 40 columns: a full tile of 32
+	// and a partial one.
+	rows, n := 70, 40
+	x, g := randomsOf[T](r, rows*n, 1, 0.5), randomsOf[T](r, rows*n, 1, 0)
+	w := randomsOf[T](r, n, 0.5, 1)
+	mean, rstd := make([]T, rows), make([]T, rows)
+	kernels.LayerNormRows(make([]T, rows*n), mean, rstd, x, w, nil, rows, n, 1e-5)
+	garbage := func(k int) []byte { return asBytes(randomsOf[T](r, k, 1, 0)) }
+	for _, withW := range []bool{true, false} {
+		var wv []T
+		wa := uint64(0)
+		if withW {
+			wv, wa = w, emuAddr(7)
+		}
+		// dx, dw, db, g, x, mean, rstd, w
+		p, err := planLayerNormBackward("cuda:0", dt, emuAddr(0), emuAddr(1), emuAddr(2), emuAddr(3), emuAddr(4), emuAddr(5), emuAddr(6), wa, rows, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, capGrid(p, 1), garbage(rows*n), garbage(n), garbage(n), asBytes(g), asBytes(x), asBytes(mean), asBytes(rstd), asBytes(w))
+		dx, dw, db := make([]T, rows*n), make([]T, n), make([]T, n)
+		kernels.LayerNormBackwardRows(dx, dw, db, g, x, mean, rstd, wv, rows, n)
+		near(t, "dx", fromBytes[T](out[0]), dx, tolOf[T]())
+		near(t, "dw", fromBytes[T](out[1]), dw, tolOf[T]())
+		near(t, "db", fromBytes[T](out[2]), db, tolOf[T]())
+	}
+	// No rows: dw and db are zeros, as the CPU clears them.
+	p, err := planLayerNormBackward("cuda:0", dt, 0, emuAddr(0), emuAddr(1), 0, 0, 0, 0, 0, 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := emulate(t, p, garbage(n), garbage(n))
+	near(t, "dw of no rows", fromBytes[T](out[0]), make([]T, n), 0)
+	near(t, "db of no rows", fromBytes[T](out[1]), make([]T, n), 0)
+	_ = size
+}
+
+func TestEmulatedBatchNorm(t *testing.T) {
+	t.Run("float32", testEmulatedBatchNorm[float32])
+	t.Run("float64", testEmulatedBatchNorm[float64])
+}
+
+func testEmulatedBatchNorm[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(4, 4))
+	dt := dtypeOf[T]()
+	nb, c, l := 3, 4, 50
+	x := randomsOf[T](r, nb*c*l, 2, 1)
+	w, b := randomsOf[T](r, c, 1, 1), randomsOf[T](r, c, 1, 0)
+	rm, rv := randomsOf[T](r, c, 0.1, 0), randomsOf[T](r, c, 0.1, 1)
+	// The running statistics are float64 vectors with stride 2, to check
+	// that vectors keep their own dtype and stride.
+	rm2, rv2 := make([]float64, 2*c), make([]float64, 2*c)
+	for j := range c {
+		rm2[2*j], rv2[2*j] = float64(rm[j]), float64(rv[j])
+	}
+	vec := func(k int, d backend.Dtype, stride int) backend.Strided {
+		return backend.Strided{Addr: emuAddr(k), Dtype: d, Strides: []int{stride}}
+	}
+	for _, training := range []bool{true, false} {
+		a := backend.BatchNormArgs{
+			Dtype: dt, Y: emuAddr(0), X: emuAddr(1), Batch: nb, Channels: c, Length: l,
+			Weight: vec(2, dt, 1), Bias: vec(3, dt, 1), RunningMean: vec(4, backend.Float64, 2), RunningVar: vec(5, backend.Float64, 2),
+			SaveMean: emuAddr(6), SaveInvstd: emuAddr(7), StatDtype: dt, Training: training, Momentum: 0.1, Eps: 1e-5,
+		}
+		p, err := planBatchNorm("cuda:0", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, p, make([]byte, len(x)*int(dt.Size())), asBytes(x), asBytes(w), asBytes(b), asBytes(rm2), asBytes(rv2),
+			make([]byte, c*int(dt.Size())), make([]byte, c*int(dt.Size())))
+		wantRM, wantRV := toF64(rm), toF64(rv)
+		y, mu, invstd := batchNormRef(toF64(x), toF64(w), toF64(b), wantRM, wantRV, nb, c, l, training, 0.1, 1e-5)
+		near(t, "y", fromBytes[T](out[0]), fromF64[T](y), tolOf[T]())
+		gotRM, gotRV := fromBytes[float64](out[4]), fromBytes[float64](out[5])
+		for j := range c {
+			if training {
+				near(t, "running_mean", gotRM[2*j:2*j+1], wantRM[j:j+1], 1e-13)
+				near(t, "running_var", gotRV[2*j:2*j+1], wantRV[j:j+1], 1e-13)
+			} else if gotRM[2*j] != float64(rm[j]) || gotRV[2*j] != float64(rv[j]) {
+				t.Fatalf("evaluation changed the running statistics")
+			}
+			if gotRM[2*j+1] != 0 || gotRV[2*j+1] != 0 {
+				t.Fatalf("a running statistic was written outside its stride")
+			}
+		}
+		if training {
+			near(t, "save_mean", fromBytes[T](out[6]), fromF64[T](mu), tolOf[T]())
+			near(t, "save_invstd", fromBytes[T](out[7]), fromF64[T](invstd), tolOf[T]())
+		}
+	}
+}
+
+func TestEmulatedBatchNormBackward(t *testing.T) {
+	t.Run("float32", testEmulatedBatchNormBackward[float32])
+	t.Run("float64", testEmulatedBatchNormBackward[float64])
+}
+
+func testEmulatedBatchNormBackward[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 5))
+	dt := dtypeOf[T]()
+	size := int(dt.Size())
+	nb, c, l := 5, 3, 70
+	x, g := randomsOf[T](r, nb*c*l, 2, 1), randomsOf[T](r, nb*c*l, 1, 0)
+	w := randomsOf[T](r, c, 1, 1)
+	s1, s2 := randomsOf[T](r, c, 0.1, 1), randomsOf[T](r, c, 0.1, 1)
+	vec := func(k int) backend.Strided { return backend.Strided{Addr: emuAddr(k), Dtype: dt, Strides: []int{1}} }
+	for _, training := range []bool{true, false} {
+		a := backend.BatchNormBackwardArgs{
+			Dtype: dt, Grad: emuAddr(0), X: emuAddr(1), Batch: nb, Channels: c, Length: l,
+			GradX: emuAddr(2), GradWeight: vec(3), GradBias: vec(4), Weight: vec(5), Stat1: vec(6), Stat2: vec(7),
+			Training: training, Eps: 1e-5,
+		}
+		p, err := planBatchNormBackward("cuda:0", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, capGrid(p, 2), asBytes(g), asBytes(x), make([]byte, len(x)*size), make([]byte, c*size), make([]byte, c*size), asBytes(w), asBytes(s1), asBytes(s2))
+		dx, dw, db := batchNormBackwardRef(toF64(g), toF64(x), toF64(w), toF64(s1), toF64(s2), nb, c, l, training, 1e-5)
+		near(t, "dx", fromBytes[T](out[2]), fromF64[T](dx), tolOf[T]())
+		near(t, "dw", fromBytes[T](out[3]), fromF64[T](dw), tolOf[T]())
+		near(t, "db", fromBytes[T](out[4]), fromF64[T](db), tolOf[T]())
+	}
+}
+
+func TestEmulatedNLLLoss(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	rows, n := 600, 10 // more rows than a block fetches at once
+	lp := randomsOf[float32](r, rows*n, 3, -2)
+	lp64 := randomsOf[float64](r, rows*n, 3, -2)
+	t64, t32 := make([]int64, rows), make([]int32, rows)
+	var sum, sum64 float64
+	for i := range rows {
+		t64[i] = int64(r.IntN(n))
+		t32[i] = int32(t64[i])
+		sum -= float64(lp[i*n+int(t64[i])])
+		sum64 -= lp64[i*n+int(t64[i])]
+	}
+	// gpukit/tensor's CrossEntropy: row order, float64.
+	want, want64 := float32(sum/float64(rows)), sum64/float64(rows)
+	for _, c := range []struct {
+		dt      backend.Dtype
+		targets []byte
+	}{{backend.Int64, asBytes(t64)}, {backend.Int32, asBytes(t32)}} {
+		p, err := planNLLLoss("cuda:0", backend.Float32, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, p, make([]byte, 4), asBytes(lp), c.targets)
+		if got := fromBytes[float32](out[0])[0]; got != want {
+			t.Errorf("%s: loss %v, want %v bit for bit", p.prog, got, want)
+		}
+		p, err = planNLLLoss("cuda:0", backend.Float64, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = emulate(t, p, make([]byte, 8), asBytes(lp64), c.targets)
+		if got := fromBytes[float64](out[0])[0]; got != want64 {
+			t.Errorf("%s: loss %v, want %v bit for bit", p.prog, got, want64)
+		}
+	}
+	// A target out of range makes the loss NaN; no rows too (0/0).
+	bad := append([]int64(nil), t64...)
+	bad[rows-1] = int64(n)
+	p, _ := planNLLLoss("cuda:0", backend.Float32, emuAddr(0), emuAddr(1), emuAddr(2), backend.Int64, rows, n)
+	out := emulate(t, p, make([]byte, 4), asBytes(lp), asBytes(bad))
+	if got := fromBytes[float32](out[0])[0]; !math.IsNaN(float64(got)) {
+		t.Errorf("a target out of range gave %v, want NaN", got)
+	}
+	p, _ = planNLLLoss("cuda:0", backend.Float32, emuAddr(0), 0, 0, backend.Int64, 0, n)
+	out = emulate(t, p, make([]byte, 4))
+	if got := fromBytes[float32](out[0])[0]; !math.IsNaN(float64(got)) {
+		t.Errorf("no rows gave %v, want NaN", got)
+	}
+}
+
+func TestEmulatedAdam(t *testing.T) {
+	t.Run("float32", testEmulatedAdam[float32])
+	t.Run("float64", testEmulatedAdam[float64])
+}
+
+func testEmulatedAdam[T kernels.Float](t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 7))
+	n := 1000
+	for _, sc := range []kernels.AdamScalars{
+		{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1},
+		{LR: 1e-2, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1, Step: 7},                   // L2
+		{LR: 3e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true, Step: 3}, // AdamW
+	} {
+		p, g := randomsOf[T](r, n, 1, 0), randomsOf[T](r, n, 0.1, 0)
+		m, v := randomsOf[T](r, n, 0.01, 0), randomsOf[T](r, n, 0, 0)
+		for i := range v {
+			v[i] = T(r.Float64() * 1e-3)
+		}
+		pl, err := planAdam("cuda:0", dtypeOf[T](), emuAddr(0), emuAddr(1), emuAddr(2), emuAddr(3), n, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := emulate(t, capGrid(pl, 2), asBytes(p), asBytes(g), asBytes(m), asBytes(v))
+		kernels.AdamUpdate(p, g, m, v, sc)
+		near(t, "param", fromBytes[T](out[0]), p, 0) // bit for bit
+		near(t, "exp_avg", fromBytes[T](out[2]), m, 0)
+		near(t, "exp_avg_sq", fromBytes[T](out[3]), v, 0)
+	}
+}
+
+func TestEmulatedGather(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	// src [2, 5, 4] contiguous; index [2, 3, 4] stored transposed in its
+	// last two dimensions (strides 12, 1, 3); dst [2, 3, 4] contiguous.
+	src := randomsOf[float64](r, 40, 1, 0)
+	idx := make([]int32, 24)
+	for i := range idx {
+		idx[i] = int32(r.IntN(5))
+	}
+	shape := []int{2, 3, 4}
+	p, err := planGather("cuda:0", shape, 1,
+		backend.Strided{Addr: emuAddr(0), Dtype: backend.Float64, Strides: []int{12, 4, 1}},
+		backend.Strided{Addr: emuAddr(1), Dtype: backend.Float64, Strides: []int{20, 4, 1}},
+		backend.Strided{Addr: emuAddr(2), Dtype: backend.Int32, Strides: []int{12, 1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := emulate(t, p, make([]byte, 24*8), asBytes(src), asBytes(idx))
+	got := fromBytes[float64](out[0])
+	for i := range 2 {
+		for j := range 3 {
+			for k := range 4 {
+				want := src[i*20+int(idx[i*12+j+k*3])*4+k]
+				if got[i*12+j*4+k] != want {
+					t.Fatalf("dst[%d,%d,%d] = %v, want %v", i, j, k, got[i*12+j*4+k], want)
+				}
+			}
+		}
+	}
+}
+
+func TestEmulatedScatterAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	// dst [3, 4] += src [3, 6] along dim 1 with index [3, 6] in [0, 4):
+	// indices collide, and each dst element gets its addends in order.
+	dst := randomsOf[float32](r, 12, 1, 0)
+	src := randomsOf[float32](r, 18, 1e3, 0)
+	idx := make([]int64, 18)
+	for i := range idx {
+		idx[i] = int64(r.IntN(4))
+	}
+	p, err := planScatterAdd("cuda:0", []int{3, 6}, 1,
+		backend.Strided{Addr: emuAddr(0), Dtype: backend.Float32, Strides: []int{4, 1}},
+		backend.Strided{Addr: emuAddr(1), Dtype: backend.Int64, Strides: []int{6, 1}},
+		backend.Strided{Addr: emuAddr(2), Dtype: backend.Float32, Strides: []int{6, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.args.n != 3 || p.args.lineLen != 6 {
+		t.Fatalf("%d lines of %d, want 3 of 6", p.args.n, p.args.lineLen)
+	}
+	out := emulate(t, p, asBytes(dst), asBytes(idx), asBytes(src))
+	want := append([]float32(nil), dst...)
+	for i := range 3 { // gpukit/tensor's scatterAddKernel: row-major over the index
+		for j := range 6 {
+			at := i*4 + int(idx[i*6+j])
+			want[at] = float32(float64(want[at]) + float64(src[i*6+j]))
+		}
+	}
+	near(t, "dst", fromBytes[float32](out[0]), want, 0)
+}
