@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/alloc/alloctest"
+	"github.com/gpumem/course/gpukit/device/computetest"
 )
 
 // capped is a CUDA device seen through a smaller capacity, as the
@@ -93,6 +94,16 @@ func TestConformance(t *testing.T) {
 		}
 		return &capped{Backend: b, capacity: capacity, sizes: map[uint64]int64{}}
 	})
+}
+
+// TestComputeConformance runs the Compute conformance suite on the card;
+// it logs the (method, dtype) pairs cuda has no kernel for.
+func TestComputeConformance(t *testing.T) {
+	b, err := Open(0)
+	if err != nil {
+		t.Skip(err)
+	}
+	computetest.Run(t, b, b)
 }
 
 func TestCopiesRoundTrip(t *testing.T) {
