@@ -16,6 +16,8 @@
 #     (scripts/browser-check/lab_check.py; screenshots in $SITE_DIR/browser,
 #     default site/browser);
 #   - JupyterLab's news announcements are off;
+#   - make lab-image serves this working tree from the image
+#     (scripts/lab-image-test.sh);
 #   - the image's size: at most 1719 MB (IMAGE_MAX_MB), the bookworm image's.
 #
 # and, before the container starts, that a second build with nothing changed
@@ -178,6 +180,13 @@ elif [ "${CI:-}" = true ]; then
 	bad "chromium is not installed, and CI must run the browser test (apt-get install chromium)"
 else
 	echo "image-test: SKIP  the browser test: chromium not installed (apt-get install chromium)"
+fi
+
+# make lab-image: the same image serving this working tree (seconds).
+if IMAGE=$image bash scripts/lab-image-test.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "make lab-image serves this tree in JupyterLab from the image (scripts/lab-image-test.sh)"
+else
+	bad "make lab-image failed (above)"
 fi
 
 # Every student downloads it: no larger than the bookworm image was
