@@ -10,8 +10,8 @@
 # It prints the address with its token once JupyterLab answers, and stops
 # the container on Ctrl-C (or SIGTERM). Files written in JupyterLab belong to
 # the tree's owner: rootless podman maps you to the image's user (uid 1000);
-# as root, the container runs as the tree's owner (root itself only when root
-# owns the tree), with a private Go build cache when that is not uid 1000.
+# as root, the tree must be root's (the server then runs as root) or uid
+# 1000's (the image's user).
 #
 # Environment: IMAGE (default gpumem-course).
 set -euo pipefail
@@ -31,7 +31,7 @@ command -v podman >/dev/null 2>&1 || die "podman not found (apt-get install -y p
 podman image exists "$image" || die "no image $image here: build it first with make image (as root, about 5 minutes), or load one."
 
 # Who the server runs as, so that what it writes in the tree is the tree's owner's.
-owner=$(stat -c %u "$tree") group=$(stat -c %g "$tree")
+owner=$(stat -c %u "$tree")
 user_args=()
 if [ "$(id -u)" != 0 ]; then
 	[ "$owner" = "$(id -u)" ] || die "$tree belongs to uid $owner, not to you: the server could not write it."
@@ -39,8 +39,9 @@ if [ "$(id -u)" != 0 ]; then
 elif [ "$owner" = 0 ]; then
 	user_args=(--user 0:0)
 elif [ "$owner" != 1000 ]; then
-	# The image's build cache is uid 1000's: this user compiles into its own.
-	user_args=(--user "$owner:$group" -e GOCACHE=/tmp/go-build)
+	# The image's home (mode 700), with GoNB and the build cache in it, is
+	# uid 1000's: another uid could neither run the kernel nor reach the tree.
+	die "$tree belongs to uid $owner: run make lab-image as that user (podman without root maps you to the image's user), or as root on a tree owned by root or uid 1000."
 fi
 # runc and limits it may set, where podman's default runtime refuses a hybrid
 # cgroup layout (scripts/image-test.sh).
