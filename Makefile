@@ -39,7 +39,8 @@ lab-image:
 
 # make lab-image started and checked: JupyterLab answers on /lab with this
 # tree's notebooks, a file saved in JupyterLab is the tree owner's file here,
-# and Ctrl-C stops the container (scripts/lab-image-test.sh; about 15 s).
+# the gonb kernel runs, and stopping it (SIGTERM) removes the container
+# (scripts/lab-image-test.sh; 5 to 10 s; make image-test runs it too).
 lab-image-test:
 	@bash scripts/lab-image-test.sh
 
