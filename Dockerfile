@@ -56,10 +56,17 @@ COPY --from=go /usr/local/go /usr/local/go
 # and proxy run elsewhere (their own pods under Zero to JupyterHub). One empty
 # package provides those node dependencies instead, at the versions asked for;
 # they would bring nodejs and hundreds of packages, over 600 MB, into
-# every student's image for nothing (docs/instructors.md has the figures). For the same reason the image keeps no
-# manuals, no translations of the tools' messages, no documentation but the
-# copyright files, and no source maps of JupyterLab's front end (the
-# debugger's, 86 MB): together about 190 MB.
+# every student's image for nothing (docs/instructors.md has the figures).
+# Where JupyterLab is installed, the same package stands in for the classic
+# Notebook that jupyterhub depends on (jupyterhub-singleuser 5 runs on
+# jupyter_server; the Notebook brings MathJax 2 and a second front end, about
+# 80 MB). For the same reason the image keeps no manuals, no translations of
+# the tools' messages, no documentation but the copyright files (the base
+# image leaves them out too: scripts/debian-image.sh), no source maps of
+# JupyterLab's front end (the debugger's, 86 MB), no Babel locale data but
+# English's (JupyterLab ships no other language pack; 32 MB) and no apt
+# package caches (92 MB). JupyterLab's news announcements are off: no toast
+# over the lessons, no request to jupyter.org from a classroom.
 COPY scripts/setup.sh /tmp/setup.sh
 # (--error-on=any: without the network, stop at the mirror it could not reach,
 # not later at "Unable to locate package"; Acquire::Retries rides out a
@@ -69,19 +76,24 @@ RUN echo 'Acquire::Retries "3";' >/etc/apt/apt.conf.d/80-retries \
     && printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' 'path-exclude=/usr/share/man/*' \
         'path-exclude=/usr/share/info/*' 'path-exclude=/usr/share/locale/*' 'path-include=/usr/share/locale/locale.alias' >/etc/dpkg/dpkg.cfg.d/90-gpumem-slim \
     && apt-get install -y --no-install-recommends ca-certificates git make gcc libc6-dev \
+    && if apt-cache policy jupyterlab | grep -q 'Candidate: [0-9]'; then classic='|python3-notebook$'; else classic=; fi \
     && node=$(apt-cache show --no-all-versions jupyterlab jupyterhub | sed -n 's/^Depends: //p' | tr ',' '\n' \
-        | sed 's/^ *//; s/ *|.*//' | grep -E '^(node-|nodejs|jest|webpack|yarnpkg)' | sed -E 's/ \((>=|=) ([^)]*)\)/ (= \2)/' \
+        | sed 's/^ *//; s/ *|.*//' | grep -E "^(node-|nodejs|jest|webpack|yarnpkg$classic)" | sed -E 's/ \((>=|=) ([^)]*)\)/ (= \2)/' \
         | sort -u | paste -sd, | sed 's/,/, /g') \
     && mkdir -p /tmp/standin/DEBIAN \
     && printf '%s\n' 'Package: gpumem-node-standin' 'Version: 0~gpumem' 'Architecture: all' \
         'Maintainer: gpumem course' "Provides: $node" \
-        'Description: empty stand-in: JupyterLab is served prebuilt, the hub and its proxy run outside this image' >/tmp/standin/DEBIAN/control \
+        'Description: empty stand-in: JupyterLab is served prebuilt, the hub and its proxy run outside this image, the classic Notebook is not served' >/tmp/standin/DEBIAN/control \
     && dpkg-deb -b /tmp/standin /tmp/standin.deb >/dev/null && dpkg -i /tmp/standin.deb >/dev/null \
     && HOME=/root bash /tmp/setup.sh --apt-only \
     && apt-get install -y --no-install-recommends jupyterhub \
     && find /usr/share/jupyter/lab /usr/share/nodejs -name '*.js.map' -delete \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /tmp/setup.sh /tmp/standin /tmp/standin.deb \
+    && find /usr/share/python-babel-localedata/locale-data -name '*.dat' ! -name root.dat ! -name 'en.dat' ! -name 'en_*.dat' -delete \
+    && mkdir -p /etc/jupyter/labconfig \
+    && printf '%s\n' '{"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": true}}' >/etc/jupyter/labconfig/page_config.json \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin /tmp/setup.sh /tmp/standin /tmp/standin.deb \
     && if command -v node >/dev/null; then echo 'image: nodejs was installed after all (a new dependency of jupyterlab or jupyterhub?)' >&2; exit 1; fi \
+    && if command -v jupyter-lab >/dev/null && [ -d /usr/share/javascript/mathjax ]; then echo 'image: the classic Notebook and its MathJax were installed beside JupyterLab (a new dependency?)' >&2; exit 1; fi \
     && (getent group ${NB_GID} || groupadd -g ${NB_GID} users) \
     && useradd -m -s /bin/bash -u ${NB_UID} -g ${NB_GID} ${NB_USER} \
     && install -d -o ${NB_UID} -g ${NB_GID} ${JUPYTER_DATA_DIR} /home/${NB_USER}/course
@@ -103,11 +115,13 @@ ARG BUILD_GOPROXY=https://proxy.golang.org,direct
 # caching checksum answers for notebooks, which GOSUMDB=off below makes moot.)
 # The tools compile in a build cache that stays outside the image (a cache
 # mount, kept by the builder between builds): students need the binaries,
-# not the compiler's objects for them, 340 MB. A dropped connection
+# not the compiler's objects for them, 340 MB, nor the sources of gopls's
+# own modules (a second x/tools, x/text, staticcheck...). A dropped connection
 # is retried twice; setup names the module and the proxy it could not reach.
 RUN --mount=type=cache,target=/home/${NB_USER}/.cache/go-tools,uid=${NB_UID},gid=${NB_GID} \
     for try in 1 2 3; do \
-        GOPROXY=${BUILD_GOPROXY} GOSUMDB=off GOCACHE=/home/${NB_USER}/.cache/go-tools bash scripts/setup.sh --no-apt && exit 0; \
+        GOPROXY=${BUILD_GOPROXY} GOSUMDB=off GOCACHE=/home/${NB_USER}/.cache/go-tools GOPLS_GOMODCACHE=/home/${NB_USER}/.cache/go-tools/mod \
+            bash scripts/setup.sh --no-apt && exit 0; \
         [ "$try" = 3 ] || { echo "image: setup failed (attempt $try of 3), retrying in 10 s" >&2; sleep 10; }; \
     done; exit 1
 

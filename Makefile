@@ -1,6 +1,7 @@
 # The two commands a newcomer needs:
 #   make lab    install what is missing, then open the course in JupyterLab
-#               (the classic Notebook on Debian 12, which has no JupyterLab)
+#               (the classic Notebook on Debian 12, which has no JupyterLab;
+#               there make lab-image serves JupyterLab from the classroom image)
 #   make test   every check: format, vet, tests, fuzzing, notebooks, cuda build, site
 #   make site   every lesson, executed, as static HTML in site/ (checked in headless Chromium)
 # Both call scripts/setup.sh, which is idempotent.
@@ -11,7 +12,7 @@ FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
 
-.PHONY: lab setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
+.PHONY: lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 # JupyterLab where it is installed (Debian 13: setup installs it); Debian 12
 # packages no JupyterLab, so there the classic Notebook serves the course.
@@ -22,13 +23,33 @@ lab: setup
 		PATH="$(CURDIR)/bin:$$PATH" exec jupyter lab --no-browser --ip=$(HOST) --port=$(PORT) \
 			--ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $$root; \
 	else \
-		echo "lab: JupyterLab is not installed (Debian 12 has no package for it): starting the classic Notebook on http://$(HOST):$(PORT)/ instead (the URL with its token follows; Ctrl-C stops it)"; \
+		echo "lab: JupyterLab is not installed (Debian 12 has no package for it): starting the classic Notebook on http://$(HOST):$(PORT)/ instead (the URL with its token follows; Ctrl-C stops it; make lab-image serves JupyterLab from the classroom image)"; \
 		PATH="$(CURDIR)/bin:$$PATH" exec jupyter notebook --no-browser --ip=$(HOST) --port=$(PORT) \
 			--notebook-dir="$(CURDIR)" --NotebookApp.default_url=/tree/notebooks $$root; \
 	fi
 
 setup:
 	@bash scripts/setup.sh
+
+# JupyterLab from the classroom image (make image), serving this working tree
+# mounted into it: edits land in the files here. For a machine without
+# JupyterLab (Debian 12); needs podman.
+lab-image:
+	@bash scripts/lab-image.sh $(HOST) $(PORT)
+
+# make lab-image started and checked: JupyterLab answers on /lab with this
+# tree's notebooks, a file saved in JupyterLab is the tree owner's file here,
+# the gonb kernel runs, and stopping it (SIGTERM) removes the container
+# (scripts/lab-image-test.sh; 5 to 10 s; make image-test runs it too).
+lab-image-test:
+	@bash scripts/lab-image-test.sh
+
+# The README's first command on a fresh Debian 13 (trixie) container: make lab
+# installs JupyterLab with apt and serves the lessons with the gonb kernel
+# (scripts/lab-trixie-test.sh). Not in CI: it needs Debian's mirror and the Go
+# module proxy, and takes several minutes.
+lab-trixie-test:
+	@bash scripts/lab-trixie-test.sh
 
 test: setup fmt vet nbcheck unit fuzz grader-verify cuda notebooks site
 

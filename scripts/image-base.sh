@@ -4,7 +4,9 @@
 #
 #   localhost/gpumem-base:trixie-<key>    a minimal Debian trixie (debootstrap)
 #                                         with this machine's extra CA certificates
-#   localhost/gpumem-go:<goversion>       this machine's /usr/local/go, alone
+#   localhost/gpumem-go:<goversion>-slim  this machine's /usr/local/go, alone,
+#                                         without the toolchain's own test suite
+#                                         and API lists (test/, api/: 29 MB)
 #
 # Each is made once and then reused from podman's image store, which outlives
 # the clones CI runs in. The base's tag carries a key of everything it is made
@@ -33,7 +35,7 @@ done
 goroot=${GOROOT_DIR:-/usr/local/go}
 [ -x "$goroot/bin/go" ] || die "no Go toolchain at $goroot (set GOROOT_DIR)."
 go_version=$("$goroot/bin/go" env GOVERSION)
-go_tag=localhost/gpumem-go:$go_version
+go_tag=localhost/gpumem-go:$go_version-slim
 
 # shellcheck source=scripts/debian-image.sh
 . "$(dirname "$0")/debian-image.sh"
@@ -44,8 +46,11 @@ if podman image exists "$go_tag"; then
 	say "$go_tag: present"
 else
 	# A scratch image holding only the toolchain, at the path the Dockerfile
-	# copies from (the golang images keep it at /usr/local/go too).
-	tar -C "$goroot/.." --numeric-owner --transform "s,^$(basename "$goroot"),usr/local/go," -c "$(basename "$goroot")" |
+	# copies from (the golang images keep it at /usr/local/go too). Building
+	# and testing Go code needs neither test/ (the compiler's own tests) nor
+	# api/ (the standard library's API history).
+	tar -C "$goroot/.." --numeric-owner --anchored --exclude="$(basename "$goroot")/test" --exclude="$(basename "$goroot")/api" \
+		--transform "s,^$(basename "$goroot"),usr/local/go," -c "$(basename "$goroot")" |
 		podman import --quiet - "$go_tag" >/dev/null
 	say "$go_tag: imported from $goroot"
 fi

@@ -15,7 +15,10 @@
 #     GoNB's completion, an exercise edited and checked
 #     (scripts/browser-check/lab_check.py; screenshots in $SITE_DIR/browser,
 #     default site/browser);
-#   - the image's size.
+#   - JupyterLab's news announcements are off;
+#   - make lab-image serves this working tree from the image
+#     (scripts/lab-image-test.sh);
+#   - the image's size: at most 1719 MB (IMAGE_MAX_MB), the bookworm image's.
 #
 # and, before the container starts, that a second build with nothing changed
 # reuses every cached layer (the image's ID stays the same). The quick checks
@@ -96,6 +99,16 @@ if [ "$(head -n 1 <<<"$lab")" = 200 ] && grep -Eq '"appName": *"JupyterLab"' <<<
 else
 	bad "/lab with the token does not serve JupyterLab: $(head -c 300 <<<"$lab")"
 fi
+# No news toast over the lessons: JupyterLab's announcements plugin (which
+# asks to fetch Jupyter's news feed) is disabled in the image's labconfig.
+if tail -n +2 <<<"$lab" | python3 -c '
+import json, re, sys
+m = re.search(r"<script id=\"jupyter-config-data\" type=\"application/json\">(.*?)</script>", sys.stdin.read(), re.S)
+sys.exit(0 if m and "@jupyterlab/apputils-extension:announcements" in json.loads(m.group(1)).get("disabledExtensions", []) else 1)'; then
+	ok "JupyterLab's news announcements are disabled (page config)"
+else
+	bad "JupyterLab's page config does not disable @jupyterlab/apputils-extension:announcements"
+fi
 default=$(podman inspect --format '{{join .Config.Cmd " "}}' "$image")
 grep -q -- '--LabApp.default_url=/lab/tree/notebooks' <<<"$default" && ok "the image's command opens JupyterLab at notebooks/" ||
 	bad "the image's command does not open JupyterLab at notebooks/: $default"
@@ -169,8 +182,22 @@ else
 	echo "image-test: SKIP  the browser test: chromium not installed (apt-get install chromium)"
 fi
 
+# make lab-image: the same image serving this working tree (seconds).
+if IMAGE=$image bash scripts/lab-image-test.sh 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "make lab-image serves this tree in JupyterLab from the image (scripts/lab-image-test.sh)"
+else
+	bad "make lab-image failed (above)"
+fi
+
+# Every student downloads it: no larger than the bookworm image was
+# (1719 MB; IMAGE_MAX_MB for another variant).
 size=$(podman image inspect --format '{{.Size}}' "$image")
-echo "image-test: image $image is $(awk -v s="$size" 'BEGIN { printf "%.0f MB", s / 1e6 }')"
+max_mb=${IMAGE_MAX_MB:-1719}
+if [ "$size" -le $((max_mb * 1000000)) ]; then
+	ok "image $image is $(awk -v s="$size" 'BEGIN { printf "%.0f MB", s / 1e6 }') (at most $max_mb MB)"
+else
+	bad "image $image is $(awk -v s="$size" 'BEGIN { printf "%.0f MB", s / 1e6 }'), over $max_mb MB (podman history $image shows which layer grew)"
+fi
 echo "image-test: the checks took $(($(date +%s) - test_start)) s"
 [ "$failed" = 0 ] && echo "image-test: passed" || echo "image-test: FAILED"
 exit "$failed"

@@ -10,7 +10,10 @@
 #   scripts/setup.sh --apt-only only the Debian packages (the Dockerfile's root step)
 #
 # Environment: JUPYTER_DATA_DIR chooses where the kernel is registered
-# (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one).
+# (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one);
+# GOPLS_GOMODCACHE where gopls's own modules are fetched to build it (default
+# Go's module cache; the Dockerfile keeps them out of the image, where
+# notebooks need only the course's modules).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,8 +80,8 @@ fi
 
 # --- GoNB, goimports and gopls, built from pinned versions -------------------
 mkdir -p bin
-build_tool() { # build_tool NAME PACKAGE [MODULE_DIR]
-	local name=$1 pkg=$2 mod=${3:-.}
+build_tool() { # build_tool NAME PACKAGE [MODULE_DIR [GOMODCACHE]]
+	local name=$1 pkg=$2 mod=${3:-.} modcache=${4:-$(go env GOMODCACHE)}
 	if [ -x "bin/$name" ] && [ "bin/$name" -nt "$mod/go.mod" ]; then
 		say "$name: present"
 		return
@@ -87,7 +90,7 @@ build_tool() { # build_tool NAME PACKAGE [MODULE_DIR]
 	local tmp
 	tmp=$(mktemp -d)
 	# Build into a temporary folder so a failed build leaves no half binary.
-	go build -C "$mod" -o "$tmp/$name" "$pkg" || {
+	GOMODCACHE=$modcache go build -C "$mod" -o "$tmp/$name" "$pkg" || {
 		rm -rf "$tmp"
 		die "building $name failed; check that the Go module proxy is reachable (go env GOPROXY), then rerun."
 	}
@@ -98,7 +101,7 @@ build_tool gonb github.com/janpfeifer/gonb
 build_tool goimports golang.org/x/tools/cmd/goimports
 # gopls (completion and hover help in GoNB) has its own module, so its many
 # dependencies stay out of the course's go.mod.
-build_tool gopls golang.org/x/tools/gopls tools/gopls
+build_tool gopls golang.org/x/tools/gopls tools/gopls "${GOPLS_GOMODCACHE:-}"
 
 # --- the module cache: everything a notebook compiles, so that Jupyter works
 # with the network off once setup has run. Nothing is fetched when all of it

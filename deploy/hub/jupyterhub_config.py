@@ -111,8 +111,14 @@ c.Spawner.cpu_limit = float(os.environ.get("GPUMEM_CPU_LIMIT", "1.0"))
 c.CgroupSpawner.pids_limit = int(os.environ.get("GPUMEM_PIDS_LIMIT", "512"))
 c.Spawner.notebook_dir = "~/course/notebooks"
 # JupyterLab where the servers' Python has it (Debian 13: apt-get install
-# jupyterlab), else the classic Notebook (Debian 12 packages no JupyterLab).
-c.Spawner.default_url = "/lab" if importlib.util.find_spec("jupyterlab") else "/tree"
+# jupyterlab), else the classic Notebook (Debian 12 packages no JupyterLab),
+# and the hub's log says so when it starts.
+if importlib.util.find_spec("jupyterlab"):
+    c.Spawner.default_url = "/lab"
+else:
+    c.Spawner.default_url = "/tree"
+    print("gpumem hub: JupyterLab is not installed (Debian 12 has no package for it): "
+          "students' servers open the classic Notebook at /tree", file=sys.stderr)
 # A first start compiles gpukit into the student's build cache.
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120

@@ -3,12 +3,17 @@
 tests: GET /hub/login (its cookies and _xsrf field, when it has one), then
 POST the user name and password.
 
-    login.py HUB_URL USER PASSWORD
+    login.py HUB_URL USER PASSWORD [--open]
 
 Exits 0 when the hub accepted the login (it set its login cookie), 1 when
 it refused it, 2 when the hub did not answer as a login page should.
+With --open, it then opens the student's running server as a browser does
+(/user/USER/, through the hub's OAuth redirects) and prints where it landed
+and which front end the page is: "landed on PATH: JupyterLab 4.0.11" or
+"landed on PATH: the classic Notebook" (served_app); exit 1 when neither.
 """
 import http.cookiejar
+import json
 import re
 import sys
 import urllib.error
@@ -21,8 +26,26 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def served_app(page):
+    """Which Jupyter front end an HTML page is: "JupyterLab VERSION" (its
+    page config names the app), "the classic Notebook" (Notebook 6's file
+    list), or None."""
+    m = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S)
+    if m:
+        try:
+            config = json.loads(m.group(1))
+        except ValueError:
+            return None
+        if config.get("appName") == "JupyterLab":
+            return "JupyterLab " + config.get("appVersion", "?")
+        return None
+    if 'id="notebook_list"' in page:
+        return "the classic Notebook"
+    return None
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in ([], ["--open"]):
         sys.exit(__doc__)
     hub, user, password = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
     jar = http.cookiejar.CookieJar()
@@ -44,7 +67,18 @@ def main():
         status = e.code
     logged_in = any(c.name == "jupyterhub-hub-login" for c in jar)
     print("login: %s: HTTP %d, %s" % (user, status, "logged in" if logged_in else "refused"))
-    sys.exit(0 if logged_in else 1)
+    if not logged_in or len(sys.argv) == 4:
+        sys.exit(0 if logged_in else 1)
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    try:
+        with browser.open(hub + "/user/%s/" % user, timeout=60) as r:
+            path, page = urllib.parse.urlparse(r.geturl()).path, r.read().decode(errors="replace")
+    except Exception as e:
+        print("login: %s: opening /user/%s/: %s" % (user, user, e))
+        sys.exit(1)
+    app = served_app(page)
+    print("login: %s: landed on %s: %s" % (user, path, app or "no Jupyter front end"))
+    sys.exit(0 if app else 1)
 
 
 if __name__ == "__main__":

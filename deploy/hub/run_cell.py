@@ -4,11 +4,13 @@ through the hub's proxy and Jupyter's kernel API (REST to start the kernel,
 the kernel's websocket to execute), as a browser would. It prints each
 cell's output and exits 1 when a cell ends in an error.
 
-    run_cell.py URL TOKEN NOTEBOOK CELL_FILE...
+    run_cell.py URL TOKEN NOTEBOOK CELL...
 
 URL is the server's base, e.g. http://127.0.0.1:8000/user/alice/; TOKEN an
 API token with access to that server; NOTEBOOK the notebook's path in the
-server (the kernel runs in its folder, as when a student opens it). The
+server (the kernel runs in its folder, as when a student opens it). Each
+CELL is a file holding a cell's code, or LESSON.md#N: the Nth ```go block
+of a lesson's Markdown (lessons/00-welcome.md#1 is the module recipe). The
 session and its kernel are shut down at the end.
 """
 import json
@@ -75,16 +77,29 @@ async def run(base, token, notebook, cells):
     return 1 if failed else 0
 
 
+def read_cell(arg):
+    """A cell's code: a file's content, or for LESSON.md#N the Nth ```go
+    block of the lesson (its opening line may name the cell)."""
+    path, sep, n = arg.rpartition("#")
+    if not sep or not path.endswith(".md"):
+        path, n = arg, ""
+    with open(path) as f:
+        text = f.read()
+    if not n:
+        return text
+    blocks = re.findall(r"^```go[^\n]*\n(.*?)^```", text, re.M | re.S)
+    if not n.isdigit() or not 1 <= int(n) <= len(blocks):
+        sys.exit("run_cell: %s has %d go blocks, no block %s" % (path, len(blocks), n))
+    return blocks[int(n) - 1]
+
+
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
     base, token, notebook = sys.argv[1], sys.argv[2], sys.argv[3]
     if not base.endswith("/"):
         base += "/"
-    cells = []
-    for path in sys.argv[4:]:
-        with open(path) as f:
-            cells.append(f.read())
+    cells = [read_cell(arg) for arg in sys.argv[4:]]
     sys.exit(ioloop.IOLoop.current().run_sync(lambda: run(base, token, notebook, cells), timeout=600))
 
 

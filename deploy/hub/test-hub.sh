@@ -20,8 +20,11 @@
 #      list one, and a home opened to others is closed by the spawner;
 #   5. the course in a home is the student edition (no solutions, no hidden
 #      tests), and a student cannot read the instructor's checkout;
-#   6. in each server, through its kernel API, the course's first two cells
-#      (the module recipe and gpukit's default device) run in a gonb kernel;
+#   6. a student's browser, logged in on the hub, lands on JupyterLab at
+#      /lab where this machine has it, else on the classic Notebook at /tree,
+#      and the hub's log says so; in each server, through its kernel API, the
+#      course's first two cells (the module recipe and gpukit's default
+#      device) run in a gonb kernel;
 #   7. a cell leaves a detached process and files in /tmp and /dev/shm:
 #      the host sees neither file, and stopping the server kills the process
 #      and removes the student's cgroup;
@@ -242,11 +245,27 @@ as gpumem-s1 cat "$hidden" >/dev/null 2>&1 && bad "gpumem-s1 can read the instru
 [ "$(stat -c %U:%a "$state/course")" = root:755 ] && ! as gpumem-s1 touch "$state/course/x" 2>/dev/null &&
 	ok "the shared student edition is root's and read-only for students" || bad "students can change the shared edition $state/course"
 
-sed -n '/^```go/,/^```/p' "$course/lessons/00-welcome.md" | awk '/^```go/ { n++; next } /^```/ { next } { print > (dir "/cell" n ".go") }' dir="$state/work"
+# What a student's browser opens: JupyterLab at /lab where the servers'
+# Python has it (Debian 13), else the classic Notebook at /tree (Debian 12),
+# which the hub's log then says.
+if /usr/bin/python3 -c 'import jupyterlab' 2>/dev/null; then
+	want="/user/gpumem-s1/lab: JupyterLab"
+else
+	want="/user/gpumem-s1/tree: the classic Notebook"
+	said=$(grep -m1 'JupyterLab is not installed' "$state/hub.log")
+	[ -n "$said" ] && ok "without JupyterLab on this machine the hub's log says so: \"$said\"" ||
+		bad "the hub serves the classic Notebook without saying so in its log"
+fi
+landed=$(/usr/bin/python3 "$here/login.py" "$hub" gpumem-s1 "$(password gpumem-s1)" --open 2>&1 | tail -n 1)
+case ${landed#login: gpumem-s1: landed on } in
+"$want"*) ok "gpumem-s1's browser, logged in on the hub, lands on ${landed#login: gpumem-s1: landed on }" ;;
+*) bad "gpumem-s1's browser should land on $want, got: $landed" ;;
+esac
+
 memcg=/sys/fs/cgroup/memory/$cgroup
 for s in $students; do
 	t0=$(date +%s)
-	if out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/$s/" "$token" 00-welcome.ipynb "$state/work/cell1.go" "$state/work/cell2.go" 2>&1) &&
+	if out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/$s/" "$token" 00-welcome.ipynb "$course/lessons/00-welcome.md#1" "$course/lessons/00-welcome.md#2" 2>&1) &&
 		grep -q 'device: *sim:0' <<<"$out"; then
 		ok "$s: gonb kernel ran the course's first cells in $(($(date +%s) - t0))s ($(grep -m1 'device:' <<<"$out" | tr -s ' '))"
 	else
@@ -319,7 +338,7 @@ else
 	sed 's/^/    /' <<<"$out" | tail -n 10
 fi
 api GET / >/dev/null 2>&1 && ok "the hub still answers after the OOM kill" || bad "the hub is down after the OOM kill"
-if out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/gpumem-s2/" "$token" 00-welcome.ipynb "$state/work/cell1.go" "$state/work/cell2.go" 2>&1) &&
+if out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/gpumem-s2/" "$token" 00-welcome.ipynb "$course/lessons/00-welcome.md#1" "$course/lessons/00-welcome.md#2" 2>&1) &&
 	grep -q 'device: *sim:0' <<<"$out"; then
 	ok "gpumem-s2's server still runs cells"
 else

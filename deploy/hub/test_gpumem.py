@@ -5,6 +5,7 @@ users and no running hub (test-hub.sh checks the rest end to end):
     /usr/bin/python3 deploy/hub/test_gpumem.py
 """
 import asyncio
+import io
 import os
 import sys
 import tempfile
@@ -92,16 +93,36 @@ class TestConfig(unittest.TestCase):
             if name == "jupyterlab":
                 return lab
             return real(name, *args)
-        for lab, url in ((object(), "/lab"), (None, "/tree")):
-            with mock.patch("importlib.util.find_spec", find_spec):
+        for lab, url, said in ((object(), "/lab", ""), (None, "/tree", "classic Notebook")):
+            with mock.patch("importlib.util.find_spec", find_spec), \
+                    mock.patch("sys.stderr", new_callable=io.StringIO) as log:
                 c = self.load()
             self.assertEqual(c.Spawner.default_url, url, "jupyterlab importable: %s" % (lab is not None))
             self.assertEqual(c.Spawner.notebook_dir, "~/course/notebooks")
+            if said:
+                self.assertIn(said, log.getvalue(), "the fallback is said in the hub's log")
+                self.assertEqual(len(log.getvalue().splitlines()), 1, "in one line")
+            else:
+                self.assertNotIn("Notebook", log.getvalue())
 
     def test_state_stays_in_state_folder(self):
         c = self.load()
         for path in (c.JupyterHub.pid_file, c.ConfigurableHTTPProxy.pid_file, c.JupyterHub.cookie_secret_file):
             self.assertEqual(os.path.dirname(path), self.state)
+
+
+class TestServedApp(unittest.TestCase):
+    """login.py --open tells the front ends apart by their pages."""
+
+    def test_pages(self):
+        from login import served_app
+        lab = ('<html><head><script id="jupyter-config-data" type="application/json">'
+               '{"appName": "JupyterLab", "appVersion": "4.0.11", "baseUrl": "/user/a/"}</script></head></html>')
+        self.assertEqual(served_app(lab), "JupyterLab 4.0.11")
+        self.assertEqual(served_app('<div id="notebook_list"></div>'), "the classic Notebook")
+        self.assertIsNone(served_app('<script id="jupyter-config-data" type="application/json">{"appName": "Jupyter Notebook"}</script>'))
+        self.assertIsNone(served_app('<script id="jupyter-config-data" type="application/json">{not json</script>'))
+        self.assertIsNone(served_app("<html>404: Not Found</html>"))
 
 
 class TestCgroupParent(unittest.TestCase):

@@ -6,15 +6,16 @@ page only (mouse clicks and key presses, no API call to run anything):
      code cell ran on the gonb kernel, no output is an error, the figures the
      lesson's prose quotes are printed (scripts/notebook-outputs.py), and the
      plots are images that decode in the page;
-  2. completion: types `device.` in a new cell and presses Tab; GoNB (gopls)
-     must offer `Default`;
+  2. completion and help: types `device.` in a new cell and presses Tab;
+     GoNB (gopls) must offer `Default`; then Shift+Tab on `device.Default`
+     must show its documentation in JupyterLab's tooltip;
   3. an exercise: opens exercises/01-strided-copy/copy.go in JupyterLab's
      editor, adds a line, saves, runs the lesson's `grader check` cell in
      notebooks/01-storage-views.ipynb and finds the grader's verdict on the
      edited file in the cell's output.
 
 A screenshot of each step goes to OUT_DIR (lab-welcome.png,
-lab-completion.png, lab-exercise.png).
+lab-completion.png, lab-help.png, lab-exercise.png).
 
     lab_check.py BASE_URL TOKEN OUT_DIR
 
@@ -168,7 +169,7 @@ class Browser:
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
 
     KEYS = {"Enter": ("Enter", 13, "\r"), "Tab": ("Tab", 9, ""), "Escape": ("Escape", 27, ""),
-            "End": ("End", 35, ""), "s": ("KeyS", 83, "s"), "ArrowDown": ("ArrowDown", 40, "")}
+            "End": ("End", 35, ""), "s": ("KeyS", 83, "s"), "ArrowDown": ("ArrowDown", 40, ""), "ArrowUp": ("ArrowUp", 38, "")}
 
     def key(self, name, shift=False, ctrl=False):
         code, keycode, text = self.KEYS[name]
@@ -329,6 +330,19 @@ def run_completion(browser, out_dir):
         raise Failure("`device.` + Tab offered %s, without Default" % items[:20])
     print("lab-check: ok    `device.` + Tab: GoNB offers %d completions, Default among them" % len(items), flush=True)
     browser.key("Escape")
+    # Contextual help: Shift+Tab on `device.Default` shows GoNB's (gopls's)
+    # documentation of the function in JupyterLab's tooltip.
+    browser.type("Default")
+    time.sleep(0.5)
+    browser.key("Tab", shift=True)
+    tip = browser.wait("(() => { const t = document.querySelector('.jp-Tooltip'); return t && t.innerText.trim(); })()",
+                       "the tooltip after Shift+Tab on `device.Default`", 120)
+    time.sleep(0.5)
+    browser.screenshot(os.path.join(out_dir, "lab-help.png"))
+    if "Default() *device.Device" not in tip or "GPUKIT_DEVICE" not in tip:
+        raise Failure("Shift+Tab on `device.Default` showed no documentation of device.Default: %r" % tip[:300])
+    print("lab-check: ok    Shift+Tab on `device.Default`: the tooltip shows its signature and documentation", flush=True)
+    browser.key("Escape")
 
 
 def run_exercise(browser, base, out_dir, course_nb):
@@ -366,7 +380,12 @@ def run_exercise(browser, base, out_dir, course_nb):
     saved = save_until(browser, EXERCISE_NOTEBOOK, lambda nb: nb["cells"][check[0]].get("execution_count"),
                        "the grader check cell to run", 300)
     output = notebook_outputs.text_of(saved["cells"][check[0]])
-    browser.js("(() => { const o = %s.querySelector('.jp-WindowedPanel-outer'); o.scrollTop = o.scrollHeight; })()" % PANEL)
+    # The screenshot: the check cell and its verdict. Shift+Enter made the
+    # next cell active; ArrowUp makes the check cell active again, which
+    # JupyterLab scrolls into view, and its top goes to the top.
+    browser.key("ArrowUp")
+    time.sleep(1)
+    browser.js("(() => { const c = %s.querySelector('.jp-Cell.jp-mod-active'); if (c) c.scrollIntoView({block: 'start'}); })()" % PANEL)
     time.sleep(1)
     browser.screenshot(os.path.join(out_dir, "lab-exercise.png"))
     if "undefinedByBrowserCheck" not in output:

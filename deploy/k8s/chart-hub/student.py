@@ -13,11 +13,15 @@ failure.
 """
 import http.cookiejar
 import json
+import os
 import re
 import sys
 import time
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hub"))
+from login import served_app  # noqa: E402
 
 hub, user, phase = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
 jar = http.cookiejar.CookieJar()
@@ -80,11 +84,13 @@ report(ready, "%s: server ready %.0fs after the spawn page" % (user, time.time()
 if not ready:
     sys.exit(1)
 
-# The server's own pages: the hub's OAuth redirects log the browser in.
+# The server's own pages: the hub's OAuth redirects log the browser in, and
+# the server opens JupyterLab at the course's notebooks (values.yaml's
+# singleuser.defaultUrl).
 url, status, page = get("/user/%s/" % user)
-path = urllib.parse.urlparse(url).path
-report(status == 200 and path.startswith("/user/%s/lab" % user),
-       "%s: the server's page opened through the hub's OAuth login (landed on %s)" % (user, path))
+path, app = urllib.parse.urlparse(url).path, served_app(page)
+report(status == 200 and path == "/user/%s/lab/tree/course/notebooks" % user and (app or "").startswith("JupyterLab "),
+       "%s: the server's page opened through the hub's OAuth login: %s at %s" % (user, app or "no Jupyter front end", path))
 
 notes = "course/notebooks/my-notes.md"
 if phase == "first":
