@@ -19,10 +19,16 @@ const (
 	Greater                 // 1 if a > b else 0
 	Less                    // 1 if a < b else 0
 	Equal                   // 1 if a == b else 0
+	// ThresholdBackward is ReLU's backward from its output: a where
+	// !(b <= 0), else 0 (a NaN in b passes a, as PyTorch's
+	// threshold_backward).
+	ThresholdBackward
+	GreaterEqual // 1 if a >= b else 0
+	LessEqual    // 1 if a <= b else 0
 	numBinaryOps
 )
 
-var binaryNames = [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Greater", "Less", "Equal"}
+var binaryNames = [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Greater", "Less", "Equal", "ThresholdBackward", "GreaterEqual", "LessEqual"}
 
 func (op BinaryOp) String() string {
 	if op < numBinaryOps {
@@ -55,6 +61,15 @@ func Apply[T Float](op BinaryOp, x, y T) T {
 		return b2f[T](x < y)
 	case Equal:
 		return b2f[T](x == y)
+	case ThresholdBackward:
+		if y <= 0 {
+			return 0
+		}
+		return x
+	case GreaterEqual:
+		return b2f[T](x >= y)
+	case LessEqual:
+		return b2f[T](x <= y)
 	}
 	panic("kernels: unknown " + op.String())
 }
@@ -191,6 +206,22 @@ func binaryVV[T Float](op BinaryOp, d, a, b []T) {
 	case Equal:
 		for i := range d {
 			d[i] = b2f[T](a[i] == b[i])
+		}
+	case ThresholdBackward:
+		for i := range d {
+			v := a[i]
+			if b[i] <= 0 {
+				v = 0
+			}
+			d[i] = v
+		}
+	case GreaterEqual:
+		for i := range d {
+			d[i] = b2f[T](a[i] >= b[i])
+		}
+	case LessEqual:
+		for i := range d {
+			d[i] = b2f[T](a[i] <= b[i])
 		}
 	default:
 		panic("kernels: unknown " + op.String())

@@ -9,24 +9,31 @@ import (
 type UnaryOp uint8
 
 const (
-	Identity   UnaryOp = iota // x (a strided copy)
-	Neg                       // -x
-	Abs                       // |x|
-	Square                    // x²
-	Sqrt                      // √x
-	Reciprocal                // 1/x
-	Exp                       // eˣ
-	Log                       // ln x
-	Sin                       // sin x
-	Cos                       // cos x
-	Relu                      // max(x, 0)
-	Sigmoid                   // 1/(1+e⁻ˣ)
-	Tanh                      // tanh x
-	Gelu                      // x·Φ(x) with the exact erf form (PyTorch's default)
+	Identity       UnaryOp = iota // x (a strided copy)
+	Neg                           // -x
+	Abs                           // |x|
+	Square                        // x²
+	Sqrt                          // √x
+	Reciprocal                    // 1/x
+	Exp                           // eˣ
+	Log                           // ln x
+	Sin                           // sin x
+	Cos                           // cos x
+	Relu                          // max(x, 0)
+	Sigmoid                       // 1/(1+e⁻ˣ)
+	Tanh                          // tanh x
+	Gelu                          // x·Φ(x) with the exact erf form (PyTorch's default)
+	GeluDeriv                     // Φ(x) + x·φ(x): the derivative of Gelu
+	GeluTanhApprox                // GELU's tanh form, ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
+	GeluTanhDeriv                 // the derivative of GeluTanhApprox
+	SigmoidDeriv                  // y·(1−y) of a sigmoid's output y, computed in float64
+	TanhDeriv                     // 1−y² of a tanh's output y, computed in float64
+	Sign                          // 1 for x > 0, −1 for x < 0, else 0 (NaN gives 0)
 	numUnaryOps
 )
 
-var unaryNames = [...]string{"Identity", "Neg", "Abs", "Square", "Sqrt", "Reciprocal", "Exp", "Log", "Sin", "Cos", "Relu", "Sigmoid", "Tanh", "Gelu"}
+var unaryNames = [...]string{"Identity", "Neg", "Abs", "Square", "Sqrt", "Reciprocal", "Exp", "Log", "Sin", "Cos", "Relu", "Sigmoid", "Tanh", "Gelu",
+	"GeluDeriv", "GeluTanhApprox", "GeluTanhDeriv", "SigmoidDeriv", "TanhDeriv", "Sign"}
 
 func (op UnaryOp) String() string {
 	if op < numUnaryOps {
@@ -89,7 +96,28 @@ func init() {
 		Sigmoid: fromVec(&vecSigmoid),
 		Tanh:    fromVec(&vecTanh),
 		Gelu:    fromVec(&vecGelu),
+		// The activations' derivatives, for their backward passes.
+		GeluDeriv:      fromVec(&vecGeluGrad),
+		GeluTanhApprox: fromVec(&vecGeluTanh),
+		GeluTanhDeriv:  fromVec(&vecGeluTanG),
+		SigmoidDeriv:   fromScalar(func(y float32) float32 { return float32(sigmoidGrad(float64(y))) }, sigmoidGrad),
+		TanhDeriv:      fromScalar(func(y float32) float32 { return float32(tanhGrad(float64(y))) }, tanhGrad),
+		Sign:           fromScalar(sign[float32], sign[float64]),
 	}
+}
+
+func sigmoidGrad(y float64) float64 { return y * (1 - y) }
+
+func tanhGrad(y float64) float64 { return 1 - y*y }
+
+func sign[T Float](x T) T {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
 }
 
 func negLoop[T Float](d, s []T) {

@@ -33,7 +33,9 @@ type Compute interface {
 	// Unary computes dst = op(src) over shape. dst and src have one dtype.
 	Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src Strided) error
 	// Binary computes dst = op(a, b) over shape; a and b may broadcast.
-	// All three have one dtype.
+	// All three have one dtype, except that the comparisons (Greater,
+	// Less, Equal, GreaterEqual, LessEqual) may write a Bool dst (1 for
+	// true, 0 for false), as may BinaryScalar's.
 	Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, b Strided) error
 	// BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
 	// scalarFirst.
@@ -114,6 +116,12 @@ type Compute interface {
 	// dim 1; likewise for any rank) over shape, the index's shape, as
 	// torch.Tensor.scatter_add_. Index values are already checked.
 	ScatterAdd(s alloc.Stream, shape []int, dim int, dst, index, src Strided) error
+	// Where writes dst = a where cond else b over shape; cond has dtype
+	// Bool, a, b and dst one dtype; all may broadcast but dst.
+	Where(s alloc.Stream, shape []int, dst, cond, a, b Strided) error
+	// InRange writes the Bool dst = lo ≤ src ≤ hi over shape (a NaN gives
+	// false): the mask that clamp's backward keeps.
+	InRange(s alloc.Stream, shape []int, dst, src Strided, lo, hi float64) error
 	// Adam applies one Adam (or AdamW) step to the n elements of the
 	// parameter p in place, from its gradient g, updating the state m
 	// (exp_avg) and v (exp_avg_sq), as kernels.AdamUpdate.

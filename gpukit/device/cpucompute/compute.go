@@ -818,3 +818,13 @@ func (c *Compute) batchSpan(addrs []uint64, trans bool, rows, cols, ld int) ([]f
 	}
 	return kernels.Float32s(data), offs, nil
 }
+
+// Where has no CPU kernel yet: gpukit/tensor selects on host bytes itself.
+func (c *Compute) Where(_ alloc.Stream, _ []int, dst, _, _, _ backend.Strided) error {
+	return &backend.UnsupportedError{Backend: c.name, Op: "Where", Dtype: dst.Dtype}
+}
+
+// InRange has no CPU kernel yet: gpukit/tensor compares on host bytes itself.
+func (c *Compute) InRange(_ alloc.Stream, _ []int, _, src backend.Strided, _, _ float64) error {
+	return &backend.UnsupportedError{Backend: c.name, Op: "InRange", Dtype: src.Dtype}
+}
