@@ -48,9 +48,9 @@ var vk = [...]uint32{
 	f32bits(logC4), f32bits(logC3), f32bits(logC2), f32bits(logC1), // 64 68 72 76
 	f32bits(0.5), f32bits(2), 0x3f800000 - 0x3f3504f3, 0x007fffff, 0x3f3504f3, // 80 84 88 92 96
 	f32bits(0x1p23), f32bits(0x1p-126), 0x7fc00000, 0xff800000, // 100 104 108 112
-	f32bits(tanhSmall), f32bits(tanhT0), f32bits(tanhT1), f32bits(tanhT2), f32bits(tanhT3), f32bits(tanhT4), f32bits(tanhT5), // 116 .. 140
-	f32bits(erfSmall), f32bits(erfP0), f32bits(erfP1), f32bits(erfP2), f32bits(erfP3), f32bits(erfP4), f32bits(erfP5), // 144 .. 168
-	f32bits(erfcT), f32bits(erfcC0), // 172 176
+	f32bits(tanhSplit), f32bits(tanhMax), tanhBase, erfBase, 7, 0, 0, // 116 .. 140 (erfSplit = tanhSplit)
+	0, f32bits(erfP0), f32bits(erfP1), f32bits(erfP2), f32bits(erfP3), f32bits(erfP4), f32bits(erfP5), // 144 .. 168
+	0, f32bits(erfcC0), // 172 176
 	f32bits(erfcR0), f32bits(erfcR1), f32bits(erfcR2), f32bits(erfcR3), f32bits(erfcR4), // 180 .. 196
 	f32bits(erfcR5), f32bits(erfcR6), f32bits(erfcR7), f32bits(erfcR8), f32bits(erfcR9), // 200 .. 216
 	f32bits(4), f32bits(sqrtHalf32), f32bits(phiNeg), f32bits(phiT), f32bits(invSqrt2Pi32), f32bits(phiHuge), // 220 .. 240

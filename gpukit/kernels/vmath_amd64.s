@@ -137,28 +137,45 @@ loop:
 	VBROADCASTSS K(36), Y2
 	VSUBPS       Y2, Y3, Y3        // f
 	VBROADCASTSS K(84), Y2
-	VADDPS       Y3, Y2, Y2
-	VDIVPS       Y2, Y3, Y2        // s = f/(2+f)
+	VADDPS       Y3, Y2, Y6        // d = 2 + f
+	VDIVPS       Y6, Y3, Y2        // s = f/d
 	VMULPS       Y2, Y2, Y4        // z
 	VBROADCASTSS K(64), Y5
-	VBROADCASTSS K(68), Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VBROADCASTSS K(72), Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VBROADCASTSS K(76), Y6
-	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS K(68), Y7
+	VFMADD213PS  Y7, Y4, Y5
+	VBROADCASTSS K(72), Y7
+	VFMADD213PS  Y7, Y4, Y5
+	VBROADCASTSS K(76), Y7
+	VFMADD213PS  Y7, Y4, Y5
 	VMULPS       Y4, Y5, Y5        // R
-	VMULPS       Y3, Y3, Y4
-	VBROADCASTSS K(80), Y6
-	VMULPS       Y6, Y4, Y4        // hfsq
-	VADDPS       Y5, Y4, Y5        // hfsq + R
+	VBROADCASTSS K(84), Y7
+	VSUBPS       Y6, Y7, Y7
+	VADDPS       Y3, Y7, Y7        // dl = (2 - d) + f
+	VMOVAPS      Y3, Y8
+	VFNMADD231PS Y6, Y2, Y8        // f - s·d
+	VFNMADD231PS Y7, Y2, Y8        // - s·dl
+	VBROADCASTSS K(80), Y7
+	VMULPS       Y7, Y8, Y8        // ds
+	VMULPS       Y7, Y3, Y9        // hf = f/2
+	VMULPS       Y3, Y9, Y10       // hi
+	VMOVAPS      Y10, Y11
+	VFMSUB231PS  Y3, Y9, Y11       // lo = hf·f - hi
+	VSUBPS       Y10, Y3, Y12      // u = f - hi
+	VSUBPS       Y12, Y3, Y13
+	VSUBPS       Y10, Y13, Y13     // eu = (f - u) - hi
+	VBROADCASTSS K(4), Y7
+	VMULPS       Y7, Y1, Y7        // A = dk·ln2Hi
+	VADDPS       Y12, Y7, Y14      // S = A + u
+	VSUBPS       Y14, Y7, Y7
+	VADDPS       Y12, Y7, Y7       // es = (A - S) + u
+	VSUBPS       Y11, Y13, Y13
+	VADDPS       Y13, Y7, Y7       // es + (eu - lo)
 	VBROADCASTSS K(8), Y6
-	VMULPS       Y6, Y1, Y6        // dk·ln2Lo
-	VFMADD231PS  Y5, Y2, Y6        // t
-	VSUBPS       Y6, Y4, Y4        // hfsq - t
-	VSUBPS       Y4, Y3, Y3        // f - (hfsq - t)
-	VBROADCASTSS K(4), Y6
-	VFMADD231PS  Y6, Y1, Y3        // + dk·ln2Hi
+	VFMADD231PS  Y6, Y1, Y7        // w = dk·ln2Lo + ...
+	VFMADD231PS  Y10, Y8, Y7       // w += ds·hi
+	VFMADD231PS  Y5, Y2, Y7        // s·R + w
+	VFMADD231PS  Y10, Y2, Y7       // t = s·hi + (s·R + w)
+	VADDPS       Y7, Y14, Y3       // S + t
 	VBROADCASTSS K(48), Y6
 	VCMPPS       $0, Y6, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y3, Y3    // +Inf
@@ -182,28 +199,47 @@ loop:
 	VBROADCASTSS K(52), Y1
 	VANDPS       Y1, Y8, Y9        // a
 	VMULPS       Y8, Y8, Y10       // z
-	VBROADCASTSS K(140), Y11
-	VBROADCASTSS K(136), Y1
+	VBROADCASTSS ·tanhT+24(SB), Y11
+	VBROADCASTSS ·tanhT+20(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(132), Y1
+	VBROADCASTSS ·tanhT+16(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(128), Y1
+	VBROADCASTSS ·tanhT+12(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(124), Y1
+	VBROADCASTSS ·tanhT+8(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(120), Y1
+	VBROADCASTSS ·tanhT+4(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·tanhT+0(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
 	VMULPS       Y11, Y10, Y11
-	VFMADD213PS  Y8, Y8, Y11       // small: x + x·z·T(z)
-	VADDPS       Y9, Y9, Y0
-	EXPF
-	VBROADCASTSS K(36), Y1
-	VADDPS       Y1, Y0, Y0
-	VBROADCASTSS K(84), Y2
-	VDIVPS       Y0, Y2, Y0
-	VSUBPS       Y0, Y1, Y0        // 1 - 2/(e+1)
+	VFMADD213PS  Y8, Y8, Y11       // small: x + x·(z·T(z))
+	VBROADCASTSS K(120), Y1
+	VMINPS       Y9, Y1, Y12       // min(a, tanhMax); NaN stays
+	VPSRLD       $22, Y12, Y13
+	VPBROADCASTD K(124), Y1
+	VPSUBD       Y1, Y13, Y13      // interval
+	VPERMPS      ·tanhC(SB), Y13, Y1
+	VSUBPS       Y1, Y12, Y12      // t = a - c
+	VPERMPS      ·tanhQ+224(SB), Y13, Y0
+	VPERMPS      ·tanhQ+192(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+160(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+128(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+96(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+64(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+32(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhC0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0        // c0 + t·q(t)
 	VBROADCASTSS K(116), Y1
-	VCMPPS       $0x11, Y1, Y9, Y2
+	VCMPPS       $0x11, Y1, Y9, Y2 // a < 0.75
 	VBLENDVPS    Y2, Y11, Y0, Y0
 	VBROADCASTSS K(56), Y1
 	VANDPS       Y1, Y8, Y1
@@ -221,32 +257,58 @@ loop:
 	VBROADCASTSS K(52), Y1
 	VANDPS       Y1, Y8, Y9        // a
 	VMULPS       Y8, Y8, Y10       // x²
-	ERFP(Y10)
-	VFMADD213PS  Y8, Y8, Y11       // small: x + x·P(x²)
+	VBROADCASTSS ·erfT+24(SB), Y11
+	VBROADCASTSS ·erfT+20(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+16(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+12(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+8(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+4(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+0(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VFMADD213PS  Y8, Y8, Y11       // small: x + x·T(x²)
 	VMOVAPS      Y11, Y0
-	VBROADCASTSS K(144), Y1
-	VCMPPS       $0x11, Y1, Y9, Y15 // a < 0.875
+	VBROADCASTSS K(116), Y1
+	VCMPPS       $0x11, Y1, Y9, Y15 // a < 0.75
 	VMOVMSKPS    Y15, AX
 	CMPL         AX, $0xff
 	JEQ          store             // every lane small
-	VMULPS       Y9, Y9, Y12       // h
-	VMOVAPS      Y12, Y13
-	VFMSUB231PS  Y9, Y9, Y13       // l = a·a - h
-	VBROADCASTSS K(56), Y1
-	VXORPS       Y1, Y12, Y0
-	EXPF
-	VFNMADD231PS Y13, Y0, Y0       // e·(1 - l)
-	ERFCXR(172)
-	VBROADCASTSS K(36), Y2
-	VFNMADD231PS Y4, Y0, Y2        // 1 - e·R
 	VBROADCASTSS K(220), Y1
-	VCMPPS       $0x1d, Y1, Y9, Y3 // a >= 4
-	VBROADCASTSS K(36), Y1
-	VBLENDVPS    Y3, Y1, Y2, Y2
+	VMINPS       Y9, Y1, Y12       // min(a, erfMax); NaN stays
+	VPSRLD       $21, Y12, Y13
+	VPBROADCASTD K(128), Y1
+	VPSUBD       Y1, Y13, Y13
+	VPBROADCASTD K(132), Y1
+	VPMINUD      Y1, Y13, Y13      // interval, at most 7
+	VPERMPS      ·erfC(SB), Y13, Y1
+	VSUBPS       Y1, Y12, Y12      // t = a - c
+	VPERMPS      ·erfQ+256(SB), Y13, Y0
+	VPERMPS      ·erfQ+224(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+192(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+160(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+128(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+96(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+64(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+32(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfC0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0        // c0 + t·q(t)
 	VBROADCASTSS K(56), Y1
 	VANDPS       Y1, Y8, Y1
-	VORPS        Y1, Y2, Y2
-	VBLENDVPS    Y15, Y11, Y2, Y0
+	VORPS        Y1, Y0, Y0        // the sign of x
+	VBLENDVPS    Y15, Y11, Y0, Y0
 store:
 	NEXT
 done:
