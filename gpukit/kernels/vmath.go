@@ -117,9 +117,22 @@ func sigmoidParts(v float32) (s, sm float32) {
 	return p, q
 }
 
+// sigmoid32 is σ(x) as sigmoidParts computes it, with the division
+// corrected for the roundings of 1+e and of the quotient: 1 + e = d + dl
+// exactly (Fast2Sum), the residual n - q·d of q = n/d is exact (FMA), and
+// q + (n - q·d - q·dl)/d is n/(1+e) to far below an ulp, so what is left
+// is exp's own error.
 func sigmoid32(x float32) float32 {
-	s, _ := sigmoidParts(x)
-	return s
+	e := exp32(-float32(math.Abs(float64(x))))
+	d := 1 + e
+	dl := (1 - d) + e
+	inv := 1 / d
+	q, n := e/d, e
+	if x >= 0 {
+		q, n = inv, 1
+	}
+	c := fma32(-q, dl, fma32(-q, d, n))
+	return fma32(c, inv, q)
 }
 
 // log(1+f) = f - (f²/2 - s·(f²/2 + R)), s = f/(2+f), R = 2·atanh(s)/s - 2

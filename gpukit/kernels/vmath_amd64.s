@@ -104,9 +104,26 @@ done:
 TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
-	VMOVUPS (SI), Y12
-	SIGMOID
-	VMOVAPS Y6, Y0
+	VMOVUPS      (SI), Y12
+	VBROADCASTSS K(52), Y1
+	VANDPS       Y1, Y12, Y0
+	VBROADCASTSS K(56), Y1
+	VXORPS       Y1, Y0, Y0
+	EXPF                           // e = e^(-|x|)
+	VBROADCASTSS K(36), Y1
+	VADDPS       Y1, Y0, Y3        // d = 1 + e
+	VSUBPS       Y3, Y1, Y4
+	VADDPS       Y0, Y4, Y4        // dl = (1 - d) + e
+	VDIVPS       Y3, Y1, Y2        // inv = 1/d
+	VDIVPS       Y3, Y0, Y5        // e/d
+	VXORPS       Y6, Y6, Y6
+	VCMPPS       $0x1d, Y6, Y12, Y6 // x >= 0
+	VBLENDVPS    Y6, Y2, Y5, Y5    // q
+	VBLENDVPS    Y6, Y1, Y0, Y7    // n
+	VFNMADD231PS Y3, Y5, Y7        // n - q·d
+	VFNMADD231PS Y4, Y5, Y7        // c = n - q·d - q·dl
+	VFMADD213PS  Y5, Y2, Y7        // q + c·inv
+	VMOVAPS      Y7, Y0
 	NEXT
 done:
 	VZEROUPPER
