@@ -61,6 +61,20 @@ var vk = [...]uint32{
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }
 
+// The assembly unrolls the polynomials of vmath_tables.go: a fit of
+// another degree (internal/vmathfit) fails to compile here until
+// vmath_amd64.s follows.
+var (
+	_ [len(tanhT) - 7]struct{}
+	_ [7 - len(tanhT)]struct{}
+	_ [len(erfT) - 7]struct{}
+	_ [7 - len(erfT)]struct{}
+	_ [len(tanhQ) - 8]struct{}
+	_ [8 - len(tanhQ)]struct{}
+	_ [len(erfQ) - 9]struct{}
+	_ [9 - len(erfQ)]struct{}
+)
+
 // Row helpers (rows_amd64.s); n is a multiple of 8, at least 8.
 
 //go:noescape

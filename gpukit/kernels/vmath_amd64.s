@@ -115,11 +115,10 @@ loop:
 	VSUBPS       Y3, Y1, Y4
 	VADDPS       Y0, Y4, Y4        // dl = (1 - d) + e
 	VDIVPS       Y3, Y1, Y2        // inv = 1/d
-	VDIVPS       Y3, Y0, Y5        // e/d
 	VXORPS       Y6, Y6, Y6
 	VCMPPS       $0x1d, Y6, Y12, Y6 // x >= 0
-	VBLENDVPS    Y6, Y2, Y5, Y5    // q
 	VBLENDVPS    Y6, Y1, Y0, Y7    // n
+	VMULPS       Y2, Y7, Y5        // q = n·inv
 	VFNMADD231PS Y3, Y5, Y7        // n - q·d
 	VFNMADD231PS Y4, Y5, Y7        // c = n - q·d - q·dl
 	VFMADD213PS  Y5, Y2, Y7        // q + c·inv
@@ -134,6 +133,18 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
 	VMOVUPS      (SI), Y0
+	VPBROADCASTD K(92), Y1
+	VPCMPGTD     Y1, Y0, Y2        // bits > 0x007fffff: at least 2⁻¹²⁶ (or +Inf, +NaN)
+	VPBROADCASTD K(48), Y1
+	VPCMPGTD     Y0, Y1, Y5        // bits < 0x7f800000: finite (or negative)
+	VPAND        Y5, Y2, Y2
+	VMOVMSKPS    Y2, AX            // lanes that are normal, positive and finite
+	CMPL         AX, $0xff
+	JNE          scale
+	VMOVAPS      Y0, Y3            // all eight: no scaling, no special values
+	VPBROADCASTD K(60), Y4
+	JMP          reduced
+scale:
 	VBROADCASTSS K(104), Y1
 	VCMPPS       $0x11, Y1, Y0, Y2 // subnormal (or ≤ 0: blended away below)
 	VBROADCASTSS K(100), Y1
@@ -142,6 +153,7 @@ loop:
 	VPBROADCASTD K(60), Y4
 	VPBROADCASTD K(264), Y1
 	VBLENDVPS    Y2, Y1, Y4, Y4    // exponent bias, 127 or 127+23
+reduced:
 	VPBROADCASTD K(88), Y1
 	VPADDD       Y1, Y3, Y3
 	VPSRLD       $23, Y3, Y1
@@ -193,6 +205,10 @@ loop:
 	VFMADD231PS  Y5, Y2, Y7        // s·R + w
 	VFMADD231PS  Y10, Y2, Y7       // t = s·hi + (s·R + w)
 	VADDPS       Y7, Y14, Y3       // S + t
+	VMOVAPS      Y3, Y0
+	CMPL         AX, $0xff
+	JEQ          store
+	VMOVUPS      (SI), Y0          // x again, for the special values
 	VBROADCASTSS K(48), Y6
 	VCMPPS       $0, Y6, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y3, Y3    // +Inf
@@ -203,6 +219,7 @@ loop:
 	VCMPPS       $0x19, Y6, Y0, Y7 // !(x >= 0): negative or NaN
 	VBROADCASTSS K(108), Y5
 	VBLENDVPS    Y7, Y5, Y3, Y0
+store:
 	NEXT
 done:
 	VZEROUPPER

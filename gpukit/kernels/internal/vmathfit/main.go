@@ -62,8 +62,9 @@ func main() {
 	}
 }
 
-// The split points and degrees; vmath.go's index arithmetic assumes
-// these edges.
+// The split points and degrees. vmath.go's index arithmetic assumes
+// these edges, and vmath_amd64.s unrolls these degrees (vmath_amd64.go
+// checks the tables' sizes at compile time).
 const (
 	tanhSplit  = 0.75
 	tanhMax    = 9.125 // tanh rounds to 1 above 9.011
@@ -345,6 +346,11 @@ func writeFile(path string, data []byte) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".vmath_tables-*.go")
 	if err != nil {
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	if _, err := tmp.Write(data); err != nil {
