@@ -166,8 +166,7 @@ func log32(x float32) float32 {
 	ix := math.Float32bits(x) + (0x3f800000 - 0x3f3504f3)
 	k += int32(ix>>23) - 127
 	f := math.Float32frombits(ix&0x007fffff+0x3f3504f3) - 1
-	d := 2 + f
-	s := f / d
+	s := f / (2 + f)
 	z := s * s
 	R := fma32(logC4, z, logC3)
 	R = fma32(R, z, logC2)
@@ -179,16 +178,14 @@ func log32(x float32) float32 {
 	u := f - hi
 	eu := (f - u) - hi // f - hi = u + eu exactly
 	dk := float32(k)
-	A := float32(dk * ln2Hi32)
-	S := A + u
-	es := (A - S) + u // A + u = S + es exactly
+	S := fma32(dk, ln2Hi32, u)       // k·ln2Hi is exact
+	es := fma32(dk, ln2Hi32, -S) + u // k·ln2Hi + u = S + es exactly
 	w := fma32(dk, ln2Lo32, es+(eu-lo))
-	// s's rounding errors: 2 + f = d + dl exactly, and f - s·(d + dl) = r
-	// (the residual of the division, exact by FMA) - s·dl, so s is short by
-	// about (r - s·dl)/2 (d is within 20 % of 2).
-	dl := (2 - d) + f
-	ds := 0.5 * fma32(-s, dl, fma32(-s, d, f))
-	w = fma32(ds, hi, w)
+	// s is f/(2+f) rounded twice. Its residual f - s·(2+f) is
+	// (f - 2s) - s·f, f - 2s exact (Sterbenz), so s is short by
+	// r/(2+f), and the term s·hi by r·hi/(2+f) = r·s·hf.
+	r := fma32(-s, f, f-(s+s))
+	w = fma32(r, float32(s*hf), w)
 	t := fma32(s, hi, fma32(s, R, w))
 	return S + t
 }

@@ -166,8 +166,8 @@ reduced:
 	VBROADCASTSS K(36), Y2
 	VSUBPS       Y2, Y3, Y3        // f
 	VBROADCASTSS K(84), Y2
-	VADDPS       Y3, Y2, Y6        // d = 2 + f
-	VDIVPS       Y6, Y3, Y2        // s = f/d
+	VADDPS       Y3, Y2, Y2
+	VDIVPS       Y2, Y3, Y2        // s = f/(2+f)
 	VMULPS       Y2, Y2, Y4        // z
 	VBROADCASTSS K(64), Y5
 	VBROADCASTSS K(68), Y7
@@ -177,34 +177,32 @@ reduced:
 	VBROADCASTSS K(76), Y7
 	VFMADD213PS  Y7, Y4, Y5
 	VMULPS       Y4, Y5, Y5        // R
-	VBROADCASTSS K(84), Y7
-	VSUBPS       Y6, Y7, Y7
-	VADDPS       Y3, Y7, Y7        // dl = (2 - d) + f
-	VMOVAPS      Y3, Y8
-	VFNMADD231PS Y6, Y2, Y8        // f - s·d
-	VFNMADD231PS Y7, Y2, Y8        // - s·dl
-	VBROADCASTSS K(80), Y7
-	VMULPS       Y7, Y8, Y8        // ds
-	VMULPS       Y7, Y3, Y9        // hf = f/2
+	VADDPS       Y2, Y2, Y7
+	VSUBPS       Y7, Y3, Y7        // f - 2s
+	VFNMADD231PS Y3, Y2, Y7        // r = (f - 2s) - s·f
+	VBROADCASTSS K(80), Y6
+	VMULPS       Y6, Y3, Y9        // hf = f/2
+	VMULPS       Y9, Y2, Y8        // s·hf
 	VMULPS       Y3, Y9, Y10       // hi
 	VMOVAPS      Y10, Y11
 	VFMSUB231PS  Y3, Y9, Y11       // lo = hf·f - hi
 	VSUBPS       Y10, Y3, Y12      // u = f - hi
 	VSUBPS       Y12, Y3, Y13
 	VSUBPS       Y10, Y13, Y13     // eu = (f - u) - hi
-	VBROADCASTSS K(4), Y7
-	VMULPS       Y7, Y1, Y7        // A = dk·ln2Hi
-	VADDPS       Y12, Y7, Y14      // S = A + u
-	VSUBPS       Y14, Y7, Y7
-	VADDPS       Y12, Y7, Y7       // es = (A - S) + u
+	VBROADCASTSS K(4), Y6
+	VMOVAPS      Y12, Y14
+	VFMADD231PS  Y6, Y1, Y14       // S = dk·ln2Hi + u
+	VMOVAPS      Y14, Y15
+	VFMSUB231PS  Y6, Y1, Y15       // dk·ln2Hi - S
+	VADDPS       Y12, Y15, Y15     // es
 	VSUBPS       Y11, Y13, Y13
-	VADDPS       Y13, Y7, Y7       // es + (eu - lo)
+	VADDPS       Y13, Y15, Y15     // es + (eu - lo)
 	VBROADCASTSS K(8), Y6
-	VFMADD231PS  Y6, Y1, Y7        // w = dk·ln2Lo + ...
-	VFMADD231PS  Y10, Y8, Y7       // w += ds·hi
-	VFMADD231PS  Y5, Y2, Y7        // s·R + w
-	VFMADD231PS  Y10, Y2, Y7       // t = s·hi + (s·R + w)
-	VADDPS       Y7, Y14, Y3       // S + t
+	VFMADD231PS  Y6, Y1, Y15       // w = dk·ln2Lo + ...
+	VFMADD231PS  Y8, Y7, Y15       // w += r·(s·hf)
+	VFMADD231PS  Y5, Y2, Y15       // s·R + w
+	VFMADD231PS  Y10, Y2, Y15      // t = s·hi + (s·R + w)
+	VADDPS       Y15, Y14, Y3      // S + t
 	VMOVAPS      Y3, Y0
 	CMPL         AX, $0xff
 	JEQ          store
