@@ -182,7 +182,7 @@ reduced:
 	VFNMADD231PS Y3, Y2, Y7        // r = (f - 2s) - s·f
 	VBROADCASTSS K(80), Y6
 	VMULPS       Y6, Y3, Y9        // hf = f/2
-	VMULPS       Y9, Y2, Y8        // s·hf
+	VMULPS       Y3, Y2, Y8        // s·f
 	VMULPS       Y3, Y9, Y10       // hi
 	VMOVAPS      Y10, Y11
 	VFMSUB231PS  Y3, Y9, Y11       // lo = hf·f - hi
@@ -199,7 +199,7 @@ reduced:
 	VADDPS       Y13, Y15, Y15     // es + (eu - lo)
 	VBROADCASTSS K(8), Y6
 	VFMADD231PS  Y6, Y1, Y15       // w = dk·ln2Lo + ...
-	VFMADD231PS  Y8, Y7, Y15       // w += r·(s·hf)
+	VFMADD231PS  Y8, Y7, Y15       // w += r·(s·f)
 	VFMADD231PS  Y5, Y2, Y15       // s·R + w
 	VFMADD231PS  Y10, Y2, Y15      // t = s·hi + (s·R + w)
 	VADDPS       Y15, Y14, Y3      // S + t
