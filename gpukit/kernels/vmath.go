@@ -13,10 +13,13 @@ import "math"
 // computes every branch of a piecewise formula, then blends; the Go
 // version branches.
 //
-// Accuracy (maximum error against math's float64 result rounded to
-// float32, over the whole float32 domain where it is finite; see
-// TestVecAccuracy and gpukit/kernels/README.md): they are within what
-// PyTorch's CPU kernels (SLEEF's 1-ulp functions, and its own erf) give.
+// Accuracy (maximum error in ulp against math's float64 result, over
+// every float32 of the domain; TestVecAccuracy asserts it and
+// gpukit/kernels/README.md has the figures for GELU and PyTorch's): exp
+// 0.988, log 0.568, sigmoid 1.48, tanh 0.762, erf 0.719. On the sample
+// TestVecAccuracy checks by default each is at or below what PyTorch's
+// CPU kernels (SLEEF's 1-ulp functions, and its own erf) give on the same
+// inputs.
 // Special values follow PyTorch: exp overflows to +Inf above
 // 88.72283 and underflows through the subnormals to 0 below -103.97;
 // ±Inf and NaN go where the float64 functions send them.
@@ -117,23 +120,35 @@ func sigmoidParts(v float32) (s, sm float32) {
 	return p, q
 }
 
+// sigmoid32 is σ(x) = n/(1+e), e = e^(-|x|), n = 1 for x ≥ 0 and e below
+// (as in sigmoidParts), by one division and a correction step: 1 + e =
+// d + dl exactly (Fast2Sum), q = n·(1/d), the residual n - q·d is exact
+// (FMA), and q + (n - q·d - q·dl)/d is n/(1+e) to far below an ulp, so
+// what is left is exp's own error.
 func sigmoid32(x float32) float32 {
-	s, _ := sigmoidParts(x)
-	return s
+	e := exp32(-float32(math.Abs(float64(x))))
+	d := 1 + e
+	dl := (1 - d) + e
+	inv := 1 / d
+	n := e
+	if x >= 0 {
+		n = 1
+	}
+	q := n * inv
+	c := fma32(-q, dl, fma32(-q, d, n))
+	return fma32(c, inv, q)
 }
 
-// Coefficients of log(1+f) = f - (f²/2 - s·(f²/2 + R)), s = f/(2+f),
-// R = Σ 2/(2k+1)·s²ᵏ (the atanh series; |s| ≤ 0.1716, so four terms
-// leave an error below 1e-10).
-const (
-	logC1 = float32(2.0 / 3)
-	logC2 = float32(2.0 / 5)
-	logC3 = float32(2.0 / 7)
-	logC4 = float32(2.0 / 9)
-)
+// log(1+f) = f - (f²/2 - s·(f²/2 + R)), s = f/(2+f), R = 2·atanh(s)/s - 2
+// = 2/3·s² + 2/5·s⁴ + ..., by the polynomial logC1..logC4 in s² of
+// vmath_tables.go (|s| ≤ 0.1716).
 
-// log32 is ln x: x = 2ᵏ·m with m in [√½, √2), and log m = log(1+f) by
-// the series above, plus k·ln2 in two parts.
+// log32 is ln x: x = 2ᵏ·m with m in [√½, √2), f = m - 1 (exact), and
+// log m = log(1+f) = f - f²/2 + s·(f²/2 + R) by the series above. The
+// sum is compensated: f²/2 is split exactly into hi + lo, f - hi and
+// k·ln2Hi + (f - hi) are exact two-term sums (Fast2Sum: the first term
+// is the larger), so the only rounding of the large terms is the last
+// one, and the error stays near half an ulp.
 func log32(x float32) float32 {
 	switch {
 	case x != x || x < 0:
@@ -157,60 +172,106 @@ func log32(x float32) float32 {
 	R = fma32(R, z, logC2)
 	R = fma32(R, z, logC1)
 	R = R * z
-	hfsq := 0.5 * (f * f)
+	hf := 0.5 * f
+	hi := float32(hf * f)
+	lo := fma32(hf, f, -hi) // f²/2 = hi + lo exactly
+	u := f - hi
+	eu := (f - u) - hi // f - hi = u + eu exactly
 	dk := float32(k)
-	t := fma32(s, hfsq+R, dk*ln2Lo32)
-	return fma32(dk, ln2Hi32, f-(hfsq-t))
+	S := fma32(dk, ln2Hi32, u)       // k·ln2Hi is exact
+	es := fma32(dk, ln2Hi32, -S) + u // k·ln2Hi + u = S + es exactly
+	w := fma32(dk, ln2Lo32, es+(eu-lo))
+	// s is f/(2+f) rounded twice. Its residual f - s·(2+f) is
+	// r = (f - 2s) - s·f, f - 2s exact (Sterbenz), so s is short by
+	// r/(2+f). The sum's derivative in s is f²/2 + 2s²/(1-s²), about f²,
+	// so it is short by about r·f²/(2+f) = r·s·f.
+	r := fma32(-s, f, f-(s+s))
+	w = fma32(r, float32(s*f), w)
+	t := fma32(s, hi, fma32(s, R, w))
+	return S + t
 }
 
-// tanh32: x + x·x²·T(x²) below 0.9 (T fitted to tanh), 1 - 2/(e²ˣ+1)
-// with the sign of x above.
+// tanh and erf are odd polynomials near 0, x + x·z·T(z) and x + x·T(z)
+// (z = x²), below 0.75, and above it piecewise polynomials in a = |x|:
+// eight intervals, split where the bits of a float32 make the interval a
+// shift of its bits (vmath_tables.go; go generate fits them again), on
+// each f(a) = c0 + t·q(t), t = a - c exactly, with f(c) within 2⁻¹⁴ ulp
+// of the float32 c0. The last interval reaches tanhMax or erfMax, above
+// which the function rounds to ±1; a is clamped there.
+//
+//go:generate go run ./internal/vmathfit -o vmath_tables.go
 const (
-	tanhSmall = float32(0.9)
-	tanhT0    = float32(-0.33333325386047363)
-	tanhT1    = float32(0.13332557678222656)
-	tanhT2    = float32(-0.053855642676353455)
-	tanhT3    = float32(0.021253837272524834)
-	tanhT4    = float32(-0.007268525660037994)
-	tanhT5    = float32(0.0014799482887610793)
+	tanhSplit = float32(0.75)
+	tanhMax   = float32(9.125)
+	tanhBase  = 0x3f400000 >> 22 // 0.75: the bits of a >> 22, less this, index [0.75, 1), [1, 1.5), ..., [8, tanhMax]
+	erfSplit  = tanhSplit        // the assembly uses one constant for both
+	erfMax    = float32(4)
+	erfBase   = 0x3f400000 >> 21 // [0.75, 0.875), [0.875, 1), [1, 1.25), ..., [2, 2.5), [2.5, erfMax] (clamped to 7)
 )
 
-func tanh32(x float32) float32 {
-	a := float32(math.Abs(float64(x)))
-	if a < tanhSmall {
-		z := x * x
-		p := fma32(tanhT5, z, tanhT4)
-		p = fma32(p, z, tanhT3)
-		p = fma32(p, z, tanhT2)
-		p = fma32(p, z, tanhT1)
-		p = fma32(p, z, tanhT0)
-		y := fma32(x, z*p, x) // +0 for -0: the sign is put back below
-		return float32(math.Copysign(float64(y), float64(x)))
+// poly32 is c[0] + z·(c[1] + z·(...)) by Horner's rule with FMA.
+func poly32(c []float32, z float32) float32 {
+	p := c[len(c)-1]
+	for j := len(c) - 2; j >= 0; j-- {
+		p = fma32(p, z, c[j])
 	}
-	e := exp32(a + a)
-	y := 1 - 2/(e+1)
+	return p
+}
+
+// piece32 is c0 + t·q(t), t = a - c, on interval i of a table.
+func piece32(a float32, i uint32, c, c0 *[8]float32, q [][8]float32) float32 {
+	t := a - c[i]
+	p := q[len(q)-1][i]
+	for j := len(q) - 2; j >= 0; j-- {
+		p = fma32(p, t, q[j][i])
+	}
+	return fma32(t, p, c0[i])
+}
+
+func tanh32(x float32) float32 {
+	if x != x {
+		return x
+	}
+	a := float32(math.Abs(float64(x)))
+	var y float32
+	if a < tanhSplit {
+		z := x * x
+		y = fma32(x, float32(z*poly32(tanhT[:], z)), x) // +0 for -0: the sign is put back below
+	} else {
+		a = min(a, tanhMax)
+		y = piece32(a, math.Float32bits(a)>>22-tanhBase, &tanhC, &tanhC0, tanhQ[:])
+	}
 	return float32(math.Copysign(float64(y), float64(x)))
 }
 
-// erf: below |x| = 0.875, x + x·P(x²) (P fitted to erf(x)/x - 1 on
-// [0, 1.5], for GELU, below); above, erfc(a) = e^(-a²)·R(t),
-// t = 1/(1 + a/4), with R fitted to the scaled complementary error
-// function e^(a²)·erfc(a) on [0.875, 10] (10, not 4, for GELU's tail) and
-// e^(-a²) taken from the exact split a² = h + l (h rounded,
-// l = fma(a, a, -h)) as e^(-h)·(1-l).
-const (
-	erfSmall = float32(0.875)
-	erfP0    = float32(0.12837916612625122)
-	erfP1    = float32(-0.37612634897232056)
-	erfP2    = float32(0.1128372848033905)
-	erfP3    = float32(-0.026863213628530502)
-	erfP4    = float32(0.005217034835368395)
-	erfP5    = float32(-0.000845571921672672)
-	erfP6    = float32(0.0001131538738263771)
-	erfP7    = float32(-1.1344443009875249e-05)
-	erfP8    = float32(6.223122568371764e-07)
+func erf32(x float32) float32 {
+	if x != x {
+		return x
+	}
+	a := float32(math.Abs(float64(x)))
+	if a < erfSplit {
+		return fma32(x, poly32(erfT[:], x*x), x)
+	}
+	a = min(a, erfMax)
+	y := piece32(a, min(math.Float32bits(a)>>21-erfBase, 7), &erfC, &erfC0, erfQ[:])
+	return float32(math.Copysign(float64(y), float64(x)))
+}
 
-	erfcT  = float32(0.25)
+// GELU's Φ (phiGauss, below) has polynomials of its own: erf(u) =
+// u + u·P(u²) (P fitted to erf(u)/u - 1 on [0, 1.5]) and erfc(a) =
+// e^(-a²)·R(t), t = 1/(1 + a/4), R fitted to the scaled complementary
+// error function e^(a²)·erfc(a) on [0.875, 10].
+const (
+	erfP0 = float32(0.12837916612625122)
+	erfP1 = float32(-0.37612634897232056)
+	erfP2 = float32(0.1128372848033905)
+	erfP3 = float32(-0.026863213628530502)
+	erfP4 = float32(0.005217034835368395)
+	erfP5 = float32(-0.000845571921672672)
+	erfP6 = float32(0.0001131538738263771)
+	erfP7 = float32(-1.1344443009875249e-05)
+	erfP8 = float32(6.223122568371764e-07)
+
 	erfcC0 = float32(0.553113579750061) // the centre of t's interval
 	erfcR0 = float32(0.1671992689371109)
 	erfcR1 = float32(0.6233237385749817)
@@ -236,7 +297,8 @@ func erfP(z float32) float32 {
 	return fma32(p, z, erfP0)
 }
 
-// erfcxR is R at t = 1/(1 + c·a), for a ≥ 0.875.
+// erfcxR is R at t = 1/(1 + c·a) (phiGauss passes |x| and c = 1/(4√2),
+// for a = |x|/√2 ≥ 0.875).
 func erfcxR(a, c float32) float32 {
 	t := 1/fma32(a, c, 1) - erfcC0
 	r := fma32(erfcR9, t, erfcR8)
@@ -248,22 +310,6 @@ func erfcxR(a, c float32) float32 {
 	r = fma32(r, t, erfcR2)
 	r = fma32(r, t, erfcR1)
 	return fma32(r, t, erfcR0)
-}
-
-func erf32(x float32) float32 {
-	a := float32(math.Abs(float64(x)))
-	if a < erfSmall {
-		return fma32(x, erfP(x*x), x)
-	}
-	if a >= 4 { // erfc(4) < 2⁻²⁵: erf rounds to ±1 (and ±Inf lands here)
-		return float32(math.Copysign(1, float64(x)))
-	}
-	h := a * a
-	l := fma32(a, a, -h)
-	e := exp32(-h)
-	e = fma32(e, -l, e)
-	y := fma32(-e, erfcxR(a, erfcT), 1)
-	return float32(math.Copysign(float64(y), float64(x)))
 }
 
 // GELU's Φ(x) = ½·erfc(-x/√2), from x directly: x²/2 is (h + l)/2 with

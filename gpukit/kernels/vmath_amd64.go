@@ -48,9 +48,9 @@ var vk = [...]uint32{
 	f32bits(logC4), f32bits(logC3), f32bits(logC2), f32bits(logC1), // 64 68 72 76
 	f32bits(0.5), f32bits(2), 0x3f800000 - 0x3f3504f3, 0x007fffff, 0x3f3504f3, // 80 84 88 92 96
 	f32bits(0x1p23), f32bits(0x1p-126), 0x7fc00000, 0xff800000, // 100 104 108 112
-	f32bits(tanhSmall), f32bits(tanhT0), f32bits(tanhT1), f32bits(tanhT2), f32bits(tanhT3), f32bits(tanhT4), f32bits(tanhT5), // 116 .. 140
-	f32bits(erfSmall), f32bits(erfP0), f32bits(erfP1), f32bits(erfP2), f32bits(erfP3), f32bits(erfP4), f32bits(erfP5), // 144 .. 168
-	f32bits(erfcT), f32bits(erfcC0), // 172 176
+	f32bits(tanhSplit), f32bits(tanhMax), tanhBase, erfBase, 7, 0, 0, // 116 .. 140 (erfSplit = tanhSplit)
+	0, f32bits(erfP0), f32bits(erfP1), f32bits(erfP2), f32bits(erfP3), f32bits(erfP4), f32bits(erfP5), // 144 .. 168
+	0, f32bits(erfcC0), // 172 176
 	f32bits(erfcR0), f32bits(erfcR1), f32bits(erfcR2), f32bits(erfcR3), f32bits(erfcR4), // 180 .. 196
 	f32bits(erfcR5), f32bits(erfcR6), f32bits(erfcR7), f32bits(erfcR8), f32bits(erfcR9), // 200 .. 216
 	f32bits(4), f32bits(sqrtHalf32), f32bits(phiNeg), f32bits(phiT), f32bits(invSqrt2Pi32), f32bits(phiHuge), // 220 .. 240
@@ -60,6 +60,20 @@ var vk = [...]uint32{
 }
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }
+
+// The assembly unrolls the polynomials of vmath_tables.go: a fit of
+// another degree (internal/vmathfit) fails to compile here until
+// vmath_amd64.s follows.
+var (
+	_ [len(tanhT) - 7]struct{}
+	_ [7 - len(tanhT)]struct{}
+	_ [len(erfT) - 7]struct{}
+	_ [7 - len(erfT)]struct{}
+	_ [len(tanhQ) - 8]struct{}
+	_ [8 - len(tanhQ)]struct{}
+	_ [len(erfQ) - 9]struct{}
+	_ [9 - len(erfQ)]struct{}
+)
 
 // Row helpers (rows_amd64.s); n is a multiple of 8, at least 8.
 

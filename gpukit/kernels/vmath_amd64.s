@@ -104,9 +104,25 @@ done:
 TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
-	VMOVUPS (SI), Y12
-	SIGMOID
-	VMOVAPS Y6, Y0
+	VMOVUPS      (SI), Y12
+	VBROADCASTSS K(52), Y1
+	VANDPS       Y1, Y12, Y0
+	VBROADCASTSS K(56), Y1
+	VXORPS       Y1, Y0, Y0
+	EXPF                           // e = e^(-|x|)
+	VBROADCASTSS K(36), Y1
+	VADDPS       Y1, Y0, Y3        // d = 1 + e
+	VSUBPS       Y3, Y1, Y4
+	VADDPS       Y0, Y4, Y4        // dl = (1 - d) + e
+	VDIVPS       Y3, Y1, Y2        // inv = 1/d
+	VXORPS       Y6, Y6, Y6
+	VCMPPS       $0x1d, Y6, Y12, Y6 // x >= 0
+	VBLENDVPS    Y6, Y1, Y0, Y7    // n
+	VMULPS       Y2, Y7, Y5        // q = n·inv
+	VFNMADD231PS Y3, Y5, Y7        // n - q·d
+	VFNMADD231PS Y4, Y5, Y7        // c = n - q·d - q·dl
+	VFMADD213PS  Y5, Y2, Y7        // q + c·inv
+	VMOVAPS      Y7, Y0
 	NEXT
 done:
 	VZEROUPPER
@@ -117,6 +133,18 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	PROLOGUE
 loop:
 	VMOVUPS      (SI), Y0
+	VPBROADCASTD K(92), Y1
+	VPCMPGTD     Y1, Y0, Y2        // bits > 0x007fffff: at least 2⁻¹²⁶ (or +Inf, +NaN)
+	VPBROADCASTD K(48), Y1
+	VPCMPGTD     Y0, Y1, Y5        // bits < 0x7f800000: finite (or negative)
+	VPAND        Y5, Y2, Y2
+	VMOVMSKPS    Y2, AX            // lanes that are normal, positive and finite
+	CMPL         AX, $0xff
+	JNE          scale
+	VMOVAPS      Y0, Y3            // all eight: no scaling, no special values
+	VPBROADCASTD K(60), Y4
+	JMP          reduced
+scale:
 	VBROADCASTSS K(104), Y1
 	VCMPPS       $0x11, Y1, Y0, Y2 // subnormal (or ≤ 0: blended away below)
 	VBROADCASTSS K(100), Y1
@@ -125,6 +153,7 @@ loop:
 	VPBROADCASTD K(60), Y4
 	VPBROADCASTD K(264), Y1
 	VBLENDVPS    Y2, Y1, Y4, Y4    // exponent bias, 127 or 127+23
+reduced:
 	VPBROADCASTD K(88), Y1
 	VPADDD       Y1, Y3, Y3
 	VPSRLD       $23, Y3, Y1
@@ -141,24 +170,43 @@ loop:
 	VDIVPS       Y2, Y3, Y2        // s = f/(2+f)
 	VMULPS       Y2, Y2, Y4        // z
 	VBROADCASTSS K(64), Y5
-	VBROADCASTSS K(68), Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VBROADCASTSS K(72), Y6
-	VFMADD213PS  Y6, Y4, Y5
-	VBROADCASTSS K(76), Y6
-	VFMADD213PS  Y6, Y4, Y5
+	VBROADCASTSS K(68), Y7
+	VFMADD213PS  Y7, Y4, Y5
+	VBROADCASTSS K(72), Y7
+	VFMADD213PS  Y7, Y4, Y5
+	VBROADCASTSS K(76), Y7
+	VFMADD213PS  Y7, Y4, Y5
 	VMULPS       Y4, Y5, Y5        // R
-	VMULPS       Y3, Y3, Y4
+	VADDPS       Y2, Y2, Y7
+	VSUBPS       Y7, Y3, Y7        // f - 2s
+	VFNMADD231PS Y3, Y2, Y7        // r = (f - 2s) - s·f
 	VBROADCASTSS K(80), Y6
-	VMULPS       Y6, Y4, Y4        // hfsq
-	VADDPS       Y5, Y4, Y5        // hfsq + R
-	VBROADCASTSS K(8), Y6
-	VMULPS       Y6, Y1, Y6        // dk·ln2Lo
-	VFMADD231PS  Y5, Y2, Y6        // t
-	VSUBPS       Y6, Y4, Y4        // hfsq - t
-	VSUBPS       Y4, Y3, Y3        // f - (hfsq - t)
+	VMULPS       Y6, Y3, Y9        // hf = f/2
+	VMULPS       Y3, Y2, Y8        // s·f
+	VMULPS       Y3, Y9, Y10       // hi
+	VMOVAPS      Y10, Y11
+	VFMSUB231PS  Y3, Y9, Y11       // lo = hf·f - hi
+	VSUBPS       Y10, Y3, Y12      // u = f - hi
+	VSUBPS       Y12, Y3, Y13
+	VSUBPS       Y10, Y13, Y13     // eu = (f - u) - hi
 	VBROADCASTSS K(4), Y6
-	VFMADD231PS  Y6, Y1, Y3        // + dk·ln2Hi
+	VMOVAPS      Y12, Y14
+	VFMADD231PS  Y6, Y1, Y14       // S = dk·ln2Hi + u
+	VMOVAPS      Y14, Y15
+	VFMSUB231PS  Y6, Y1, Y15       // dk·ln2Hi - S
+	VADDPS       Y12, Y15, Y15     // es
+	VSUBPS       Y11, Y13, Y13
+	VADDPS       Y13, Y15, Y15     // es + (eu - lo)
+	VBROADCASTSS K(8), Y6
+	VFMADD231PS  Y6, Y1, Y15       // w = dk·ln2Lo + ...
+	VFMADD231PS  Y8, Y7, Y15       // w += r·(s·f)
+	VFMADD231PS  Y5, Y2, Y15       // s·R + w
+	VFMADD231PS  Y10, Y2, Y15      // t = s·hi + (s·R + w)
+	VADDPS       Y15, Y14, Y3      // S + t
+	VMOVAPS      Y3, Y0
+	CMPL         AX, $0xff
+	JEQ          store
+	VMOVUPS      (SI), Y0          // x again, for the special values
 	VBROADCASTSS K(48), Y6
 	VCMPPS       $0, Y6, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y3, Y3    // +Inf
@@ -169,6 +217,7 @@ loop:
 	VCMPPS       $0x19, Y6, Y0, Y7 // !(x >= 0): negative or NaN
 	VBROADCASTSS K(108), Y5
 	VBLENDVPS    Y7, Y5, Y3, Y0
+store:
 	NEXT
 done:
 	VZEROUPPER
@@ -182,28 +231,47 @@ loop:
 	VBROADCASTSS K(52), Y1
 	VANDPS       Y1, Y8, Y9        // a
 	VMULPS       Y8, Y8, Y10       // z
-	VBROADCASTSS K(140), Y11
-	VBROADCASTSS K(136), Y1
+	VBROADCASTSS ·tanhT+24(SB), Y11
+	VBROADCASTSS ·tanhT+20(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(132), Y1
+	VBROADCASTSS ·tanhT+16(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(128), Y1
+	VBROADCASTSS ·tanhT+12(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(124), Y1
+	VBROADCASTSS ·tanhT+8(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
-	VBROADCASTSS K(120), Y1
+	VBROADCASTSS ·tanhT+4(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·tanhT+0(SB), Y1
 	VFMADD213PS  Y1, Y10, Y11
 	VMULPS       Y11, Y10, Y11
-	VFMADD213PS  Y8, Y8, Y11       // small: x + x·z·T(z)
-	VADDPS       Y9, Y9, Y0
-	EXPF
-	VBROADCASTSS K(36), Y1
-	VADDPS       Y1, Y0, Y0
-	VBROADCASTSS K(84), Y2
-	VDIVPS       Y0, Y2, Y0
-	VSUBPS       Y0, Y1, Y0        // 1 - 2/(e+1)
+	VFMADD213PS  Y8, Y8, Y11       // small: x + x·(z·T(z))
+	VBROADCASTSS K(120), Y1
+	VMINPS       Y9, Y1, Y12       // min(a, tanhMax); NaN stays
+	VPSRLD       $22, Y12, Y13
+	VPBROADCASTD K(124), Y1
+	VPSUBD       Y1, Y13, Y13      // interval
+	VPERMPS      ·tanhC(SB), Y13, Y1
+	VSUBPS       Y1, Y12, Y12      // t = a - c
+	VPERMPS      ·tanhQ+224(SB), Y13, Y0
+	VPERMPS      ·tanhQ+192(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+160(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+128(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+96(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+64(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+32(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhQ+0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·tanhC0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0        // c0 + t·q(t)
 	VBROADCASTSS K(116), Y1
-	VCMPPS       $0x11, Y1, Y9, Y2
+	VCMPPS       $0x11, Y1, Y9, Y2 // a < 0.75
 	VBLENDVPS    Y2, Y11, Y0, Y0
 	VBROADCASTSS K(56), Y1
 	VANDPS       Y1, Y8, Y1
@@ -221,32 +289,58 @@ loop:
 	VBROADCASTSS K(52), Y1
 	VANDPS       Y1, Y8, Y9        // a
 	VMULPS       Y8, Y8, Y10       // x²
-	ERFP(Y10)
-	VFMADD213PS  Y8, Y8, Y11       // small: x + x·P(x²)
+	VBROADCASTSS ·erfT+24(SB), Y11
+	VBROADCASTSS ·erfT+20(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+16(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+12(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+8(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+4(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VBROADCASTSS ·erfT+0(SB), Y1
+	VFMADD213PS  Y1, Y10, Y11
+	VFMADD213PS  Y8, Y8, Y11       // small: x + x·T(x²)
 	VMOVAPS      Y11, Y0
-	VBROADCASTSS K(144), Y1
-	VCMPPS       $0x11, Y1, Y9, Y15 // a < 0.875
+	VBROADCASTSS K(116), Y1
+	VCMPPS       $0x11, Y1, Y9, Y15 // a < 0.75
 	VMOVMSKPS    Y15, AX
 	CMPL         AX, $0xff
 	JEQ          store             // every lane small
-	VMULPS       Y9, Y9, Y12       // h
-	VMOVAPS      Y12, Y13
-	VFMSUB231PS  Y9, Y9, Y13       // l = a·a - h
-	VBROADCASTSS K(56), Y1
-	VXORPS       Y1, Y12, Y0
-	EXPF
-	VFNMADD231PS Y13, Y0, Y0       // e·(1 - l)
-	ERFCXR(172)
-	VBROADCASTSS K(36), Y2
-	VFNMADD231PS Y4, Y0, Y2        // 1 - e·R
 	VBROADCASTSS K(220), Y1
-	VCMPPS       $0x1d, Y1, Y9, Y3 // a >= 4
-	VBROADCASTSS K(36), Y1
-	VBLENDVPS    Y3, Y1, Y2, Y2
+	VMINPS       Y9, Y1, Y12       // min(a, erfMax); NaN stays
+	VPSRLD       $21, Y12, Y13
+	VPBROADCASTD K(128), Y1
+	VPSUBD       Y1, Y13, Y13
+	VPBROADCASTD K(132), Y1
+	VPMINUD      Y1, Y13, Y13      // interval, at most 7
+	VPERMPS      ·erfC(SB), Y13, Y1
+	VSUBPS       Y1, Y12, Y12      // t = a - c
+	VPERMPS      ·erfQ+256(SB), Y13, Y0
+	VPERMPS      ·erfQ+224(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+192(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+160(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+128(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+96(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+64(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+32(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfQ+0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0
+	VPERMPS      ·erfC0(SB), Y13, Y1
+	VFMADD213PS  Y1, Y12, Y0        // c0 + t·q(t)
 	VBROADCASTSS K(56), Y1
 	VANDPS       Y1, Y8, Y1
-	VORPS        Y1, Y2, Y2
-	VBLENDVPS    Y15, Y11, Y2, Y0
+	VORPS        Y1, Y0, Y0        // the sign of x
+	VBLENDVPS    Y15, Y11, Y0, Y0
 store:
 	NEXT
 done:
