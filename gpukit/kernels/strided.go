@@ -36,6 +36,22 @@ func ContiguousStrides(shape []int) []int {
 	return st
 }
 
+// IsContiguous reports whether shape/strides is row-major with no gaps.
+// Strides of dimensions of size 1 do not matter, as in PyTorch.
+func IsContiguous(shape, strides []int) bool {
+	want := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		if shape[i] == 1 {
+			continue
+		}
+		if strides[i] != want {
+			return false
+		}
+		want *= shape[i]
+	}
+	return true
+}
+
 // BroadcastStrides returns strides that view an operand of shape inShape and
 // strides inStrides as the larger shape outShape, NumPy style: shapes are
 // aligned on the right, missing leading dimensions and dimensions of size 1

@@ -21,34 +21,25 @@ const (
 	Bool
 )
 
-var dtypeInfo = [...]struct {
-	name string
-	size int
-}{
-	Float32:  {"float32", 4},
-	Float64:  {"float64", 8},
-	Float16:  {"float16", 2},
-	BFloat16: {"bfloat16", 2},
-	Int64:    {"int64", 8},
-	Int32:    {"int32", 4},
-	Bool:     {"bool", 1},
-}
-
 // String returns the PyTorch name without the "torch." prefix, e.g. "float32".
 func (d Dtype) String() string {
-	if int(d) < len(dtypeInfo) {
-		return dtypeInfo[d].name
+	if d.valid() {
+		return backend.Dtype(d).String()
 	}
 	return "dtype(?)"
 }
 
 // Size is the element size in bytes (PyTorch's itemsize).
 func (d Dtype) Size() int {
-	if int(d) < len(dtypeInfo) {
-		return dtypeInfo[d].size
+	if d.valid() {
+		return backend.Dtype(d).Size()
 	}
 	panic(errorf("unknown dtype %d", int(d)))
 }
+
+// valid reports whether d is one of the dtypes above, which are
+// backend.Dtype's in the same order (TestDtypesMatchBackend).
+func (d Dtype) valid() bool { return d <= Bool }
 
 // IsFloat reports whether d is a floating-point type, the only kind that
 // can require gradients.

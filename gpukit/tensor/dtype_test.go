@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 func TestFloat16Conversion(t *testing.T) {
@@ -82,5 +84,25 @@ func TestViewStridesMatchesPyTorch(t *testing.T) {
 		if ok {
 			assert.Equal(t, tc.want, got)
 		}
+	}
+}
+
+// TestDtypesMatchBackend: a tensor dtype converts to the Compute dtype of
+// the same number, so both lists must keep one order.
+func TestDtypesMatchBackend(t *testing.T) {
+	pairs := []struct {
+		d    Dtype
+		want backend.Dtype
+	}{
+		{Float32, backend.Float32}, {Float64, backend.Float64}, {Float16, backend.Float16},
+		{BFloat16, backend.BFloat16}, {Int64, backend.Int64}, {Int32, backend.Int32}, {Bool, backend.Bool},
+	}
+	for _, p := range pairs {
+		if backend.Dtype(p.d) != p.want {
+			t.Errorf("%s is backend dtype %d, want %d (%s)", p.d, backend.Dtype(p.d), p.want, p.want)
+		}
+	}
+	if Dtype(len(pairs)).valid() {
+		t.Errorf("Dtype(%d) is valid: a new dtype needs a backend.Dtype and a row here", len(pairs))
 	}
 }

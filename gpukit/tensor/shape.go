@@ -84,22 +84,6 @@ func contiguousStrides(shape []int) []int {
 	return st
 }
 
-// isContiguous reports whether shape/strides is row-major with no gaps.
-// Strides of dimensions of size 1 do not matter, as in PyTorch.
-func isContiguous(shape, strides []int) bool {
-	exp := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] == 1 {
-			continue
-		}
-		if strides[i] != exp {
-			return false
-		}
-		exp *= shape[i]
-	}
-	return true
-}
-
 // fmtShape prints a shape like PyTorch's torch.Size, e.g. [2, 3].
 func fmtShape(shape []int) string {
 	var b strings.Builder

@@ -125,22 +125,6 @@ func (c *Compute) stridedAll(op string, shape []int, ss ...backend.Strided) ([4]
 	return out, nil
 }
 
-// isContiguous reports whether shape/strides is row-major with no gaps
-// (strides of size-1 dimensions do not matter, as in PyTorch).
-func isContiguous(shape, strides []int) bool {
-	exp := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] == 1 {
-			continue
-		}
-		if strides[i] != exp {
-			return false
-		}
-		exp *= shape[i]
-	}
-	return true
-}
-
 // hasBroadcast reports whether strides read some element more than once.
 func hasBroadcast(shape, strides []int) bool {
 	for d, s := range strides {
@@ -227,7 +211,7 @@ func (c *Compute) Fill(_ alloc.Stream, shape []int, dst backend.Strided, v float
 	if err != nil || d.data == nil {
 		return err
 	}
-	if isContiguous(shape, d.strides) {
+	if kernels.IsContiguous(shape, d.strides) {
 		n := numel(shape)
 		switch d.dt {
 		case f32t:
@@ -261,7 +245,7 @@ func (c *Compute) Copy(_ alloc.Stream, shape []int, dst, src backend.Strided) er
 		// A dense destination apart from a source without broadcast
 		// dimensions: kernels.Copy streams rows or, for a transposed
 		// source, copies in cache-blocked tiles.
-		if isContiguous(shape, d.strides) && !overlap(d.data, s.data) && !hasBroadcast(shape, s.strides) {
+		if kernels.IsContiguous(shape, d.strides) && !overlap(d.data, s.data) && !hasBroadcast(shape, s.strides) {
 			n := numel(shape)
 			switch d.dt {
 			case f32t:
@@ -428,7 +412,7 @@ func encodeHalf(dt backend.Dtype, dst []byte, src []float32) {
 // the per-element loop gives (each is rounded from the float32 result),
 // with one kernel call per stripe instead of a dispatch per element.
 func halfUnary(op kernels.UnaryOp, shape []int, d, a operand) bool {
-	if !isHalf(d.dt) || a.dt != d.dt || !isContiguous(shape, d.strides) || !isContiguous(shape, a.strides) {
+	if !isHalf(d.dt) || a.dt != d.dt || !kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) {
 		return false
 	}
 	n := numel(shape)
@@ -445,7 +429,7 @@ func halfUnary(op kernels.UnaryOp, shape []int, d, a operand) bool {
 // halfBinary is halfUnary for d = op(a, b) with a and b contiguous
 // operands of d's dtype.
 func halfBinary(op kernels.BinaryOp, shape []int, d, a operand, b *operand) bool {
-	if !isHalf(d.dt) || b == nil || a.dt != d.dt || b.dt != d.dt || !isContiguous(shape, d.strides) || !isContiguous(shape, a.strides) || !isContiguous(shape, b.strides) {
+	if !isHalf(d.dt) || b == nil || a.dt != d.dt || b.dt != d.dt || !kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) || !kernels.IsContiguous(shape, b.strides) {
 		return false
 	}
 	n := numel(shape)
