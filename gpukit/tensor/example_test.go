@@ -47,6 +47,7 @@ func ExampleTensor_Backward() {
 	dev := device.MustOpen("sim:1")
 	w := tensor.Randn([]int{1024, 1024}, tensor.On(dev), tensor.RequiresGrad())
 	x := tensor.Randn([]int{1024, 1024}, tensor.On(dev))
+	tensor.CollectGarbage() // what earlier examples dropped on sim:1 must not move the count below
 	base := dev.MemoryAllocated()
 
 	h := x.Matmul(w) // the first product also takes cuBLAS's workspace (8.125 MiB), for good
