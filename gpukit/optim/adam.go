@@ -83,8 +83,8 @@ func (s *adamState) nbytes() int64 {
 // parameter (tensor.FusedAdam, PyTorch's fused=True) that allocates
 // nothing; PyTorch's default foreach implementation would also hold
 // temporaries for a whole group at once. Where the step cannot be fused
-// (float16 or bfloat16 parameters, non-contiguous ones, a cuda device,
-// amsgrad) it is composed of elementwise ops, as PyTorch's single-tensor
+// (float16 or bfloat16 parameters, non-contiguous ones, a device without
+// an Adam kernel, amsgrad) it is composed of elementwise ops, as PyTorch's single-tensor
 // implementation is, with two temporaries of one parameter's size at a
 // time. Amsgrad adds a third state tensor the size of the parameter.
 type Adam struct {
@@ -148,7 +148,7 @@ func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
 
 // composedUpdate is the step as separate elementwise ops (PyTorch's
 // single-tensor implementation), for what FusedAdam cannot fuse: half
-// precision, non-contiguous tensors, cuda. It holds two temporaries of
+// precision, non-contiguous tensors, a device without the kernel. It holds two temporaries of
 // the parameter's size at a time (three for a moment with amsgrad).
 func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 	b1, b2 := c.Betas[0], c.Betas[1]
