@@ -499,7 +499,11 @@ def main(argv=None, torch_module=None):
         return 0
     torch = torch_module
     if torch is None:
-        import torch  # noqa: F401 (only run needs PyTorch)
+        try:
+            import torch  # noqa: F401 (only run needs PyTorch)
+        except ImportError as e:
+            print("gpu_judge_models: PyTorch is not installed for %s: %s" % (sys.executable, e), file=sys.stderr)
+            return 1
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         print("gpu_judge_models: torch.cuda.is_available() is False: no GPU for PyTorch", file=sys.stderr)
         return 1
