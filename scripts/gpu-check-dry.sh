@@ -3,9 +3,8 @@
 # PyTorch: a bundle built without the cuda tag (GPU_BUNDLE_TAGS=), the
 # device sim:0 (the classroom profile) in place of cuda:0, the model steps'
 # small shapes, and python3 without torch. Every step must run; the report
-# must fail, and only where a GPU or
-# PyTorch is missing: the cuda package's tests skip (no GPU) and PyTorch's
-# replays do not run. Anything else in the failures fails this script.
+# must fail, and only where a GPU or PyTorch is missing: the cuda package's
+# tests skip (no GPU) and PyTorch's replays and model steps do not run. Anything else in the failures fails this script.
 #
 #   scripts/gpu-check-dry.sh [OUT]     (default: a temporary folder)
 #
