@@ -149,14 +149,16 @@ done
 # 5. The model steps, each in its own processes: gpukit on the device and
 # on sim (meta: the full GPT would compute for minutes on the CPU, and
 # allocates the same, models_test.go), PyTorch on the same card. The
-# PyTorch side runs with its allocator's defaults, as gpukit's does.
+# PyTorch side runs with its allocator's defaults, as gpukit's does, and
+# gpukit's with GOGC=off, as the lessons' (a tensor that an op forgets
+# would otherwise go back whenever the collector runs).
 step "model steps: gpukit on $device and on sim ($profile), PyTorch on the same card"
 go_small=() py_small=()
 if [ "${GPU_CHECK_MODELS_SMALL:-}" = 1 ]; then go_small=(-small) py_small=(--small); fi
 for name in $("$bin/gpucheck" models -list); do
 	m=$out/models/$name
-	"$bin/gpucheck" models -device "$device" "${go_small[@]}" "$name" "$m.cuda.jsonl" 2>"$m.cuda.err"
-	"$bin/gpucheck" models -device meta:0 -profile "$profile" "${go_small[@]}" "$name" "$m.sim.jsonl" 2>"$m.sim.err"
+	GOGC=off "$bin/gpucheck" models -device "$device" "${go_small[@]}" "$name" "$m.cuda.jsonl" 2>"$m.cuda.err"
+	GOGC=off "$bin/gpucheck" models -device meta:0 -profile "$profile" "${go_small[@]}" "$name" "$m.sim.jsonl" 2>"$m.sim.err"
 	"$python" "$judge" compare "$m.sim.jsonl" "$m.cuda.jsonl" --names sim,cuda --json "$m.sim-vs-cuda.json" >/dev/null 2>&1
 	if env -u PYTORCH_ALLOC_CONF -u PYTORCH_CUDA_ALLOC_CONF "$python" "$root/scripts/gpu_judge_models.py" run --device "$device" "${py_small[@]}" "$name" "$m.torch.jsonl" 2>"$m.torch.err"; then
 		"$python" "$judge" compare "$m.torch.jsonl" "$m.cuda.jsonl" --names torch,gpukit --json "$m.torch-vs-cuda.json" >/dev/null 2>&1
