@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs scripts/gpu-check.sh's whole pipeline here, without a GPU or
 # PyTorch: a bundle built without the cuda tag (GPU_BUNDLE_TAGS=), the
-# device sim:0 (the classroom profile) in place of cuda:0, and python3 without
-# torch. Every step must run; the report must fail, and only where a GPU or
-# PyTorch is missing: the cuda package's tests skip (no GPU) and PyTorch's
-# replays do not run. Anything else in the failures fails this script.
+# device sim:0 (the classroom profile) in place of cuda:0, the model steps'
+# small shapes, and python3 without torch. Every step must run; the report
+# must fail, and only where a GPU or PyTorch is missing: the cuda package's
+# tests skip (no GPU) and PyTorch's replays and model steps do not run. Anything else in the failures fails this script.
 #
 #   scripts/gpu-check-dry.sh [OUT]     (default: a temporary folder)
 #
@@ -26,7 +26,7 @@ elif ! grep -qx 'tags=' "$bundle/MANIFEST.txt"; then
 fi
 
 set +e
-GPU_BUNDLE=$bundle GPU_CHECK_DEVICE=sim:0 \
+GPU_BUNDLE=$bundle GPU_CHECK_DEVICE=sim:0 GPU_CHECK_MODELS_SMALL=1 \
 	GPU_CHECK_TEST_FLAGS=-test.short GPU_CHECK_TIMING_FLAGS="-scale 0.01 -repeats 3" \
 	bash scripts/gpu-check.sh "$out" >"$tmp/check.log" 2>&1
 status=$?
@@ -53,6 +53,11 @@ if missing_torch == 0:
     print("PyTorch's replays were expected to be missing")
 if not r["lessons"] or any(c["differences"] for c in r["lessons"]):
     print("lessons: none ran, or some differ")
+models = r.get("models") or []
+if not models or any(c.get("missing") for c in models if c["name"].endswith("sim-vs-cuda")):
+    print("model steps: gpukit's runs did not all run")
+if any(c["name"].endswith("torch-vs-cuda") and not c.get("missing") for c in models):
+    print("PyTorch's model steps were expected to be missing")
 if not r["timings"] or not r["timings"]["ok"]:
     print("timings did not run")
 EOF

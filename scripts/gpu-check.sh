@@ -17,13 +17,18 @@
 #   4. PyTorch as the judge: each allocator trace replayed by memtrace on
 #      sim and on cuda:0 and by scripts/gpu_judge.py through PyTorch's
 #      caching allocator on the same card, compared line by line;
-#   5. modelled against measured times of gemm, elementwise, H2D pinned and
+#   5. the course's model steps (lesson 03's saved tensors, lesson 07's GPT
+#      step): gpukit on the device and on sim (a meta device with the
+#      card's profile), PyTorch on the same card (scripts/gpu_judge_models.py),
+#      each point's memory compared with gpukit's on the device;
+#   6. modelled against measured times of gemm, elementwise, H2D pinned and
 #      pageable copies and D2D copies.
 # Exit status 0 only when everything ran and agreed (gpucheck report).
 #
 # Environment: GPU_BUNDLE (default gpu-bundle), GPU_CHECK_DEVICE (default
 # cuda:0; sim:0 runs the pipeline without a GPU), PYTHON (default python3,
-# with PyTorch), GPU_CHECK_TEST_FLAGS (extra flags for the test binaries).
+# with PyTorch), GPU_CHECK_TEST_FLAGS (extra flags for the test binaries),
+# GPU_CHECK_MODELS_SMALL (1: the model steps' small shapes, for a dry run).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,8 +51,8 @@ if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | 
 fi
 case "$out" in /*) ;; *) out=$PWD/$out ;; esac
 mkdir -p "$out"
-rm -rf "$out/tests" "$out/traces" "$out/judge" "$out/lessons"
-mkdir -p "$out/tests" "$out/traces" "$out/judge" "$out/lessons"
+rm -rf "$out/tests" "$out/traces" "$out/judge" "$out/lessons" "$out/models"
+mkdir -p "$out/tests" "$out/traces" "$out/judge" "$out/lessons" "$out/models"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xJf "$bundle/gpukit-cuda.tar.xz" -C "$work" || { echo "gpu-check: cannot unpack the bundle" >&2; exit 2; }
@@ -141,7 +146,26 @@ for trace in "$out"/traces/*.jsonl; do
 	fi
 done
 
-# 5. Modelled against measured times.
+# 5. The model steps, each in its own processes: gpukit on the device and
+# on sim (meta: the full GPT would compute for minutes on the CPU, and
+# allocates the same, models_test.go), PyTorch on the same card. The
+# PyTorch side runs with its allocator's defaults, as gpukit's does, and
+# gpukit's with GOGC=off, as the lessons' (a tensor that an op forgets
+# would otherwise go back whenever the collector runs).
+step "model steps: gpukit on $device and on sim ($profile), PyTorch on the same card"
+go_small=() py_small=()
+if [ "${GPU_CHECK_MODELS_SMALL:-}" = 1 ]; then go_small=(-small) py_small=(--small); fi
+for name in $("$bin/gpucheck" models -list); do
+	m=$out/models/$name
+	GOGC=off "$bin/gpucheck" models -device "$device" "${go_small[@]}" "$name" "$m.cuda.jsonl" 2>"$m.cuda.err"
+	GOGC=off "$bin/gpucheck" models -device meta:0 -profile "$profile" "${go_small[@]}" "$name" "$m.sim.jsonl" 2>"$m.sim.err"
+	"$python" "$judge" compare "$m.sim.jsonl" "$m.cuda.jsonl" --names sim,cuda --json "$m.sim-vs-cuda.json" >/dev/null 2>&1
+	if env -u PYTORCH_ALLOC_CONF -u PYTORCH_CUDA_ALLOC_CONF "$python" "$root/scripts/gpu_judge_models.py" run --device "$device" "${py_small[@]}" "$name" "$m.torch.jsonl" 2>"$m.torch.err"; then
+		"$python" "$judge" compare "$m.torch.jsonl" "$m.cuda.jsonl" --names torch,gpukit --json "$m.torch-vs-cuda.json" >/dev/null 2>&1
+	fi
+done
+
+# 6. Modelled against measured times.
 step "timings"
 "$bin/gpucheck" timings -device "$device" -profile "$profile" ${GPU_CHECK_TIMING_FLAGS:-} "$out/timings.json" 2>"$out/timings.err"
 

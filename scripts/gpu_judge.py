@@ -20,8 +20,10 @@ that the two can be compared line by line:
 
     gpu_judge.py compare EXPECTED.jsonl GOT.jsonl [--json OUT.json]
         compares two outputs (memtrace's and PyTorch's, or memtrace on sim
-        and on cuda:0) and exits 1 on any difference: a line's ok/error, its
-        offset, or any statistic both sides report. A statistic only one
+        and on cuda:0; or a model step's, gpu_judge_models.py and gpucheck
+        models, whose lines also have a name) and exits 1 on any
+        difference: a line's name, ok/error, its offset, or any statistic
+        both sides report. A statistic only one
         side reports (an older PyTorch lacks num_device_alloc) is listed as
         unavailable, not as a difference.
 
@@ -190,7 +192,9 @@ def compare(expected, got, expected_name="expected", got_name="got"):
         differ("%d lines in %s, %d in %s" % (len(expected), expected_name, len(got), got_name))
     for e, g in zip(expected, got):
         i = e.get("i")
-        for field in ("ok", "error", "offset"):
+        if "name" in e:  # a model step's point (gpu_judge_models.py)
+            i = "%s (%s)" % (i, e["name"])
+        for field in ("name", "ok", "error", "offset"):
             if e.get(field) != g.get(field):
                 differ("line %s: %s %s=%r, %s %r" % (i, field, expected_name, e.get(field), got_name, g.get(field)))
         es, gs = e.get("stats") or {}, g.get("stats") or {}

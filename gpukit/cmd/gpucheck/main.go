@@ -6,6 +6,9 @@
 //	gpucheck context [-device D] OUT.json   memory used before the first allocation, beside the profile's context
 //	gpucheck timings [-device D] [-profile P] [-repeats N] [-scale F] OUT.json
 //	                                       modelled against measured kernel and copy times
+//	gpucheck models -list                  the judged model steps (lessons 03 and 07), one a line
+//	gpucheck models [-device D] [-profile P] [-small] STEP OUT.jsonl
+//	                                       run one model step, write its memory figures (models.go)
 //	gpucheck report DIR                     report.md and report.json from a gpu-check folder;
 //	                                       exit status 1 when anything failed or is missing
 //
@@ -30,6 +33,8 @@ const usage = `usage:
 	gpucheck traces DIR
 	gpucheck context [-device cuda:0] [-profile NAME] OUT.json
 	gpucheck timings [-device cuda:0] [-profile NAME] [-repeats 5] [-scale 1] OUT.json
+	gpucheck models -list
+	gpucheck models [-device cuda:0] [-profile NAME] [-small] STEP OUT.jsonl
 	gpucheck report DIR
 `
 
@@ -44,8 +49,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	profName := fs.String("profile", "", "built-in profile to compare with (default: the card's)")
 	repeats := fs.Int("repeats", 5, "timed runs per workload (the median is kept)")
 	scale := fs.Float64("scale", 1, "workload size factor (1: 256 MiB copies, 4096³ gemm)")
+	list := fs.Bool("list", false, "models: list the steps")
+	small := fs.Bool("small", false, "models: small shapes, for a dry run that computes on the CPU")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if args[0] == "models" {
+		return runModels(fs.Args(), *list, *small, *devName, *profName, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, usage)
@@ -123,6 +133,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "gpucheck: unknown command %q\n%s", args[0], usage)
 	return 2
+}
+
+// runModels is `gpucheck models`: a sim or meta device takes the profile
+// named by -profile (the card's, for the comparison with cuda:0).
+func runModels(args []string, list, small bool, devName, profName string, stdout, stderr io.Writer) int {
+	if list {
+		for _, s := range modelSteps() {
+			fmt.Fprintln(stdout, s.Name)
+		}
+		return 0
+	}
+	if len(args) != 2 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "gpucheck models: %v\n", err)
+		return 1
+	}
+	step, err := lookupModelStep(args[0])
+	if err != nil {
+		return fail(err)
+	}
+	var opts []device.Option
+	if kind, _, err := device.ParseName(devName); err == nil && kind != device.CUDA && profName != "" {
+		p, err := device.LookupProfile(profName)
+		if err != nil {
+			return fail(err)
+		}
+		opts = append(opts, device.WithProfile(p))
+	}
+	d, err := device.Open(devName, opts...)
+	if err != nil {
+		return fail(err)
+	}
+	size := fullSize
+	if small {
+		size = smallSize
+	}
+	b, err := runModelStep(d, step, size)
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeFileAtomic(args[1], b); err != nil {
+		return fail(err)
+	}
+	return 0
 }
 
 func writeResult(path string, v any, stderr io.Writer) int {

@@ -23,6 +23,10 @@ import (
 //	judge/NAME.A-vs-B.json      gpu_judge.py compare (A: sim or torch, B: cuda)
 //	lessons/NN-K.SIDE.json [.out] a lesson cell's statistics and output (bin/lessons),
 //	                            SIDE cuda (GPUKIT_DEVICE) or sim (the card's profile)
+//	models/STEP.SIDE.jsonl [.err] a model step's memory figures (models.go): SIDE sim
+//	                            (meta device, the card's profile), cuda (gpucheck models)
+//	                            or torch (scripts/gpu_judge_models.py)
+//	models/STEP.A-vs-B.json     gpu_judge.py compare of two of them (A: sim or torch, B: cuda)
 //	context.json                gpucheck context
 //	timings.json                gpucheck timings
 //	report.md, report.json      what `gpucheck report` writes
@@ -203,8 +207,14 @@ type report struct {
 	Tests       []testResult      `json:"tests"`
 	Lessons     []lessonCell      `json:"lessons"`
 	Comparisons []comparison      `json:"comparisons"`
-	Context     *contextReport    `json:"context"`
-	Timings     *timingReport     `json:"timings"`
+	// Models are the model steps' comparisons (models.go), judged as
+	// the traces are: gpukit on sim and PyTorch, each against gpukit on
+	// the device.
+	Models []comparison `json:"models"`
+	// Steps are the model steps' points, side by side.
+	Steps   []modelTable   `json:"steps"`
+	Context *contextReport `json:"context"`
+	Timings *timingReport  `json:"timings"`
 }
 
 // judgeSides are the comparisons each trace must have passed.
@@ -272,26 +282,19 @@ func buildReport(dir string) (*report, error) {
 		fail("no traces in %s", filepath.Join(dir, "traces"))
 	}
 	for _, tr := range traces {
-		name := strings.TrimSuffix(filepath.Base(tr), ".jsonl")
-		for _, side := range judgeSides {
-			c := comparison{Name: name + "." + side}
-			b, err := os.ReadFile(filepath.Join(dir, "judge", c.Name+".json"))
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				c.Missing = true
-				fail("%s: no comparison (the replay or the judge did not run)", c.Name)
-			case err != nil:
-				return nil, err
-			default:
-				if err := json.Unmarshal(b, &c); err != nil {
-					return nil, fmt.Errorf("gpucheck: %s: %w", c.Name, err)
-				}
-				if c.Count > 0 {
-					fail("%s: %d difference(s), first: %s", c.Name, c.Count, first(c.Differences))
-				}
-			}
-			r.Comparisons = append(r.Comparisons, c)
+		cs, err := readComparisons(filepath.Join(dir, "judge"), strings.TrimSuffix(filepath.Base(tr), ".jsonl"), fail)
+		if err != nil {
+			return nil, err
 		}
+		r.Comparisons = append(r.Comparisons, cs...)
+	}
+	for _, step := range modelSteps() {
+		cs, err := readComparisons(filepath.Join(dir, "models"), step.Name, fail)
+		if err != nil {
+			return nil, err
+		}
+		r.Models = append(r.Models, cs...)
+		r.Steps = append(r.Steps, readModelTable(filepath.Join(dir, "models"), step.Name))
 	}
 
 	if err := readJSON(filepath.Join(dir, "context.json"), &r.Context); err != nil {
@@ -305,6 +308,32 @@ func buildReport(dir string) (*report, error) {
 	sort.Slice(r.Tests, func(i, j int) bool { return r.Tests[i].Package < r.Tests[j].Package })
 	r.OK = len(r.Failures) == 0
 	return r, nil
+}
+
+// readComparisons reads the comparisons judgeSides of name in dir; a
+// missing one and one that found differences are failures.
+func readComparisons(dir, name string, fail func(string, ...any)) ([]comparison, error) {
+	var out []comparison
+	for _, side := range judgeSides {
+		c := comparison{Name: name + "." + side}
+		b, err := os.ReadFile(filepath.Join(dir, c.Name+".json"))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			c.Missing = true
+			fail("%s: no comparison (the replay or the judge did not run)", c.Name)
+		case err != nil:
+			return nil, err
+		default:
+			if err := json.Unmarshal(b, &c); err != nil {
+				return nil, fmt.Errorf("gpucheck: %s: %w", c.Name, err)
+			}
+			if c.Count > 0 {
+				fail("%s: %d difference(s), first: %s", c.Name, c.Count, first(c.Differences))
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 func first(s []string) string {
@@ -355,13 +384,14 @@ func (r *report) markdown() string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d |\n", c.Cell, pair(c.Allocated), pair(c.Reserved), pair(c.PeakAlloc), pair(c.PeakRes), len(c.Differences))
 		}
 	}
-	b.WriteString("\n## Allocator traces: gpukit on sim and cuda:0, PyTorch on cuda:0\n\n| comparison | lines | differences | not compared |\n|---|---:|---:|---|\n")
-	for _, c := range r.Comparisons {
-		diff := strconv.Itoa(c.Count)
-		if c.Missing {
-			diff = "missing"
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", c.Name, c.Lines, diff, strings.Join(c.Unavailable, " "))
+	b.WriteString("\n## Allocator traces: gpukit on sim and cuda:0, PyTorch on cuda:0\n\n")
+	comparisonTable(&b, r.Comparisons)
+	b.WriteString("\n## Model steps: lesson 03's saved tensors and lesson 07's GPT step, gpukit on sim (meta, the card's profile) and PyTorch, each against gpukit on cuda:0\n\n")
+	b.WriteString("Every point's allocated and reserved bytes, now and at the peak, above the base taken after a warm-up; docs/gpu/README.md lists the differences to expect.\n\n")
+	comparisonTable(&b, r.Models)
+	b.WriteString("\nEach step's points in bytes; where the sides differ, a cell reads **sim | cuda | torch**.\n")
+	for _, t := range r.Steps {
+		t.markdown(&b)
 	}
 	if c := r.Context; c != nil {
 		b.WriteString("\n## CUDA context (the expected difference between cuda:0 and sim)\n\n")
@@ -381,6 +411,105 @@ func (r *report) markdown() string {
 		fmt.Fprintf(&b, "\nA ratio off by more than %.0f %% (marked) means the profile's figure should be updated from this measurement.\n", 100*t.Tolerance)
 	}
 	return b.String()
+}
+
+// modelSides are the three runs of a model step, in the report's order.
+var modelSides = [3]string{"sim", "cuda", "torch"}
+
+// modelTable is one model step's points on the three sides.
+type modelTable struct {
+	Step   string         `json:"step"`
+	Points []string       `json:"points"`           // the names, from the first side that ran
+	Values [3][]modelLine `json:"values,omitempty"` // per side; nil: that side did not run
+}
+
+// readModelTable reads a model step's three output files, as far as they
+// can be read (a missing or broken one is already a failed comparison).
+func readModelTable(dir, step string) modelTable {
+	t := modelTable{Step: step}
+	for i, side := range modelSides {
+		b, err := os.ReadFile(filepath.Join(dir, step+"."+side+".jsonl"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var l modelLine
+			if strings.TrimSpace(line) == "" || json.Unmarshal([]byte(line), &l) != nil {
+				continue
+			}
+			t.Values[i] = append(t.Values[i], l)
+		}
+		if t.Points == nil {
+			for _, l := range t.Values[i] {
+				t.Points = append(t.Points, l.Name)
+			}
+		}
+	}
+	return t
+}
+
+// markdown writes the step's points: each statistic as sim | cuda | torch.
+func (t modelTable) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "\n### %s\n\n", t.Step)
+	if t.Points == nil {
+		b.WriteString("No side ran.\n")
+		return
+	}
+	b.WriteString("| point | allocated | peak allocated | reserved | peak reserved | other |\n|---|---|---|---|---|---|\n")
+	cell := func(i int, k string) string {
+		var vs []string
+		for s := range modelSides {
+			v := "–"
+			if i < len(t.Values[s]) {
+				if n, ok := t.Values[s][i].Stats[k]; ok {
+					v = strconv.FormatInt(n, 10)
+				}
+			}
+			vs = append(vs, v)
+		}
+		switch {
+		case vs[0] == "–" && vs[1] == "–" && vs[2] == "–":
+			return "" // not a statistic of this point
+		case vs[0] == vs[1] && vs[1] == vs[2]:
+			return vs[0]
+		}
+		return "**" + strings.Join(vs, " \\| ") + "**"
+	}
+	for i, name := range t.Points {
+		var other []string
+		for s := range modelSides {
+			if i < len(t.Values[s]) {
+				for _, k := range sortedKeys(t.Values[s][i].Stats) {
+					if k != statAllocated && k != statPeakAlloc && k != statReserved && k != statPeakReserved {
+						other = append(other, k+" "+cell(i, k))
+					}
+				}
+				break
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", name, cell(i, statAllocated), cell(i, statPeakAlloc),
+			cell(i, statReserved), cell(i, statPeakReserved), strings.Join(other, ", "))
+	}
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func comparisonTable(b *strings.Builder, cs []comparison) {
+	b.WriteString("| comparison | lines | differences | not compared |\n|---|---:|---:|---|\n")
+	for _, c := range cs {
+		diff := strconv.Itoa(c.Count)
+		if c.Missing {
+			diff = "missing"
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s |\n", c.Name, c.Lines, diff, strings.Join(c.Unavailable, " "))
+	}
 }
 
 func offNote(off bool) string {

@@ -19,6 +19,10 @@ const passingLog = `=== RUN   TestConformance
 PASS
 `
 
+const modelLines = `{"i":0,"name":"parameters","ok":true,"error":null,"offset":null,"stats":{"count":27319296}}
+{"i":1,"name":"step 1: forward","ok":true,"error":null,"offset":null,"stats":{"allocated":1024,"peak_allocated":2048,"reserved":2097152,"peak_reserved":2097152}}
+`
+
 // goodFolder writes a gpu-check folder in which everything passed, as a
 // fake backend would leave it.
 func goodFolder(t *testing.T) string {
@@ -38,6 +42,14 @@ func goodFolder(t *testing.T) string {
 	for _, tr := range judgeTraces()[:2] {
 		for _, side := range judgeSides {
 			write("judge/"+tr.Name+"."+side+".json", `{"lines": 5, "count": 0, "differences": [], "unavailable": []}`)
+		}
+	}
+	for _, step := range modelSteps() {
+		for _, side := range judgeSides {
+			write("models/"+step.Name+"."+side+".json", `{"lines": 2, "count": 0, "differences": [], "unavailable": []}`)
+		}
+		for _, side := range modelSides {
+			write("models/"+step.Name+"."+side+".jsonl", modelLines)
 		}
 	}
 	ctx, _ := json.Marshal(contextReport{Device: "cuda:0", Total: 80 << 30, Free: 79 << 30, Used: 1 << 30, ProfileName: "h100-80gb", ProfileContext: 1 << 29, Ratio: 2, Off: true})
@@ -61,7 +73,8 @@ func TestReportPassesWhenEverythingAgrees(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	require.NoError(t, err)
 	assert.Equal(t, out.String(), string(md))
-	for _, want := range []string{"# gpu-check: PASS", "driver: 580.65.06", "| cuda | 0 | 2 | 0 |", "lesson02-two-blocks.torch-vs-cuda | 5 | 0 |", "| gemm | 4096x4096x4096 float32 | 2056.0 | 2400.0 | 1.17 |", "ratio 2.00 **off**", "| 02-0 | 0 \\| 0 | 20971520 \\| 20971520 | 8000512 \\| 8000512 | 20971520 \\| 20971520 | 0 |"} {
+	for _, want := range []string{"# gpu-check: PASS", "driver: 580.65.06", "| cuda | 0 | 2 | 0 |", "lesson02-two-blocks.torch-vs-cuda | 5 | 0 |", "| gemm | 4096x4096x4096 float32 | 2056.0 | 2400.0 | 1.17 |", "ratio 2.00 **off**", "| 02-0 | 0 \\| 0 | 20971520 \\| 20971520 | 8000512 \\| 8000512 | 20971520 \\| 20971520 | 0 |",
+		"| lesson07-gpt-mixed.torch-vs-cuda | 2 | 0 |", "### lesson03-budget", "| step 1: forward | 1024 | 2048 | 2097152 | 2097152 |  |", "| parameters |  |  |  |  | count 27319296 |"} {
 		assert.Contains(t, string(md), want)
 	}
 	var r report
@@ -96,6 +109,13 @@ func TestReportFailsLoudly(t *testing.T) {
 		{"a judge did not run", func(dir string) error {
 			return os.Remove(filepath.Join(dir, "judge/lesson02-two-blocks.sim-vs-cuda.json"))
 		}, "lesson02-two-blocks.sim-vs-cuda: no comparison"},
+		{"PyTorch's GPT step peaks otherwise", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "models/lesson07-gpt-baseline.torch-vs-cuda.json"),
+				[]byte(`{"lines": 14, "count": 1, "differences": ["line 8 (step 2: backward): peak_allocated torch=1435603456, gpukit 1439797760"]}`), 0o644)
+		}, "lesson07-gpt-baseline.torch-vs-cuda: 1 difference(s), first: line 8 (step 2: backward): peak_allocated torch=1435603456, gpukit 1439797760"},
+		{"a model step did not run in PyTorch", func(dir string) error {
+			return os.Remove(filepath.Join(dir, "models/lesson03-freezing.torch-vs-cuda.json"))
+		}, "lesson03-freezing.torch-vs-cuda: no comparison"},
 		{"no timings", func(dir string) error { return os.Remove(filepath.Join(dir, "timings.json")) }, "timings: open"},
 		{"a timing failed", func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, "timings.json"), []byte(`{"ok": false, "rows": [{"kernel": "gemm", "error": "cuBLAS not found"}]}`), 0o644)
@@ -132,6 +152,20 @@ func TestReportFailsLoudly(t *testing.T) {
 			assert.Contains(t, out.String(), tc.want)
 		})
 	}
+}
+
+// TestModelTableMarksDifferences: the report shows a model step's points
+// side by side, and a point where the sides differ in bold.
+func TestModelTableMarksDifferences(t *testing.T) {
+	dir := goodFolder(t)
+	torch := strings.Replace(modelLines, `"peak_allocated":2048`, `"peak_allocated":4096`, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "models/lesson03-budget.torch.jsonl"), []byte(torch), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "models/lesson03-freezing.cuda.jsonl")))
+	var out, errOut bytes.Buffer
+	run([]string{"report", dir}, &out, &errOut)
+	md := out.String()
+	assert.Contains(t, md, "| step 1: forward | 1024 | **2048 \\| 2048 \\| 4096** |")
+	assert.Contains(t, md, "| step 1: forward | **1024 \\| – \\| 1024** | **2048 \\| – \\| 2048** |", "a side that did not run reads –")
 }
 
 // TestLessonCountsAreNotCompared: only allocated and reserved bytes, now
