@@ -22,9 +22,10 @@ reads), so that the two can be compared on the same card:
 
 The models follow gpukit's modules, each written with the PyTorch op that
 gpukit's documents as its equivalent: nn.Linear, nn.Embedding,
-nn.LayerNorm, nn.GELU, F.cross_entropy, torch.optim.Adam with
-foreach=False (gpukit's Adam on cuda composes the single-tensor update,
-gpukit/optim/adam.go), torch.amp.GradScaler, checkpoint_sequential with
+nn.LayerNorm, nn.GELU, F.cross_entropy, torch.optim.Adam with fused=True
+on cuda (gpukit's Adam is one fused kernel per parameter on every device
+with an Adam kernel, gpukit/optim/adam.go; foreach=False on the CPU, where
+PyTorch before 2.4 has no fused Adam), torch.amp.GradScaler, checkpoint_sequential with
 use_reentrant=False and early stop off (gpukit recomputes whole segments,
 gpukit/checkpoint). Attention is nn.MultiheadAttention's packed projection
 followed by the math of softmax(q kᵀ/√d + mask) v as gpukit's
@@ -411,7 +412,10 @@ def l07_gpt_step(rec, c, checkpoint, mixed):
     F = torch.nn.functional
     torch.manual_seed(1)
     model = gpt_classes(torch)(c, checkpoint, dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2, foreach=False)
+    if torch.device(dev).type == "cuda":
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2, fused=True)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2, foreach=False)
     scaler = grad_scaler(torch, dev)
     params = list(model.parameters())
     rec.value("parameters", {"count": sum(p.numel() for p in params), "bytes": sum(p.numel() * p.element_size() for p in params)})
