@@ -287,10 +287,33 @@ func (c *Compute) Copy(_ alloc.Stream, shape []int, dst, src backend.Strided) er
 		})
 		return nil
 	}
+	if s.dt == backend.Bool && isContiguous(shape, d.strides) && isContiguous(shape, s.strides) {
+		// A mask to 1 and 0 (dropout's), without the per-element dispatch.
+		n := numel(shape)
+		switch d.dt {
+		case f32t:
+			fromBool(kernels.Float32s(d.data)[:n], s.data[:n])
+			return nil
+		case f64t:
+			fromBool(kernels.Float64s(d.data)[:n], s.data[:n])
+			return nil
+		}
+	}
 	kernels.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, s.strides}, func(_ int, o []int) {
 		Store(d.dt, d.data, o[0], Load(s.dt, s.data, o[1]))
 	})
 	return nil
+}
+
+// fromBool writes 1 where m is true (non-zero), else 0.
+func fromBool[T float32 | float64](d []T, m []byte) {
+	for i := range d {
+		var v T
+		if m[i] != 0 {
+			v = 1
+		}
+		d[i] = v
+	}
 }
 
 // Unary computes dst = op(src).
@@ -410,7 +433,10 @@ func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T
 
 // binary is Binary (b != nil) and BinaryScalar (b == nil: the scalar s).
 func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) {
-	zeros := make([]int, len(shape))
+	var zeros []int // the scalar's strides
+	if b == nil {
+		zeros = make([]int, len(shape))
+	}
 	switch {
 	case b != nil && d.dt == f32t && a.dt == f32t && b.dt == f32t:
 		kernels.BinaryStrided(op, shape, d.s32(), a.s32(), b.s32())
