@@ -305,9 +305,9 @@ func (t *Tensor) Gelu() *Tensor {
 //
 // Its node is GeluBackward0, as for Gelu, and saves its input; the
 // derivative is that of aten/src/ATen/native/cpu/Activation.cpp
-// (GeluBackwardKernelImpl, the tanh branch). Both are computed by
-// kernels.GeluTanh and kernels.GeluTanhGrad, as x·σ(2u) (the same
-// function, without 1 + tanh's cancellation for negative t).
+// (GeluBackwardKernelImpl, the tanh branch). Both are the UnaryOps
+// kernels.GeluTanhApprox and kernels.GeluTanhDeriv, computed as x·σ(2u)
+// (the same function, without 1 + tanh's cancellation for negative t).
 func (t *Tensor) GeluTanh() *Tensor {
 	const op = "GeluTanh"
 	t.live(op)
