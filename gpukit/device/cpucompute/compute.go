@@ -413,21 +413,71 @@ func compareBool(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s f
 	return true
 }
 
+// compareLoop dispatches once per call, not per element.
 func compareLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a, b []T) {
-	for i := range d {
-		d[i] = b2u(kernels.Apply(op, a[i], b[i]) != 0)
+	a, b = a[:len(d)], b[:len(d)]
+	switch op {
+	case kernels.Greater:
+		for i := range d {
+			d[i] = b2u(a[i] > b[i])
+		}
+	case kernels.Less:
+		for i := range d {
+			d[i] = b2u(a[i] < b[i])
+		}
+	case kernels.Equal:
+		for i := range d {
+			d[i] = b2u(a[i] == b[i])
+		}
+	case kernels.GreaterEqual:
+		for i := range d {
+			d[i] = b2u(a[i] >= b[i])
+		}
+	case kernels.LessEqual:
+		for i := range d {
+			d[i] = b2u(a[i] <= b[i])
+		}
 	}
 }
 
 // compareScalarLoop compares in float64, so that a scalar that float32
-// does not hold exactly compares as it is.
+// does not hold exactly compares as it is; s op x is x op' s with the
+// comparison mirrored.
 func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T, s float64, scalarFirst bool) {
-	for i := range d {
-		x, y := float64(a[i]), s
-		if scalarFirst {
-			x, y = y, x
+	a = a[:len(d)]
+	if scalarFirst {
+		switch op {
+		case kernels.Greater:
+			op = kernels.Less
+		case kernels.Less:
+			op = kernels.Greater
+		case kernels.GreaterEqual:
+			op = kernels.LessEqual
+		case kernels.LessEqual:
+			op = kernels.GreaterEqual
 		}
-		d[i] = b2u(kernels.Apply(op, x, y) != 0)
+	}
+	switch op {
+	case kernels.Greater:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) > s)
+		}
+	case kernels.Less:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) < s)
+		}
+	case kernels.Equal:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) == s)
+		}
+	case kernels.GreaterEqual:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) >= s)
+		}
+	case kernels.LessEqual:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) <= s)
+		}
 	}
 }
 
