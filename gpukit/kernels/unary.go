@@ -202,20 +202,6 @@ func unaryMinPer(op UnaryOp) int {
 	return parallelThreshold / 2
 }
 
-// Map computes dst[i] = f(src[i]) for a caller-supplied function, for ops
-// that have no UnaryOp. f must be safe to call from several goroutines.
-func Map[T Float](f func(T) T, dst, src []T) {
-	if len(src) != len(dst) {
-		panic(fmt.Sprintf("kernels: Map: lengths dst=%d src=%d differ", len(dst), len(src)))
-	}
-	parallelFor(len(dst), workers(len(dst), 8192), 16, func(lo, hi int) {
-		d, s := dst[lo:hi], src[lo:hi]
-		for i := range d {
-			d[i] = f(s[i])
-		}
-	})
-}
-
 // stripe is how many elements of a strided run are gathered into a
 // contiguous buffer at a time, so that strided and broadcast inputs run the
 // same vector loops as contiguous ones.

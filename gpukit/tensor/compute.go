@@ -154,6 +154,38 @@ func binaryKernel(op kernels.BinaryOp, out, a, b *Tensor, sc float64, scalarFirs
 	done(op.String(), c.Binary(s, op, out.shape, arg(out), arg(a), arg(b)), out, a, b)
 }
 
+// whereKernel writes out = cond ? a : b; cond (Bool), a and b have out's
+// shape (stride 0 where broadcast), a and b out's dtype.
+func whereKernel(out, cond, a, b *Tensor) {
+	if out.Numel() == 0 {
+		return
+	}
+	c, s := kern("Where", out)
+	done("Where", c.Where(s, out.shape, arg(out), arg(cond), arg(a), arg(b)), out, cond, a, b)
+}
+
+// inRangeKernel writes the Bool mask = lo ≤ a ≤ hi (NaN: false); a has
+// mask's shape.
+func inRangeKernel(mask, a *Tensor, lo, hi float64) {
+	if mask.Numel() == 0 {
+		return
+	}
+	c, s := kern("InRange", mask)
+	done("InRange", c.InRange(s, mask.shape, arg(mask), arg(a), lo, hi), mask, a)
+}
+
+// maskScaleKernel writes out = mask ? a·scale : +0 (dropout's forward and
+// backward) into the fresh out; mask is Bool, all three have one shape.
+// It takes three elementwise calls and no temporary: out = mask (1 or 0
+// in out's dtype), out = a where out > 0 else +0 (ThresholdBackward),
+// out = out·scale, a product rounded in out's compute dtype as
+// PyTorch's input.mul(mask).mul_(scale).
+func maskScaleKernel(out, a, mask *Tensor, scale float64) {
+	copyKernel(out, mask)
+	binaryKernel(kernels.ThresholdBackward, out, a, out, 0, false)
+	binaryKernel(kernels.Mul, out, out, nil, scale, false)
+}
+
 // sumKernel writes into out (a's shape with the reduced dimensions set to
 // 1) the sum of a over those dimensions, accumulating in float64; mean
 // divides by the number of summed elements. A contiguous float a whose

@@ -102,6 +102,16 @@ func (b *computeBackend) Softmax(s alloc.Stream, dt device.Dtype, dst, src uint6
 	return &backend.UnsupportedError{Backend: b.Name(), Op: "Softmax", Dtype: dt}
 }
 
+func (b *computeBackend) Where(s alloc.Stream, shape []int, dst, cond, x, y device.Strided) error {
+	b.calls["Where"]++
+	return b.Backend.Where(s, shape, dst, cond, x, y)
+}
+
+func (b *computeBackend) InRange(s alloc.Stream, shape []int, dst, src device.Strided, lo, hi float64) error {
+	b.calls["InRange"]++
+	return b.Backend.InRange(s, shape, dst, src, lo, hi)
+}
+
 func newComputeDev(t *testing.T) (*device.Device, *computeBackend) {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
@@ -200,9 +210,10 @@ func TestComputeBackendRefusesWhatItCannot(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fakecuda:0 has no Softmax kernel for float32 tensors yet") {
 		t.Errorf("Softmax on a computing device: %v", err)
 	}
-	err = tensor.Try(func() { y.Gt(0) })
-	if err == nil || !strings.Contains(err.Error(), "Compare: this kernel runs only where the host reads the memory") || !strings.Contains(err.Error(), `fakecuda:0 has no version of it yet: move the tensors to sim with To("sim:0")`) {
-		t.Errorf("Gt (a host-only kernel) on a computing device: %v", err)
+	y2 := tensor.Zeros([]int{2, 3}, tensor.On(d))
+	err = tensor.Try(func() { y2.Softmax(0) })
+	if err == nil || !strings.Contains(err.Error(), "Softmax: this kernel runs only where the host reads the memory") || !strings.Contains(err.Error(), `fakecuda:0 has no version of it yet: move the tensors to sim with To("sim:0")`) {
+		t.Errorf("Softmax along dim 0 (a host-only kernel) on a computing device: %v", err)
 	}
 }
 
@@ -360,6 +371,56 @@ func TestMetaKernelsMakeNoCopies(t *testing.T) {
 		tensor.NoGrad(c.f)
 		if n := dev.Stats()["allocation.all.allocated"] - before; n != c.allocs {
 			t.Errorf("%s on meta: %d allocations, want %d", c.name, n, c.allocs)
+		}
+	}
+}
+
+// A lesson's MLP, with GELU and ReLU, dropout, clamp (in place and not),
+// the other activations and a comparison feeding Where, trains on a
+// device whose memory the host cannot read through its Compute alone:
+// forward values, the loss and every gradient are sim's, bit for bit,
+// and the dropout mask comes from the same generator draws.
+func TestActivationsDropoutAndMasksRunOnAComputingDevice(t *testing.T) {
+	d, fake := newComputeDev(t)
+	g := tensor.NewGenerator(13)
+	host := func(shape ...int) *tensor.Tensor {
+		return tensor.Randn(shape, tensor.OnHost(false), tensor.WithGenerator(g))
+	}
+	x, w1, b1, w2, w3 := host(8, 6), host(6, 16), host(16), host(16, 12), host(12, 4)
+	run := func(dev *device.Device) []float64 {
+		on := func(h *tensor.Tensor) *tensor.Tensor { return h.To(dev, false).SetRequiresGrad(true) }
+		xs, w1s, b1s, w2s, w3s := on(x), on(w1), on(b1), on(w2), on(w3)
+		h := xs.Matmul(w1s).Add(b1s).Gelu().Dropout(0.25, true, tensor.NewGenerator(3))
+		h = h.Matmul(w2s).Relu()
+		h = tensor.Where(h.Gt(0.5), h, h.Mul(-0.25)).Clamp(-0.1, 1.5)
+		h = h.Mul(1.0).ClampInPlace(-0.05, 1.25).Add(h.GeluTanh()).Add(h.Sigmoid()).Add(h.Tanh()).Add(h.Abs())
+		out := h.Matmul(w3s)
+		loss := out.Mul(out).Mean()
+		loss.Backward()
+		var vals []float64
+		vals = append(vals, values(out)...)
+		vals = append(vals, values(h.Le(0.3))...)
+		vals = append(vals, values(h.Lt(h.Mul(0.9)))...)
+		vals = append(vals, values(h.Ge(1.0))...)
+		vals = append(vals, values(h.Eq(0))...)
+		for _, p := range []*tensor.Tensor{xs, w1s, b1s, w2s, w3s} {
+			vals = append(vals, values(p.Grad())...)
+		}
+		return vals
+	}
+	want := run(device.Default())
+	got := run(d)
+	if len(got) != len(want) {
+		t.Fatalf("%d values on %s, %d on sim", len(got), d.Name(), len(want))
+	}
+	for i := range want {
+		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+			t.Fatalf("value %d on %s = %v, sim gives %v", i, d.Name(), got[i], want[i])
+		}
+	}
+	for _, k := range []string{"Unary", "Binary", "BinaryScalar", "Where", "InRange", "Copy"} {
+		if fake.calls[k] == 0 {
+			t.Errorf("no %s call reached the device", k)
 		}
 	}
 }

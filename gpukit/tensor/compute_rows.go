@@ -3,16 +3,11 @@ package tensor
 import (
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // The row-wise nn kernels through Compute: LayerNorm forward and backward
 // (BatchNorm is in ops_norm.go). They leave the modelled cost (charge) to
 // their callers.
-
-// span32 and span64 are the n elements of contiguous t from its offset.
-func span32(t *Tensor, n int) []float32 { return f32s(t.st.data)[t.offset : t.offset+n] }
-func span64(t *Tensor, n int) []float64 { return f64s(t.st.data)[t.offset : t.offset+n] }
 
 // params reports whether the optional parameters ts all have dtype dt
 // (LayerNorm of a 16-bit input may take float32 parameters, which Compute
@@ -92,40 +87,4 @@ func layerNormBackwardKernel(gx, gw, gb, g, x, weight, mean, rstd *Tensor, m, n 
 	}
 	c, s := kern(op, gc)
 	done(op, c.LayerNormBackward(s, cdt(x), optAddr(gx), optAddr(gw), optAddr(gb), addr(gc), addr(xc), addr(mean), addr(rstd), optAddr(wc), m, n), gc, gx, gw, gb, xc, mean, rstd, wc)
-}
-
-// vecOp is one of the kernels' vector functions without a UnaryOp: its
-// slice forms for float32 and float64 and its scalar forms.
-type vecOp struct {
-	f32 func(dst, src []float32)
-	f64 func(dst, src []float64)
-	s32 func(float32) float32
-	s64 func(float64) float64
-}
-
-var (
-	geluGradOp     = vecOp{kernels.GeluGrad[float32], kernels.GeluGrad[float64], kernels.ApplyGeluGrad[float32], kernels.ApplyGeluGrad[float64]}
-	geluTanhOp     = vecOp{kernels.GeluTanh[float32], kernels.GeluTanh[float64], kernels.ApplyGeluTanh[float32], kernels.ApplyGeluTanh[float64]}
-	geluTanhGradOp = vecOp{kernels.GeluTanhGrad[float32], kernels.GeluTanhGrad[float64], kernels.ApplyGeluTanhGrad[float32], kernels.ApplyGeluTanhGrad[float64]}
-)
-
-// vecKernel writes out = f(a) elementwise (out and a of one shape):
-// contiguous float32 and float64 through the vector kernel, other layouts
-// and dtypes (computed in float32 for the 16-bit types) element by
-// element.
-func vecKernel(f *vecOp, out, a *Tensor) {
-	if out.Numel() == 0 || !hostOnly("GELU backward", out, a) {
-		return
-	}
-	n := out.Numel()
-	switch {
-	case out.IsContiguous() && a.IsContiguous() && sameDtype(Float32, out, a):
-		f.f32(span32(out, n), span32(a, n))
-	case out.IsContiguous() && a.IsContiguous() && sameDtype(Float64, out, a):
-		f.f64(span64(out, n), span64(a, n))
-	case computeIn(out.dtype) == Float32:
-		mapKernel(out, a, func(x float64) float64 { return float64(f.s32(float32(x))) })
-	default:
-		mapKernel(out, a, f.s64)
-	}
 }

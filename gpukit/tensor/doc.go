@@ -147,9 +147,9 @@
 //  1. Check operands: x.live("Op"); checkPair("Op", a, b) for two tensors.
 //  2. Allocate the result: out := empty(a.outMem(), shape, a.dtype).
 //  3. Compute through the kernel seam in compute.go (binaryKernel,
-//     unaryKernel, copyKernel, sumKernel, matmulKernel, mapKernel for a
-//     function without a kernel op, ...; add one there if needed: it must
-//     do nothing when the tensor has no bytes, i.e. on a meta device) and
+//     unaryKernel, copyKernel, sumKernel, matmulKernel, whereKernel, ...;
+//     a function without a kernel op becomes a kernels.UnaryOp or
+//     BinaryOp, or a Compute method, so that every device runs it) and
 //     charge the cost: out.charge("Op", flops, a, b).
 //  4. Return record(out, "OpBackward0", inputs, saved, backward). record
 //     does nothing when no input requires grad or grad mode is off. The

@@ -13,7 +13,8 @@ import (
 // other strides, and the address formula offset + Σ i·stride.
 func ExampleTensor_Transpose() {
 	dev := device.MustOpen("sim:1")
-	x := tensor.Arange(0, 6, 1, tensor.On(dev), tensor.Float32).View(2, 3)
+	a := tensor.Arange(0, 6, 1, tensor.On(dev), tensor.Float32)
+	x := a.View(2, 3)
 	before := dev.Stats()["allocation.all.allocated"]
 	xt := x.Transpose(0, 1)
 	fmt.Println("allocations:", dev.Stats()["allocation.all.allocated"]-before)
@@ -21,6 +22,9 @@ func ExampleTensor_Transpose() {
 	fmt.Println("shape", xt.Shape(), "stride", xt.Stride(), "contiguous", xt.IsContiguous())
 	fmt.Println("xt[2,1] at element offset", xt.ElementOffset(2, 1), "=", xt.At(2, 1))
 	fmt.Println("byte distance from x[0,0]:", xt.ElementAddr(2, 1)-x.DataPtr())
+	xt.Release()
+	x.Release()
+	a.Release()
 	// Output:
 	// allocations: 0
 	// same storage: true
@@ -32,10 +36,14 @@ func ExampleTensor_Transpose() {
 // View never copies; on a transposed tensor it refuses, and Reshape copies.
 func ExampleTensor_Reshape() {
 	dev := device.MustOpen("sim:1")
-	xt := tensor.Zeros([]int{2, 3}, tensor.On(dev)).T()
+	x := tensor.Zeros([]int{2, 3}, tensor.On(dev))
+	xt := x.T()
 	fmt.Println(tensor.Try(func() { xt.View(6) }) != nil)
 	r := xt.Reshape(6)
 	fmt.Println("copied:", !r.SameStorage(xt))
+	r.Release()
+	xt.Release()
+	x.Release()
 	// Output:
 	// true
 	// copied: true

@@ -1,12 +1,17 @@
 package tensor
 
+import "github.com/gpumem/course/gpukit/kernels"
+
 // Comparisons return Bool tensors and are not differentiable; Where
 // selects between two tensors by a Bool condition and routes the
 // gradient to the branch that was taken.
 
-// compare computes cmp(t, other) elementwise into a new Bool tensor. other
-// is a *Tensor (broadcast with t, any dtype) or a number.
-func compare(name string, t *Tensor, other any, cmp func(x, y float64) bool) *Tensor {
+// compare computes the comparison op(t, other) elementwise into a new Bool
+// tensor (Compute's Binary or BinaryScalar with a Bool dst). other is a
+// *Tensor (broadcast with t) or a number. Operands of two dtypes compare
+// as their float64 values on the CPU; a backend that computes in one
+// dtype (cuda) refuses them.
+func compare(name string, t *Tensor, other any, op kernels.BinaryOp) *Tensor {
 	t.live(name)
 	b, s := operand(name, other)
 	shape := t.shape
@@ -21,7 +26,7 @@ func compare(name string, t *Tensor, other any, cmp func(x, y float64) bool) *Te
 	if b != nil {
 		bl = b.layoutAs(shape)
 	}
-	compareKernel(out, t.layoutAs(shape), bl, s, cmp)
+	binaryKernel(op, out, t.layoutAs(shape), bl, s, false)
 	out.charge(name, int64(out.Numel()), t, b)
 	return out
 }
@@ -29,27 +34,27 @@ func compare(name string, t *Tensor, other any, cmp func(x, y float64) bool) *Te
 // Gt returns the Bool tensor t > other (other: a *Tensor, broadcast, or a
 // number). NaN compares false, as in IEEE 754.
 func (t *Tensor) Gt(other any) *Tensor {
-	return compare("Gt", t, other, func(x, y float64) bool { return x > y })
+	return compare("Gt", t, other, kernels.Greater)
 }
 
 // Lt returns the Bool tensor t < other.
 func (t *Tensor) Lt(other any) *Tensor {
-	return compare("Lt", t, other, func(x, y float64) bool { return x < y })
+	return compare("Lt", t, other, kernels.Less)
 }
 
 // Ge returns the Bool tensor t >= other.
 func (t *Tensor) Ge(other any) *Tensor {
-	return compare("Ge", t, other, func(x, y float64) bool { return x >= y })
+	return compare("Ge", t, other, kernels.GreaterEqual)
 }
 
 // Le returns the Bool tensor t <= other.
 func (t *Tensor) Le(other any) *Tensor {
-	return compare("Le", t, other, func(x, y float64) bool { return x <= y })
+	return compare("Le", t, other, kernels.LessEqual)
 }
 
 // Eq returns the Bool tensor t == other.
 func (t *Tensor) Eq(other any) *Tensor {
-	return compare("Eq", t, other, func(x, y float64) bool { return x == y })
+	return compare("Eq", t, other, kernels.Equal)
 }
 
 // Where returns cond ? a : b elementwise (torch.where); cond is a Bool

@@ -142,6 +142,21 @@ func TestDropout(t *testing.T) {
 		assert.Equal(t, 10000.0, x.Dropout(0, true, nil).Sum().Item())
 		assert.Contains(t, panicMsg(func() { x.Dropout(1.5, true, nil) }), "tensor: Dropout: probability has to be between 0 and 1")
 	})
+
+	// The kept values are a·scale rounded in the input's compute dtype
+	// (float32 here), as PyTorch's input.mul(mask).mul_(scale), whatever
+	// the layout: a transposed input gives the bits of its contiguous
+	// copy (main rounded strided inputs from a float64 product).
+	t.Run("same bits for every layout", func(t *testing.T) {
+		a := tensor.Randn([]int{40, 30}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(4))).T()
+		strided := a.Dropout(0.1, true, tensor.NewGenerator(2)).Float64s()
+		dense := a.Contiguous().Dropout(0.1, true, tensor.NewGenerator(2)).Float64s()
+		for i := range dense {
+			if math.Float64bits(strided[i]) != math.Float64bits(dense[i]) {
+				t.Fatalf("element %d: %v from the transposed input, %v from its contiguous copy", i, strided[i], dense[i])
+			}
+		}
+	})
 }
 
 func TestCrossEntropy(t *testing.T) {
@@ -442,4 +457,37 @@ func TestFusedAdam(t *testing.T) {
 	assert.Contains(t, panicMsg(func() {
 		tensor.FusedAdam(tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{4}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Zeros([]int{3}, tensor.On(dev)), s)
 	}), "does not match the gradient's [4]")
+}
+
+// Clamp's gradient keeps lo ≤ x ≤ hi compared in float64, as
+// ClampInPlace's mask (InRange) does, also for bounds that float32 does
+// not hold: float32(0.7) lies below 0.7 and float32(1.1) above 1.1, so
+// their gradients are 0. Clamp builds its mask with comparisons in the
+// tensor's compute dtype; the bounds are rounded outward first.
+func TestClampGradientComparesInFloat64(t *testing.T) {
+	dev := newDev(t)
+	lo, hi := 0.7, 1.1
+	xs := []float64{float64(float32(lo)), float64(math.Nextafter32(float32(lo), 2)), 1, float64(float32(hi)), float64(math.Nextafter32(float32(hi), 0)), math.NaN(), -5, 5}
+	for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64, tensor.Float16, tensor.BFloat16} {
+		grad := func(inPlace bool) []float64 {
+			x := tensor.FromSlice(xs, []int{len(xs)}, tensor.On(dev)).ToDtype(dt).SetRequiresGrad(true)
+			var y *tensor.Tensor
+			if inPlace {
+				y = x.Mul(1.0).ClampInPlace(lo, hi)
+			} else {
+				y = x.Clamp(lo, hi)
+			}
+			y.Sum().Backward()
+			return x.Grad().Float64s()
+		}
+		x := tensor.FromSlice(xs, []int{len(xs)}, tensor.OnHost(false)).ToDtype(dt).Float64s()
+		want := make([]float64, len(x))
+		for i, v := range x {
+			if v >= lo && v <= hi {
+				want[i] = 1
+			}
+		}
+		assert.Equal(t, want, grad(false), "%s Clamp", dt)
+		assert.Equal(t, want, grad(true), "%s ClampInPlace", dt)
+	}
 }

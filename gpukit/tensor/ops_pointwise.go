@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"slices"
 
 	"github.com/gpumem/course/gpukit/kernels"
@@ -221,14 +222,14 @@ func (t *Tensor) Relu() *Tensor {
 	return record(out, "ReluBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			y := saved[0]
-			if y.deviceOnly() || g.dtype != y.dtype { // threshold_backward is host-only: composed of kernels there
+			if g.dtype != y.dtype { // threshold_backward takes one dtype: composed of kernels
 				mask := scalarOp("Greater", kernels.Greater, y, 0, false)
 				defer mask.Release()
 				return []*Tensor{g.Mul(mask)}
 			}
 			// threshold_backward: one pass, no mask tensor
 			out := empty(g.outMem(), y.shape, g.dtype)
-			reluBackwardKernel(out, g, y)
+			binaryKernel(kernels.ThresholdBackward, out, g, y, 0, false)
 			out.charge("ReluBackward", int64(out.Numel()), g, y)
 			return []*Tensor{out}
 		})
@@ -252,15 +253,7 @@ func (t *Tensor) Abs() *Tensor {
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			sign := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer sign.Release()
-			mapKernel(sign, saved[0], func(x float64) float64 {
-				switch {
-				case x > 0:
-					return 1
-				case x < 0:
-					return -1
-				}
-				return 0
-			})
+			unaryKernel(kernels.Sign, sign, saved[0])
 			return []*Tensor{g.Mul(sign)}
 		})
 }
@@ -273,7 +266,7 @@ func (t *Tensor) Sigmoid() *Tensor {
 			// g·y·(1-y)
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			mapKernel(d, saved[0], func(y float64) float64 { return y * (1 - y) })
+			unaryKernel(kernels.SigmoidDeriv, d, saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
 }
@@ -286,7 +279,7 @@ func (t *Tensor) Tanh() *Tensor {
 			// g·(1-y²)
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			mapKernel(d, saved[0], func(y float64) float64 { return 1 - y*y })
+			unaryKernel(kernels.TanhDeriv, d, saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
 }
@@ -299,7 +292,7 @@ func (t *Tensor) Gelu() *Tensor {
 			// g·(Φ(x) + x·φ(x))
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			vecKernel(&geluGradOp, d, saved[0])
+			unaryKernel(kernels.GeluDeriv, d, saved[0])
 			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
@@ -312,9 +305,9 @@ func (t *Tensor) Gelu() *Tensor {
 //
 // Its node is GeluBackward0, as for Gelu, and saves its input; the
 // derivative is that of aten/src/ATen/native/cpu/Activation.cpp
-// (GeluBackwardKernelImpl, the tanh branch). Both are computed by
-// kernels.GeluTanh and kernels.GeluTanhGrad, as x·σ(2u) (the same
-// function, without 1 + tanh's cancellation for negative t).
+// (GeluBackwardKernelImpl, the tanh branch). Both are the UnaryOps
+// kernels.GeluTanhApprox and kernels.GeluTanhDeriv, computed as x·σ(2u)
+// (the same function, without 1 + tanh's cancellation for negative t).
 func (t *Tensor) GeluTanh() *Tensor {
 	const op = "GeluTanh"
 	t.live(op)
@@ -322,13 +315,13 @@ func (t *Tensor) GeluTanh() *Tensor {
 		panicf("%s: expected a floating-point input, got %s (convert with ToDtype)", op, t.dtype)
 	}
 	out := empty(t.outMem(), t.shape, t.dtype)
-	vecKernel(&geluTanhOp, out, t)
+	unaryKernel(kernels.GeluTanhApprox, out, t)
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			d := empty(g.outMem(), saved[0].shape, g.dtype)
 			defer d.Release()
-			vecKernel(&geluTanhGradOp, d, saved[0])
+			unaryKernel(kernels.GeluTanhDeriv, d, saved[0])
 			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
 			return []*Tensor{g.Mul(d)}
 		})
@@ -350,17 +343,48 @@ func (t *Tensor) Clamp(lo, hi float64) *Tensor {
 		})
 }
 
-// clampGrad is g where lo ≤ x ≤ hi, 0 elsewhere.
+// clampGrad is g·m, m = 1 where lo ≤ x ≤ hi and 0 elsewhere (NaN: 0,
+// compared in float64 as InRange), m a temporary of g's dtype. For one
+// dtype m is built by the comparisons into it: g·[x ≥ lo] is the charged
+// product, and the in-place ·[x ≤ hi] after it gives g·m's bits (a
+// product by 1 is exact, and a second 0 keeps the sign of the first).
+// Where the comparisons run in float32 the bounds are rounded outward to
+// float32 first, which keeps every float32 x on the side of the float64
+// bound it is on. For two dtypes m is InRange's Bool mask converted by
+// Copy, through a Bool temporary.
 func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
 	m := empty(g.outMem(), x.shape, g.dtype)
 	defer m.Release()
-	mapKernel(m, x, func(v float64) float64 {
-		if v >= lo && v <= hi {
-			return 1
-		}
-		return 0
-	})
-	return g.Mul(m)
+	if g.dtype != x.dtype {
+		b := empty(g.outMem(), x.shape, Bool)
+		inRangeKernel(b, x, lo, hi)
+		copyKernel(m, b)
+		b.Release()
+		return g.Mul(m)
+	}
+	if x.dtype == Float32 || x.dtype == Float16 || x.dtype == BFloat16 {
+		lo, hi = outward32(lo, 1), outward32(hi, -1)
+	}
+	binaryKernel(kernels.GreaterEqual, m, x, nil, lo, false)
+	r := g.Mul(m)
+	binaryKernel(kernels.LessEqual, m, x, nil, hi, false)
+	binaryKernel(kernels.Mul, r, r, m, 0, false)
+	return r
+}
+
+// outward32 is the float32 nearest v on v's side toward dir (+1: the
+// least float32 ≥ v, -1: the greatest ≤ v), so that for every float32 x,
+// x ≥ v exactly when x ≥ outward32(v, 1), and x ≤ v when x ≤
+// outward32(v, -1). NaN stays NaN.
+func outward32(v float64, dir int) float64 {
+	f := float32(v)
+	switch {
+	case dir > 0 && float64(f) < v:
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	case dir < 0 && float64(f) > v:
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return float64(f)
 }
 
 // Maximum returns the elementwise maximum of t and other (broadcast;
@@ -666,7 +690,7 @@ func (t *Tensor) ClampInPlace(lo, hi float64) *Tensor {
 	if needsGrad(t) {
 		mask = empty(t.outMem(), t.shape, Bool)
 		defer mask.Release()
-		compareKernel(mask, t, nil, 0, func(x, _ float64) bool { return x >= lo && x <= hi })
+		inRangeKernel(mask, t, lo, hi)
 		mask.charge("ClampMask", int64(t.Numel()), t)
 	}
 	binaryKernel(kernels.Max, t, t, nil, lo, false)

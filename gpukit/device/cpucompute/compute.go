@@ -271,10 +271,33 @@ func (c *Compute) Copy(_ alloc.Stream, shape []int, dst, src backend.Strided) er
 		})
 		return nil
 	}
+	if s.dt == backend.Bool && isContiguous(shape, d.strides) && isContiguous(shape, s.strides) {
+		// A mask to 1 and 0 (dropout's), without the per-element dispatch.
+		n := numel(shape)
+		switch d.dt {
+		case f32t:
+			fromBool(kernels.Float32s(d.data)[:n], s.data[:n])
+			return nil
+		case f64t:
+			fromBool(kernels.Float64s(d.data)[:n], s.data[:n])
+			return nil
+		}
+	}
 	kernels.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, s.strides}, func(_ int, o []int) {
 		Store(d.dt, d.data, o[0], Load(s.dt, s.data, o[1]))
 	})
 	return nil
+}
+
+// fromBool writes 1 where m is true (non-zero), else 0.
+func fromBool[T float32 | float64](d []T, m []byte) {
+	for i := range d {
+		var v T
+		if m[i] != 0 {
+			v = 1
+		}
+		d[i] = v
+	}
 }
 
 // Unary computes dst = op(src).
@@ -308,6 +331,9 @@ func (c *Compute) Unary(_ alloc.Stream, op kernels.UnaryOp, shape []int, dst, sr
 
 // Binary computes dst = op(a, b).
 func (c *Compute) Binary(_ alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, b backend.Strided) error {
+	if err := c.boolDst(op, dst, a); err != nil {
+		return err
+	}
 	ops, err := c.stridedAll(op.String(), shape, dst, a, b)
 	if err != nil || numel(shape) == 0 {
 		return err
@@ -318,6 +344,9 @@ func (c *Compute) Binary(_ alloc.Stream, op kernels.BinaryOp, shape []int, dst, 
 
 // BinaryScalar computes dst = op(a, scalar), or op(scalar, a).
 func (c *Compute) BinaryScalar(_ alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
+	if err := c.boolDst(op, dst, a); err != nil {
+		return err
+	}
 	ops, err := c.stridedAll(op.String(), shape, dst, a)
 	if err != nil || numel(shape) == 0 {
 		return err
@@ -326,9 +355,122 @@ func (c *Compute) BinaryScalar(_ alloc.Stream, op kernels.BinaryOp, shape []int,
 	return nil
 }
 
+// isComparison reports whether op is one of the comparisons, which may
+// write a Bool dst from operands of another dtype.
+func isComparison(op kernels.BinaryOp) bool {
+	switch op {
+	case kernels.Greater, kernels.Less, kernels.Equal, kernels.GreaterEqual, kernels.LessEqual:
+		return true
+	}
+	return false
+}
+
+// boolDst refuses a Bool dst of an op other than a comparison over
+// operands that are not Bool themselves.
+func (c *Compute) boolDst(op kernels.BinaryOp, dst, a backend.Strided) error {
+	if dst.Dtype == backend.Bool && a.Dtype != backend.Bool && !isComparison(op) {
+		return fmt.Errorf("cpucompute: %v on %s: a bool dst from %s operands (only the comparisons write one)", op, c.name, a.Dtype)
+	}
+	return nil
+}
+
+// compareBool is the comparison d = op(a, b) (b == nil: the scalar s)
+// into a Bool d for contiguous float32 or float64 operands of one dtype;
+// it reports false for the other cases, which the generic loop compares
+// in float64 (exact for every dtype's values up to 2⁵³).
+func compareBool(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) bool {
+	if d.dt != backend.Bool || !isComparison(op) || (a.dt != f32t && a.dt != f64t) ||
+		!isContiguous(shape, d.strides) || !isContiguous(shape, a.strides) || (b != nil && (b.dt != a.dt || !isContiguous(shape, b.strides))) {
+		return false
+	}
+	n := numel(shape)
+	switch {
+	case a.dt == f32t && b != nil:
+		compareLoop(op, d.data[:n], kernels.Float32s(a.data)[:n], kernels.Float32s(b.data)[:n])
+	case a.dt == f64t && b != nil:
+		compareLoop(op, d.data[:n], kernels.Float64s(a.data)[:n], kernels.Float64s(b.data)[:n])
+	case a.dt == f32t:
+		compareScalarLoop(op, d.data[:n], kernels.Float32s(a.data)[:n], s, scalarFirst)
+	default:
+		compareScalarLoop(op, d.data[:n], kernels.Float64s(a.data)[:n], s, scalarFirst)
+	}
+	return true
+}
+
+// compareLoop dispatches once per call, not per element.
+func compareLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a, b []T) {
+	a, b = a[:len(d)], b[:len(d)]
+	switch op {
+	case kernels.Greater:
+		for i := range d {
+			d[i] = b2u(a[i] > b[i])
+		}
+	case kernels.Less:
+		for i := range d {
+			d[i] = b2u(a[i] < b[i])
+		}
+	case kernels.Equal:
+		for i := range d {
+			d[i] = b2u(a[i] == b[i])
+		}
+	case kernels.GreaterEqual:
+		for i := range d {
+			d[i] = b2u(a[i] >= b[i])
+		}
+	case kernels.LessEqual:
+		for i := range d {
+			d[i] = b2u(a[i] <= b[i])
+		}
+	}
+}
+
+// compareScalarLoop compares in float64, so that a scalar that float32
+// does not hold exactly compares as it is; s op x is x op' s with the
+// comparison mirrored.
+func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T, s float64, scalarFirst bool) {
+	a = a[:len(d)]
+	if scalarFirst {
+		switch op {
+		case kernels.Greater:
+			op = kernels.Less
+		case kernels.Less:
+			op = kernels.Greater
+		case kernels.GreaterEqual:
+			op = kernels.LessEqual
+		case kernels.LessEqual:
+			op = kernels.GreaterEqual
+		}
+	}
+	switch op {
+	case kernels.Greater:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) > s)
+		}
+	case kernels.Less:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) < s)
+		}
+	case kernels.Equal:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) == s)
+		}
+	case kernels.GreaterEqual:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) >= s)
+		}
+	case kernels.LessEqual:
+		for i := range d {
+			d[i] = b2u(float64(a[i]) <= s)
+		}
+	}
+}
+
 // binary is Binary (b != nil) and BinaryScalar (b == nil: the scalar s).
 func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) {
-	zeros := make([]int, len(shape))
+	var zeros []int // the scalar's strides
+	if b == nil {
+		zeros = make([]int, len(shape))
+	}
 	switch {
 	case b != nil && d.dt == f32t && a.dt == f32t && b.dt == f32t:
 		kernels.BinaryStrided(op, shape, d.s32(), a.s32(), b.s32())
@@ -349,6 +491,7 @@ func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *oper
 			kernels.BinaryStrided(op, shape, d.s64(), a.s64(), sc)
 		}
 	case halfBinary(op, shape, d, a, b):
+	case compareBool(op, shape, d, a, b, s, scalarFirst):
 	default:
 		f32 := computeIn32(d.dt)
 		bData, bDt, bStr := []byte(nil), d.dt, zeros
@@ -803,12 +946,92 @@ func (c *Compute) batchSpan(addrs []uint64, trans bool, rows, cols, ld int) ([]f
 	return kernels.Float32s(data), offs, nil
 }
 
-// Where has no CPU kernel yet: gpukit/tensor selects on host bytes itself.
-func (c *Compute) Where(_ alloc.Stream, _ []int, dst, _, _, _ backend.Strided) error {
-	return &backend.UnsupportedError{Backend: c.name, Op: "Where", Dtype: dst.Dtype}
+// Where writes dst = a where cond else b; a, b and dst have one dtype,
+// whose elements are copied bit for bit.
+func (c *Compute) Where(_ alloc.Stream, shape []int, dst, cond, a, b backend.Strided) error {
+	if cond.Dtype != backend.Bool || a.Dtype != dst.Dtype || b.Dtype != dst.Dtype {
+		return fmt.Errorf("cpucompute: Where on %s: cond of %s, values of %s and %s into %s (want bool and one dtype)", c.name, cond.Dtype, a.Dtype, b.Dtype, dst.Dtype)
+	}
+	ops, err := c.stridedAll("Where", shape, dst, cond, a, b)
+	if err != nil || numel(shape) == 0 {
+		return err
+	}
+	d, m, x, y := ops[0], ops[1], ops[2], ops[3]
+	if hasBroadcast(shape, d.strides) {
+		return fmt.Errorf("cpucompute: Where on %s: dst broadcasts (strides %v)", c.name, d.strides)
+	}
+	sz := d.dt.Size()
+	if isContiguous(shape, d.strides) && isContiguous(shape, m.strides) && isContiguous(shape, x.strides) && isContiguous(shape, y.strides) {
+		n := numel(shape)
+		switch sz {
+		case 4:
+			whereLoop(kernels.Float32s(d.data)[:n], m.data[:n], kernels.Float32s(x.data)[:n], kernels.Float32s(y.data)[:n])
+			return nil
+		case 8:
+			whereLoop(kernels.Float64s(d.data)[:n], m.data[:n], kernels.Float64s(x.data)[:n], kernels.Float64s(y.data)[:n])
+			return nil
+		}
+	}
+	kernels.ForEachOffset(shape, []int{0, 0, 0, 0}, [][]int{d.strides, m.strides, x.strides, y.strides}, func(_ int, o []int) {
+		src, i := y.data, o[3]
+		if m.data[o[1]] != 0 {
+			src, i = x.data, o[2]
+		}
+		copy(d.data[o[0]*sz:o[0]*sz+sz], src[i*sz:i*sz+sz])
+	})
+	return nil
 }
 
-// InRange has no CPU kernel yet: gpukit/tensor compares on host bytes itself.
-func (c *Compute) InRange(_ alloc.Stream, _ []int, _, src backend.Strided, _, _ float64) error {
-	return &backend.UnsupportedError{Backend: c.name, Op: "InRange", Dtype: src.Dtype}
+// whereLoop is Where over contiguous slices; assigning a float moves its
+// bits unchanged (NaN payloads included).
+func whereLoop[T float32 | float64](d []T, m []byte, a, b []T) {
+	for i := range d {
+		v := b[i]
+		if m[i] != 0 {
+			v = a[i]
+		}
+		d[i] = v
+	}
+}
+
+// InRange writes the Bool dst = lo ≤ src ≤ hi, comparing in float64 (a
+// NaN gives false).
+func (c *Compute) InRange(_ alloc.Stream, shape []int, dst, src backend.Strided, lo, hi float64) error {
+	if dst.Dtype != backend.Bool {
+		return fmt.Errorf("cpucompute: InRange on %s: dst of %s, want bool", c.name, dst.Dtype)
+	}
+	ops, err := c.stridedAll("InRange", shape, dst, src)
+	if err != nil || numel(shape) == 0 {
+		return err
+	}
+	d, a := ops[0], ops[1]
+	if isContiguous(shape, d.strides) && isContiguous(shape, a.strides) {
+		n := numel(shape)
+		switch a.dt {
+		case f32t:
+			inRangeLoop(d.data[:n], kernels.Float32s(a.data)[:n], lo, hi)
+			return nil
+		case f64t:
+			inRangeLoop(d.data[:n], kernels.Float64s(a.data)[:n], lo, hi)
+			return nil
+		}
+	}
+	kernels.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
+		x := Load(a.dt, a.data, o[1])
+		d.data[o[0]] = b2u(x >= lo && x <= hi)
+	})
+	return nil
+}
+
+func inRangeLoop[T float32 | float64](d []byte, x []T, lo, hi float64) {
+	for i, v := range x {
+		d[i] = b2u(float64(v) >= lo && float64(v) <= hi)
+	}
+}
+
+func b2u(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
