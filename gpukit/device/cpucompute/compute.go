@@ -271,7 +271,7 @@ func (c *Compute) Copy(_ alloc.Stream, shape []int, dst, src backend.Strided) er
 		})
 		return nil
 	}
-	if s.dt == backend.Bool && isContiguous(shape, d.strides) && isContiguous(shape, s.strides) {
+	if s.dt == backend.Bool && kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, s.strides) {
 		// A mask to 1 and 0 (dropout's), without the per-element dispatch.
 		n := numel(shape)
 		switch d.dt {
@@ -380,7 +380,7 @@ func (c *Compute) boolDst(op kernels.BinaryOp, dst, a backend.Strided) error {
 // in float64 (exact for every dtype's values up to 2⁵³).
 func compareBool(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) bool {
 	if d.dt != backend.Bool || !isComparison(op) || (a.dt != f32t && a.dt != f64t) ||
-		!isContiguous(shape, d.strides) || !isContiguous(shape, a.strides) || (b != nil && (b.dt != a.dt || !isContiguous(shape, b.strides))) {
+		!kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) || (b != nil && (b.dt != a.dt || !kernels.IsContiguous(shape, b.strides))) {
 		return false
 	}
 	n := numel(shape)
@@ -961,7 +961,7 @@ func (c *Compute) Where(_ alloc.Stream, shape []int, dst, cond, a, b backend.Str
 		return fmt.Errorf("cpucompute: Where on %s: dst broadcasts (strides %v)", c.name, d.strides)
 	}
 	sz := d.dt.Size()
-	if isContiguous(shape, d.strides) && isContiguous(shape, m.strides) && isContiguous(shape, x.strides) && isContiguous(shape, y.strides) {
+	if kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, m.strides) && kernels.IsContiguous(shape, x.strides) && kernels.IsContiguous(shape, y.strides) {
 		n := numel(shape)
 		switch sz {
 		case 4:
@@ -1005,7 +1005,7 @@ func (c *Compute) InRange(_ alloc.Stream, shape []int, dst, src backend.Strided,
 		return err
 	}
 	d, a := ops[0], ops[1]
-	if isContiguous(shape, d.strides) && isContiguous(shape, a.strides) {
+	if kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, a.strides) {
 		n := numel(shape)
 		switch a.dt {
 		case f32t:
