@@ -93,7 +93,7 @@ __device__ __forceinline__ TC gk_gelu_tanh_grad(TC x) {
     TC v = (TC)GK_BETA2 * (x + (TC)GK_KAPPA * x * x * x);
     TC s = gk_sigmoid(v), sm = gk_sigmoid(-v);
     TC du = (TC)GK_BETA2 * ((TC)1 + (TC)(3 * GK_KAPPA) * x * x);
-    return s + x * du * s * sm;
+    return fma((x * du) * s, sm, s);
 }
 #endif
 

@@ -190,7 +190,7 @@ var unaryExpr = map[kernels.UnaryOp]string{
 	kernels.Sigmoid:        "gk_sigmoid(x)",
 	kernels.Tanh:           "tanh(x)",
 	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)", // x·Φ(x), no cancellation for x < 0
-	kernels.GeluDeriv:      "(TC)0.5 * erfc(-x * (TC)GK_SQRT1_2) + x * (exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI)",
+	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))", // Φ(x) + x·φ(x)
 	kernels.GeluTanhApprox: "gk_gelu_tanh(x)",
 	kernels.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
 	kernels.SigmoidDeriv:   "(TC)((double)x * (1.0 - (double)x))",
@@ -205,8 +205,9 @@ var binaryExpr = map[kernels.BinaryOp]string{
 	kernels.Sub:               "a - b",
 	kernels.Mul:               "a * b",
 	kernels.Div:               "a / b",
-	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : b)", // NaN if either is
-	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : b)",
+	// NaN if either is; max(+0, −0) is +0 and min −0, as Go's max and min.
+	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
+	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
 	kernels.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
 	kernels.Greater:           "a > b ? (TC)1 : (TC)0",
 	kernels.Less:              "a < b ? (TC)1 : (TC)0",
