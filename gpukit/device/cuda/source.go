@@ -189,7 +189,7 @@ var unaryExpr = map[kernels.UnaryOp]string{
 	kernels.Relu:           "x != x ? x : (x > (TC)0 ? x : (TC)0)", // NaN stays NaN
 	kernels.Sigmoid:        "gk_sigmoid(x)",
 	kernels.Tanh:           "tanh(x)",
-	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)", // x·Φ(x), no cancellation for x < 0
+	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",                                                  // x·Φ(x), no cancellation for x < 0
 	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))", // Φ(x) + x·φ(x)
 	kernels.GeluTanhApprox: "gk_gelu_tanh(x)",
 	kernels.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
@@ -201,10 +201,10 @@ var unaryExpr = map[kernels.UnaryOp]string{
 // binaryExpr is the expression of each kernels.BinaryOp in a and b, of
 // type TC, as kernels.Apply.
 var binaryExpr = map[kernels.BinaryOp]string{
-	kernels.Add:               "a + b",
-	kernels.Sub:               "a - b",
-	kernels.Mul:               "a * b",
-	kernels.Div:               "a / b",
+	kernels.Add: "a + b",
+	kernels.Sub: "a - b",
+	kernels.Mul: "a * b",
+	kernels.Div: "a / b",
 	// NaN if either is; max(+0, −0) is +0 and min −0, as Go's max and min.
 	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
 	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
