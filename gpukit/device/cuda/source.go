@@ -174,7 +174,9 @@ func (p program) String() string {
 // (float or double: the overloads of the CUDA math library pick expf for
 // float and exp for double). Each follows kernels.ApplyUnary: the same
 // formula, special values and type (the derivatives of sigmoid and tanh
-// in double); elementwise.cu has the helpers gk_*.
+// in double); elementwise.cu has the helpers gk_*. Gelu is x·Φ(x) with Φ
+// from erfc, which does not cancel for x < 0; GeluDeriv Φ(x) + x·φ(x)
+// with kernels' fused multiply-add.
 var unaryExpr = map[kernels.UnaryOp]string{
 	kernels.Identity:       "x",
 	kernels.Neg:            "-x",
@@ -189,8 +191,8 @@ var unaryExpr = map[kernels.UnaryOp]string{
 	kernels.Relu:           "x != x ? x : (x > (TC)0 ? x : (TC)0)", // NaN stays NaN
 	kernels.Sigmoid:        "gk_sigmoid(x)",
 	kernels.Tanh:           "tanh(x)",
-	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",                                                  // x·Φ(x), no cancellation for x < 0
-	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))", // Φ(x) + x·φ(x)
+	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",
+	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))",
 	kernels.GeluTanhApprox: "gk_gelu_tanh(x)",
 	kernels.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
 	kernels.SigmoidDeriv:   "(TC)((double)x * (1.0 - (double)x))",
@@ -199,13 +201,13 @@ var unaryExpr = map[kernels.UnaryOp]string{
 }
 
 // binaryExpr is the expression of each kernels.BinaryOp in a and b, of
-// type TC, as kernels.Apply.
+// type TC, as kernels.Apply. Max and Min are NaN if either operand is, and
+// max(+0, −0) is +0 and min −0, as Go's max and min.
 var binaryExpr = map[kernels.BinaryOp]string{
-	kernels.Add: "a + b",
-	kernels.Sub: "a - b",
-	kernels.Mul: "a * b",
-	kernels.Div: "a / b",
-	// NaN if either is; max(+0, −0) is +0 and min −0, as Go's max and min.
+	kernels.Add:               "a + b",
+	kernels.Sub:               "a - b",
+	kernels.Mul:               "a * b",
+	kernels.Div:               "a / b",
 	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
 	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
 	kernels.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
