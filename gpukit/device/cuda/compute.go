@@ -324,12 +324,15 @@ func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, inde
 }
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices with
-// cuBLAS. cuBLAS is column-major, and a row-major matrix is its transpose
+// cuBLAS: float32 and float64 with cublasSgemm and cublasDgemm, float16 and
+// bfloat16 with cublasGemmEx computing in float32. cuBLAS is column-major, and a row-major matrix is its transpose
 // read column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with
 // A and B (and m and n) swapped and the same transpose flags.
 func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
-	if err := floatDtype(b.Name(), "Gemm", dt); err != nil {
-		return err
+	if _, ex := gemmDataType(dt); !ex {
+		if err := floatDtype(b.Name(), "Gemm", dt); err != nil {
+			return err
+		}
 	}
 	if m < 0 || n < 0 || k < 0 {
 		return fmt.Errorf("cuda: %s: gemm: negative size m=%d n=%d k=%d", b.Name(), m, n, k)
@@ -382,7 +385,7 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 			}
 			b.comp.blas = h
 		}
-		return b.comp.blas.gemm(unsafe.Pointer(cStream(cs)), dt == backend.Float64, transB, transA,
+		return b.comp.blas.gemm(unsafe.Pointer(cStream(cs)), dt, transB, transA,
 			n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc)
 	})
 	if err != nil {

@@ -113,6 +113,39 @@ func TestGemmMatchesCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t, "gemm", download(t, b, dc, len(cc)), want, 1e-4)
+
+		// The same product in float16 and bfloat16 (cublasGemmEx, float32
+		// compute) against the CPU's float32 product of the rounded
+		// inputs, within a unit in the last place of the 16-bit result
+		// (relative to the largest element, for the cancellations).
+		for _, dt := range []backend.Dtype{backend.Float16, backend.BFloat16} {
+			half := func(v []float32) ([]byte, []float32) {
+				h, w := make([]byte, 2*len(v)), make([]float32, len(v))
+				for i, x := range v {
+					cpucompute.Store(dt, h, i, float64(x))
+					w[i] = float32(cpucompute.Load(dt, h, i))
+				}
+				return h, w
+			}
+			ha, wa := half(a)
+			hb, wb := half(bb)
+			hc, wc := half(cc)
+			kernels.Sgemm(c.ta, c.tb, c.m, c.n, c.k, 1.5, wa, lda, wb, ldb, 0.5, wc, ldc)
+			dc := uploadBytes(t, b, hc)
+			if err := b.Gemm(0, dt, c.ta, c.tb, c.m, c.n, c.k, 1.5, uploadBytes(t, b, ha), lda, uploadBytes(t, b, hb), ldb, 0.5, dc, ldc); err != nil {
+				t.Fatal(err)
+			}
+			got, scale := downloadBytes(t, b, dc, len(hc)), 0.0
+			for _, w := range wc {
+				scale = max(scale, math.Abs(float64(w)))
+			}
+			ulp := map[backend.Dtype]float64{backend.Float16: 0x1p-10, backend.BFloat16: 0x1p-7}[dt]
+			for i, w := range wc {
+				if g := cpucompute.Load(dt, got, i); math.Abs(g-float64(w)) > ulp*scale {
+					t.Errorf("%v gemm %+v: C[%d] = %v, want %v", dt, c, i, g, w)
+				}
+			}
+		}
 	}
 }
 
@@ -225,7 +258,7 @@ func TestComputeReportsUnsupportedDtypes(t *testing.T) {
 		"Exp":       b.Unary(0, kernels.Exp, []int{1}, st, st),
 		"Add":       b.Binary(0, kernels.Add, []int{1}, st, st, st),
 		"Reduce":    b.Reduce(0, kernels.ReduceSum, backend.Int64, 1, 2, 1, 1, 1),
-		"Gemm":      b.Gemm(0, backend.BFloat16, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
+		"Gemm":      b.Gemm(0, backend.Int64, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
 		"Softmax":   b.Softmax(0, backend.Float16, 1, 2, 1, 1, false),
 		"LayerNorm": b.LayerNorm(0, backend.Int32, 1, 2, 3, 4, 0, 0, 1, 1, 1e-5),
 	} {

@@ -40,9 +40,11 @@
 //
 // Backend implements backend.Compute (compute.go):
 //
-//   - Gemm is cublasSgemm or cublasDgemm on the caller's stream
-//     (cublasSetStream), called through cublas.go (cu/blas links cuBLAS
-//     at build time, takes Go slices and cannot select a stream). cuBLAS is
+//   - Gemm is cublasSgemm or cublasDgemm, or for float16 and bfloat16
+//     cublasGemmEx computing in float32 (CUBLAS_COMPUTE_32F), on the
+//     caller's stream (cublasSetStream), called through cublas.go (cu/blas
+//     links cuBLAS at build time, takes Go slices and cannot select a
+//     stream). cuBLAS is
 //     column-major and a row-major matrix is its transpose read column-major,
 //     so row-major C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: the
 //     same call with A and B, m and n swapped and the transpose flags and
@@ -123,8 +125,7 @@
 //
 // What still returns a *backend.UnsupportedError: Unary, Binary and
 // BinaryScalar on Bool operands; Reduce and ArgReduce on the integer and
-// bool dtypes; Gemm on anything but float32 and float64 (no cublasGemmEx
-// yet); the row kernels (softmax, LayerNorm, BatchNorm, NLL loss, Adam)
+// bool dtypes; Gemm on the integer and bool dtypes; the row kernels (softmax, LayerNorm, BatchNorm, NLL loss, Adam)
 // and ScatterAdd on anything but float32 and float64; ReduceStrided,
 // ArgReduceStrided and GemmBatched always (gpukit/tensor falls back to a
 // contiguous copy and Reduce, or one Gemm per product).
