@@ -67,9 +67,9 @@
 //     a quiet NaN; integers truncate toward zero; bool is 1 for anything but 0
 //     (NaN included). A copy within one dtype moves the bits. dtype.cuh writes
 //     the 16-bit conversions with integer operations (not cuda_fp16.h), so that
-//     the emulation runs the same code. Converting NaN or a value out of range
-//     to an integer is undefined in C and Go alike: the device saturates (NaN
-//     gives 0), Go on amd64 gives the minimum integer.
+//     the emulation runs the same code. NaN and values out of range convert
+//     to the minimum integer, as Go on amd64 (the device's own conversion
+//     would saturate).
 //   - Unary (all kernels.UnaryOp) and Binary and BinaryScalar (all
 //     kernels.BinaryOp) on float32, float64, float16, bfloat16, int64 and int32:
 //     float32 and the 16-bit floats compute in float32 (load, op, round once, as

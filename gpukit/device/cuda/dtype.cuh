@@ -9,8 +9,10 @@
 //     first rounded to float32, as Store does), overflow to ±Inf, underflow
 //     gradually to subnormals, and keep NaN a quiet NaN of the same sign;
 //     widening them is exact;
-//   - int64 and int32 truncate toward zero as a C cast (NaN and values out
-//     of range are undefined in C; the GPU saturates, and NaN gives 0);
+//   - int64 and int32 truncate toward zero; NaN and values out of range
+//     (undefined in C, implementation-defined in Go) give the minimum
+//     integer, as Go's conversion on amd64 (x86's "integer indefinite"),
+//     where the GPU's own conversion would saturate;
 //   - bool is 1 for any value that is not 0 (NaN included), and loads as 0
 //     or 1.
 //
@@ -87,6 +89,10 @@ __device__ __forceinline__ gk_float16_t gk_store_float16(float v) { return gk_fl
 __device__ __forceinline__ gk_float16_t gk_store_float16(double v) { return gk_float_to_half((float)v); }
 __device__ __forceinline__ gk_bfloat16_t gk_store_bfloat16(float v) { return gk_float_to_bfloat16(v); }
 __device__ __forceinline__ gk_bfloat16_t gk_store_bfloat16(double v) { return gk_float_to_bfloat16((float)v); }
-__device__ __forceinline__ gk_int64_t gk_store_int64(double v) { return (long long)v; }
-__device__ __forceinline__ gk_int32_t gk_store_int32(double v) { return (int)v; }
+__device__ __forceinline__ gk_int64_t gk_store_int64(double v) {
+    return v >= -0x1p63 && v < 0x1p63 ? (long long)v : (long long)(-0x7fffffffffffffffLL - 1);
+}
+__device__ __forceinline__ gk_int32_t gk_store_int32(double v) {
+    return v > -0x1p31 - 1 && v < 0x1p31 ? (int)v : (int)(-0x7fffffff - 1);
+}
 __device__ __forceinline__ gk_bool_t gk_store_bool(double v) { return v != 0 ? 1 : 0; }
