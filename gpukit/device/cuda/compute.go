@@ -325,9 +325,10 @@ func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, inde
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices with
 // cuBLAS: float32 and float64 with cublasSgemm and cublasDgemm, float16 and
-// bfloat16 with cublasGemmEx computing in float32. cuBLAS is column-major, and a row-major matrix is its transpose
-// read column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with
-// A and B (and m and n) swapped and the same transpose flags.
+// bfloat16 with cublasGemmEx computing in float32. cuBLAS is column-major,
+// and a row-major matrix is its transpose read column-major, so it computes
+// Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with A and B (and m and n) swapped and
+// the same transpose flags.
 func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
 	if _, ex := gemmDataType(dt); !ex {
 		if err := floatDtype(b.Name(), "Gemm", dt); err != nil {

@@ -3,7 +3,7 @@
 // dtype.cuh (the element types, gk_load_NAME and gk_store_NAME) come
 // first; the Go side prepends #defines that select one family:
 //
-//   KERNEL_CONVERT   fill and the copies into TOUT (out dtype OUT):
+//   KERNEL_CONVERT   fill and the copies into TOUT:
 //                    entries fill and copy_from_NAME, one per source dtype
 //   KERNEL_UNARY     every unary op on TIN, as unary_OP (TOUT = TIN)
 //   KERNEL_BINARY    every binary op on TIN, as binary_OP; TOUT is TIN, or

@@ -161,6 +161,13 @@ func TestNewElementwiseArgs(t *testing.T) {
 	if _, err := newElementwiseArgs([]int{4}, backend.Strided{Strides: []int{-1}}); err == nil {
 		t.Error("a negative stride was accepted")
 	}
+	five := make([]backend.Strided, 5)
+	for i := range five {
+		five[i].Strides = []int{1}
+	}
+	if _, err := newElementwiseArgs([]int{4}, five...); err == nil {
+		t.Error("five operands were accepted")
+	}
 }
 
 func TestNVRTCIsLoadedAtRunTime(t *testing.T) {

@@ -560,6 +560,9 @@ func mergeDims(shape []int, strides ...[]int) ([]int, [][]int) {
 // (at most four: out, then the inputs) into the kernel's argument.
 func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, error) {
 	var args elementwiseArgs
+	if len(ops) > maxOperands {
+		return args, fmt.Errorf("%d operands, more than the kernels' %d", len(ops), maxOperands)
+	}
 	n := 1
 	for _, s := range shape {
 		if s < 0 {
@@ -590,9 +593,6 @@ func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, e
 		for i := range ops {
 			args.l.strides[i][d] = int64(mst[i][d])
 		}
-	}
-	if len(ops) > maxOperands {
-		return args, fmt.Errorf("%d operands, more than the kernels' %d", len(ops), maxOperands)
 	}
 	addrs := []*uint64{&args.out, &args.a, &args.b, &args.c}
 	for i, op := range ops {
