@@ -154,23 +154,6 @@ func compileFor(p program, src string, arch int) (ptx, log string, err error) {
 	return nvrtcCompile(p.String()+".cu", src, compileOptions(arch))
 }
 
-// checkOperands reports an operand that is not inside one live allocation.
-// b.mu must be held.
-func (b *Backend) checkOperands(op string, shape []int, ops ...backend.Strided) error {
-	for i, o := range ops {
-		if len(o.Strides) != len(shape) {
-			return fmt.Errorf("cuda: %s: %s: operand %d has %d strides for shape %v", b.Name(), op, i, len(o.Strides), shape)
-		}
-		if _, err := cType(o.Dtype); err != nil {
-			return fmt.Errorf("cuda: %s: %s: %w", b.Name(), op, err)
-		}
-		if n := extent(shape, o.Strides) * int64(o.Dtype.Size()); n > 0 && !b.ownsLocked(o.Addr, n) {
-			return b.rangeError(op+" operand", o.Addr, n)
-		}
-	}
-	return nil
-}
-
 // launch queues fn on stream s with the by-value argument *arg (a struct
 // without Go pointers that mirrors the kernel's C struct).
 func launch[A kernelArgs](b *Backend, s alloc.Stream, name string, fn C.CUfunction, grid int, arg *A) error {
@@ -217,98 +200,73 @@ func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
 	return nil
 }
 
-// elementwise checks the operands (out first), packs them and launches
-// program p.
-func (b *Backend) elementwise(s alloc.Stream, p program, entry string, shape []int, scalar float64, scalarMode int64, ops ...backend.Strided) error {
-	args, err := newElementwiseArgs(shape, ops...)
-	if err != nil {
-		return err
-	}
-	if args.n == 0 {
-		return nil
-	}
-	args.scalar, args.scalarMode = scalar, scalarMode
-	fn, err := b.function(p, entry)
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.checkOperands(p.String(), shape, ops...); err != nil {
-		return err
-	}
-	return launch(b, s, p.String(), fn, gridFor(args.n), &args)
-}
-
 // unsupported is the error of a Compute method that has no kernel for dt.
 func (b *Backend) unsupported(op string, dt backend.Dtype) error {
 	return &backend.UnsupportedError{Backend: b.Name(), Op: op, Dtype: dt}
 }
 
-// computes returns an UnsupportedError for the first of dts that the
-// kernels do not compute in (float32 and float64 only).
-func (b *Backend) computes(op string, dts ...backend.Dtype) error {
-	for _, dt := range dts {
-		if dt != backend.Float32 && dt != backend.Float64 {
-			return b.unsupported(op, dt)
-		}
-	}
-	return nil
-}
-
-// Fill sets every element of dst to v.
+// Fill sets every element of dst to v (any dtype).
 func (b *Backend) Fill(s alloc.Stream, shape []int, dst backend.Strided, v float64) error {
-	if err := b.computes("Fill", dst.Dtype); err != nil {
+	p, err := planFill(b.Name(), shape, dst, v)
+	if err != nil {
 		return err
 	}
-	return b.elementwise(s, program{fam: famFill, out: dst.Dtype, in: dst.Dtype}, "fill", shape, v, 0, dst)
+	return run(b, s, p)
 }
 
-// Copy copies src into dst, converting between float32 and float64.
+// Copy copies src into dst, converting between any two dtypes.
 func (b *Backend) Copy(s alloc.Stream, shape []int, dst, src backend.Strided) error {
-	if err := b.computes("Copy", dst.Dtype, src.Dtype); err != nil {
+	p, err := planCopy(b.Name(), shape, dst, src)
+	if err != nil {
 		return err
 	}
-	p := program{fam: famUnary, op: uint8(kernels.Identity), out: dst.Dtype, in: src.Dtype}
-	return b.elementwise(s, p, "unary", shape, 0, 0, dst, src)
+	return run(b, s, p)
 }
 
 // Unary computes dst = op(src).
 func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src backend.Strided) error {
-	if err := b.computes("Unary", dst.Dtype, src.Dtype); err != nil {
+	p, err := planUnary(b.Name(), op, shape, dst, src)
+	if err != nil {
 		return err
 	}
-	if dst.Dtype != src.Dtype {
-		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v from %v); use Copy to convert", b.Name(), op, dst.Dtype, src.Dtype)
-	}
-	return b.elementwise(s, program{fam: famUnary, op: uint8(op), out: dst.Dtype, in: src.Dtype}, "unary", shape, 0, 0, dst, src)
+	return run(b, s, p)
 }
 
 // Binary computes dst = op(a, bb).
 func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, bb backend.Strided) error {
-	if err := b.computes("Binary", dst.Dtype, a.Dtype, bb.Dtype); err != nil {
+	p, err := planBinary(b.Name(), op, shape, dst, a, &bb, 0, false)
+	if err != nil {
 		return err
 	}
-	if a.Dtype != dst.Dtype || bb.Dtype != dst.Dtype {
-		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op %v)", b.Name(), op, dst.Dtype, a.Dtype, bb.Dtype)
-	}
-	return b.elementwise(s, program{fam: famBinary, op: uint8(op), out: dst.Dtype, in: dst.Dtype}, "binary", shape, 0, 0, dst, a, bb)
+	return run(b, s, p)
 }
 
 // BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
 // scalarFirst.
 func (b *Backend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
-	if err := b.computes("BinaryScalar", dst.Dtype, a.Dtype); err != nil {
+	p, err := planBinary(b.Name(), op, shape, dst, a, nil, scalar, scalarFirst)
+	if err != nil {
 		return err
 	}
-	if a.Dtype != dst.Dtype {
-		return fmt.Errorf("cuda: %s: %v: dtypes differ (%v = %v op scalar)", b.Name(), op, dst.Dtype, a.Dtype)
+	return run(b, s, p)
+}
+
+// Where writes dst = a where cond else b.
+func (b *Backend) Where(s alloc.Stream, shape []int, dst, cond, a, bb backend.Strided) error {
+	p, err := planWhere(b.Name(), shape, dst, cond, a, bb)
+	if err != nil {
+		return err
 	}
-	mode := int64(1)
-	if scalarFirst {
-		mode = 2
+	return run(b, s, p)
+}
+
+// InRange writes the Bool dst = lo ≤ src ≤ hi.
+func (b *Backend) InRange(s alloc.Stream, shape []int, dst, src backend.Strided, lo, hi float64) error {
+	p, err := planInRange(b.Name(), shape, dst, src, lo, hi)
+	if err != nil {
+		return err
 	}
-	return b.elementwise(s, program{fam: famBinary, op: uint8(op), out: dst.Dtype, in: dst.Dtype}, "binary", shape, scalar, mode, dst, a)
+	return run(b, s, p)
 }
 
 // reduce launches a reduction program over [outer, n, inner].
@@ -345,8 +303,8 @@ func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt backend.
 
 // Reduce reduces src[outer, n, inner] over n into dst[outer, inner].
 func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, dst, src uint64, outer, n, inner int) error {
-	if err := b.computes("Reduce", dt); err != nil {
-		return err
+	if !reducible(dt) {
+		return b.unsupported("Reduce", dt)
 	}
 	p := program{fam: famReduce, op: uint8(op), out: dt, in: dt}
 	return b.reduce(s, p, reduceArgs{dst: dst, src: src, outer: int64(outer), n: int64(n), innerSize: int64(inner)}, dt)
@@ -355,8 +313,8 @@ func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, 
 // ArgReduce writes the positions (int64) and values of the maxima
 // (largest) or minima of src[outer, n, inner] over n.
 func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, index, value, src uint64, outer, n, inner int) error {
-	if err := b.computes("ArgReduce", dt); err != nil {
-		return err
+	if !reducible(dt) {
+		return b.unsupported("ArgReduce", dt)
 	}
 	p := program{fam: famArgReduce, out: dt, in: dt}
 	if largest {
@@ -366,12 +324,16 @@ func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, inde
 }
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices with
-// cuBLAS. cuBLAS is column-major, and a row-major matrix is its transpose
-// read column-major, so it computes Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with
-// A and B (and m and n) swapped and the same transpose flags.
+// cuBLAS: float32 and float64 with cublasSgemm and cublasDgemm, float16 and
+// bfloat16 with cublasGemmEx computing in float32. cuBLAS is column-major,
+// and a row-major matrix is its transpose read column-major, so it computes
+// Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with A and B (and m and n) swapped and
+// the same transpose flags.
 func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
-	if err := b.computes("Gemm", dt); err != nil {
-		return err
+	if _, ex := gemmDataType(dt); !ex {
+		if err := floatDtype(b.Name(), "Gemm", dt); err != nil {
+			return err
+		}
 	}
 	if m < 0 || n < 0 || k < 0 {
 		return fmt.Errorf("cuda: %s: gemm: negative size m=%d n=%d k=%d", b.Name(), m, n, k)
@@ -424,7 +386,7 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 			}
 			b.comp.blas = h
 		}
-		return b.comp.blas.gemm(unsafe.Pointer(cStream(cs)), dt == backend.Float64, transB, transA,
+		return b.comp.blas.gemm(unsafe.Pointer(cStream(cs)), dt, transB, transA,
 			n, m, k, alpha, bm, ldb, a, lda, beta, c, ldc)
 	})
 	if err != nil {

@@ -99,13 +99,3 @@ func (b *Backend) Adam(s alloc.Stream, dt backend.Dtype, p, g, m, v uint64, n in
 	}
 	return run(b, s, pl)
 }
-
-// Where has no kernel yet.
-func (b *Backend) Where(_ alloc.Stream, _ []int, dst, _, _, _ backend.Strided) error {
-	return b.unsupported("Where", dst.Dtype)
-}
-
-// InRange has no kernel yet.
-func (b *Backend) InRange(_ alloc.Stream, _ []int, _, src backend.Strided, _, _ float64) error {
-	return b.unsupported("InRange", src.Dtype)
-}

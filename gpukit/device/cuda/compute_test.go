@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/cpucompute"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -112,6 +113,39 @@ func TestGemmMatchesCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t, "gemm", download(t, b, dc, len(cc)), want, 1e-4)
+
+		// The same product in float16 and bfloat16 (cublasGemmEx, float32
+		// compute) against the CPU's float32 product of the rounded
+		// inputs, within a unit in the last place of the 16-bit result
+		// (relative to the largest element, for the cancellations).
+		for _, dt := range []backend.Dtype{backend.Float16, backend.BFloat16} {
+			half := func(v []float32) ([]byte, []float32) {
+				h, w := make([]byte, 2*len(v)), make([]float32, len(v))
+				for i, x := range v {
+					cpucompute.Store(dt, h, i, float64(x))
+					w[i] = float32(cpucompute.Load(dt, h, i))
+				}
+				return h, w
+			}
+			ha, wa := half(a)
+			hb, wb := half(bb)
+			hc, wc := half(cc)
+			kernels.Sgemm(c.ta, c.tb, c.m, c.n, c.k, 1.5, wa, lda, wb, ldb, 0.5, wc, ldc)
+			dc := uploadBytes(t, b, hc)
+			if err := b.Gemm(0, dt, c.ta, c.tb, c.m, c.n, c.k, 1.5, uploadBytes(t, b, ha), lda, uploadBytes(t, b, hb), ldb, 0.5, dc, ldc); err != nil {
+				t.Fatal(err)
+			}
+			got, scale := downloadBytes(t, b, dc, len(hc)), 0.0
+			for _, w := range wc {
+				scale = max(scale, math.Abs(float64(w)))
+			}
+			ulp := map[backend.Dtype]float64{backend.Float16: 0x1p-10, backend.BFloat16: 0x1p-7}[dt]
+			for i, w := range wc {
+				if g := cpucompute.Load(dt, got, i); math.Abs(g-float64(w)) > ulp*scale {
+					t.Errorf("%v gemm %+v: C[%d] = %v, want %v", dt, c, i, g, w)
+				}
+			}
+		}
 	}
 }
 
@@ -219,12 +253,12 @@ func TestComputeRefusesForeignAddresses(t *testing.T) {
 
 func TestComputeReportsUnsupportedDtypes(t *testing.T) {
 	b := &Backend{} // no device needed: the dtype is checked first
-	st := backend.Strided{Addr: 1, Dtype: backend.Float16, Strides: []int{1}}
+	st := backend.Strided{Addr: 1, Dtype: backend.Bool, Strides: []int{1}}
 	for op, err := range map[string]error{
-		"Fill":      b.Fill(0, []int{1}, st, 0),
-		"Unary":     b.Unary(0, kernels.Exp, []int{1}, st, st),
+		"Exp":       b.Unary(0, kernels.Exp, []int{1}, st, st),
+		"Add":       b.Binary(0, kernels.Add, []int{1}, st, st, st),
 		"Reduce":    b.Reduce(0, kernels.ReduceSum, backend.Int64, 1, 2, 1, 1, 1),
-		"Gemm":      b.Gemm(0, backend.BFloat16, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
+		"Gemm":      b.Gemm(0, backend.Int64, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
 		"Softmax":   b.Softmax(0, backend.Float16, 1, 2, 1, 1, false),
 		"LayerNorm": b.LayerNorm(0, backend.Int32, 1, 2, 3, 4, 0, 0, 1, 1, 1e-5),
 	} {
@@ -378,4 +412,172 @@ func TestBatchNormMatchesCPU(t *testing.T) {
 	compare(t, "batch norm dx", download(t, b, gx, nb*c*l), fromF64[float32](wdx), 1e-5)
 	compare(t, "batch norm dw", download(t, b, gw, c), fromF64[float32](wdw), 1e-4)
 	compare(t, "batch norm db", download(t, b, gb, c), fromF64[float32](wdb), 1e-4)
+}
+
+// uploadBytes copies v to a new device allocation, freed at the end of
+// the test; downloadBytes copies n bytes back.
+func uploadBytes(t *testing.T, b *Backend, v []byte) uint64 {
+	t.Helper()
+	addr, err := b.Malloc(int64(max(len(v), 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Free(addr) })
+	if len(v) > 0 {
+		if err := b.CopyHtoD(addr, v, false, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return addr
+}
+
+func downloadBytes(t *testing.T, b *Backend, addr uint64, n int) []byte {
+	t.Helper()
+	out := make([]byte, n)
+	if err := b.CopyDtoH(out, addr, false, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDtypesMatchCPU runs, on the emulation tests' inputs, every
+// conversion between two dtypes, every unary and binary op on every dtype
+// that computes (the comparisons also into bool), InRange, Where and the
+// float16 reductions on the GPU against gpukit's CPU: the emulation ran the
+// same sources with the host's math library and conversions, this runs
+// the device's.
+func TestDtypesMatchCPU(t *testing.T) {
+	b := openGPU(t)
+	const n = 300
+	vec := func(addr uint64, dt backend.Dtype) backend.Strided {
+		return backend.Strided{Addr: addr, Dtype: dt, Strides: []int{1}}
+	}
+	for _, in := range allDtypes {
+		src := inputs(in, rand.New(rand.NewPCG(11, uint64(in))), n)
+		other := inputs(in, rand.New(rand.NewPCG(12, uint64(in))), n)
+		dsrc, dother := uploadBytes(t, b, src), uploadBytes(t, b, other)
+		for _, out := range allDtypes {
+			dst := uploadBytes(t, b, make([]byte, n*out.Size()))
+			if err := b.Copy(0, []int{n}, vec(dst, out), vec(dsrc, in)); err != nil {
+				t.Fatal(err)
+			}
+			got, want := downloadBytes(t, b, dst, n*out.Size()), make([]byte, n*out.Size())
+			for k := range n {
+				v := cpucompute.Load(in, src, k)
+				if in == out {
+					copy(want[k*out.Size():], src[k*in.Size():(k+1)*in.Size()])
+				} else {
+					cpucompute.Store(out, want, k, v)
+				}
+				if in == out && string(got[k*out.Size():(k+1)*out.Size()]) != string(want[k*out.Size():(k+1)*out.Size()]) || !sameElement(out, got, want, k) {
+					t.Errorf("copy %v → %v of %v = %v, want %v", in, out, v, cpucompute.Load(out, got, k), cpucompute.Load(out, want, k))
+				}
+			}
+		}
+		mask := uploadBytes(t, b, make([]byte, n))
+		if err := b.InRange(0, []int{n}, vec(mask, backend.Bool), vec(dsrc, in), -1, 0.5); err != nil {
+			t.Fatal(err)
+		}
+		for k, m := range downloadBytes(t, b, mask, n) {
+			v := cpucompute.Load(in, src, k)
+			if (m == 1) != (v >= -1 && v <= 0.5) || m > 1 {
+				t.Errorf("%v: InRange(%v, -1, 0.5) = %d", in, v, m)
+			}
+		}
+		if !arithmetic(in) {
+			continue
+		}
+		dst := uploadBytes(t, b, make([]byte, n*in.Size()))
+		for op := range kernels.UnaryOp(len(unaryExpr)) {
+			if err := b.Unary(0, op, []int{n}, vec(dst, in), vec(dsrc, in)); err != nil {
+				t.Fatal(err)
+			}
+			got, want := downloadBytes(t, b, dst, n*in.Size()), unaryRef(op, in, src, n)
+			for k := range n {
+				if x := cpucompute.Load(in, src, k); !unaryMatches(op, in, got, want, k, x) {
+					t.Errorf("%v %v(%v) = %v, want %v", in, op, x, cpucompute.Load(in, got, k), cpucompute.Load(in, want, k))
+				}
+			}
+		}
+		for op := range kernels.BinaryOp(len(binaryExpr)) {
+			for _, out := range []backend.Dtype{in, backend.Bool} {
+				if out == backend.Bool && !isComparison(op) {
+					continue
+				}
+				d := uploadBytes(t, b, make([]byte, n*out.Size()))
+				if err := b.Binary(0, op, []int{n}, vec(d, out), vec(dsrc, in), vec(dother, in)); err != nil {
+					t.Fatal(err)
+				}
+				got := downloadBytes(t, b, d, n*out.Size())
+				for k := range n {
+					x, y := cpucompute.Load(in, src, k), cpucompute.Load(in, other, k)
+					if ok, want := binaryMatches(op, in, out, got, k, x, y); !ok {
+						t.Errorf("%v→%v %v(%v, %v) = %v, want %v", in, out, op, x, y, cpucompute.Load(out, got, k), want)
+					}
+				}
+				if err := b.BinaryScalar(0, op, []int{n}, vec(d, out), vec(dsrc, in), 0.1, true); err != nil {
+					t.Fatal(err)
+				}
+				got = downloadBytes(t, b, d, n*out.Size())
+				for k := range n {
+					x := cpucompute.Load(in, src, k)
+					if ok, want := binaryMatches(op, in, out, got, k, 0.1, x); !ok {
+						t.Errorf("%v→%v %v(0.1, %v) = %v, want %v", in, out, op, x, cpucompute.Load(out, got, k), want)
+					}
+				}
+			}
+		}
+	}
+
+	// Where over float16, cond from the bool inputs (bytes 0, 1, 2).
+	cond := inputs(backend.Bool, rand.New(rand.NewPCG(13, 0)), n)
+	x, y := inputs(backend.Float16, rand.New(rand.NewPCG(14, 0)), n), inputs(backend.Float16, rand.New(rand.NewPCG(15, 0)), n)
+	dst := uploadBytes(t, b, make([]byte, 2*n))
+	if err := b.Where(0, []int{n}, vec(dst, backend.Float16), vec(uploadBytes(t, b, cond), backend.Bool),
+		vec(uploadBytes(t, b, x), backend.Float16), vec(uploadBytes(t, b, y), backend.Float16)); err != nil {
+		t.Fatal(err)
+	}
+	got := downloadBytes(t, b, dst, 2*n)
+	for k := range n {
+		want := y[2*k : 2*k+2]
+		if cond[k] != 0 {
+			want = x[2*k : 2*k+2]
+		}
+		if string(got[2*k:2*k+2]) != string(want) {
+			t.Errorf("Where[%d] (cond %d) = %x, want %x", k, cond[k], got[2*k:2*k+2], want)
+		}
+	}
+
+	// A float16 sum and arg-max over rows of random halves: their sums
+	// are exact in double, so the device gives the CPU's bits.
+	const rows = 4
+	h := make([]byte, 2*rows*n)
+	r := rand.New(rand.NewPCG(16, 0))
+	for k := range rows * n {
+		cpucompute.Store(backend.Float16, h, k, r.NormFloat64()*100)
+	}
+	dh, sum := uploadBytes(t, b, h), uploadBytes(t, b, make([]byte, 2*rows))
+	idx, val := uploadBytes(t, b, make([]byte, 8*rows)), uploadBytes(t, b, make([]byte, 2*rows))
+	if err := b.Reduce(0, kernels.ReduceSum, backend.Float16, sum, dh, rows, n, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ArgReduce(0, true, backend.Float16, idx, val, dh, rows, n, 1); err != nil {
+		t.Fatal(err)
+	}
+	sums, vals, idxs := downloadBytes(t, b, sum, 2*rows), downloadBytes(t, b, val, 2*rows), download64(t, b, idx, rows)
+	for i := range rows {
+		s, best, bi := 0.0, math.Inf(-1), -1
+		for p := range n {
+			v := cpucompute.Load(backend.Float16, h, i*n+p)
+			s += v
+			if v > best {
+				best, bi = v, p
+			}
+		}
+		want := make([]byte, 2)
+		cpucompute.Store(backend.Float16, want, 0, s)
+		if string(sums[2*i:2*i+2]) != string(want) || idxs[i] != int64(bi) || cpucompute.Load(backend.Float16, vals, i) != best {
+			t.Errorf("row %d: sum %x (want %x), argmax %d = %v (want %d = %v)", i, sums[2*i:2*i+2], want, idxs[i], cpucompute.Load(backend.Float16, vals, i), bi, best)
+		}
+	}
 }

@@ -19,6 +19,12 @@ typedef cublasStatus_t (*sgemmFn)(cublasHandle_t, int, int, int, int, int, const
 	const float *, int, const float *, float *, int);
 typedef cublasStatus_t (*dgemmFn)(cublasHandle_t, int, int, int, int, int, const double *, const double *, int,
 	const double *, int, const double *, double *, int);
+// cublasGemmEx's cudaDataType_t, cublasComputeType_t and
+// cublasGemmAlgo_t are enums: CUDA_R_32F 0, CUDA_R_16F 2, CUDA_R_16BF 14
+// (library_types.h), CUBLAS_COMPUTE_32F 68 and CUBLAS_GEMM_DEFAULT -1
+// (cublas_api.h, CUDA 11.0 and later).
+typedef cublasStatus_t (*gemmExFn)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int, int,
+	const void *, int, int, const void *, void *, int, int, int, int);
 typedef const char *(*statusNameFn)(cublasStatus_t);
 
 static cublasStatus_t gpukitBlasCreate(void *f, cublasHandle_t *h) { return ((createFn)f)(h); }
@@ -39,6 +45,18 @@ static cublasStatus_t gpukitGemm(void *setStream, void *gemm, cublasHandle_t h, 
 		(const float *)(uintptr_t)b, ldb, &fb, (float *)(uintptr_t)c, ldc);
 }
 
+// gpukitGemmEx is a column-major GEMM of matrices of cudaDataType_t
+// dtype (A, B and C alike) computed in float32 (CUBLAS_COMPUTE_32F, alpha
+// and beta as floats) on stream s.
+static cublasStatus_t gpukitGemmEx(void *setStream, void *gemmEx, cublasHandle_t h, void *s, int dtype, int ta, int tb,
+		int m, int n, int k, double alpha, uint64_t a, int lda, uint64_t b, int ldb, double beta, uint64_t c, int ldc) {
+	cublasStatus_t st = ((setStreamFn)setStream)(h, s);
+	if (st != 0) return st;
+	float fa = (float)alpha, fb = (float)beta;
+	return ((gemmExFn)gemmEx)(h, ta, tb, m, n, k, &fa, (const void *)(uintptr_t)a, dtype, lda,
+		(const void *)(uintptr_t)b, dtype, ldb, &fb, (void *)(uintptr_t)c, dtype, ldc, 68, -1);
+}
+
 static const char *gpukitBlasStatusName(void *f, cublasStatus_t s) { return f ? ((statusNameFn)f)(s) : 0; }
 */
 import "C"
@@ -47,6 +65,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // cublasAPI holds cuBLAS's entry points.
@@ -54,6 +74,7 @@ type cublasAPI struct {
 	lib               *dynLibrary
 	create, setStream unsafe.Pointer
 	sgemm, dgemm      unsafe.Pointer
+	gemmEx            unsafe.Pointer
 	statusName        unsafe.Pointer // nil before CUDA 11.4
 }
 
@@ -69,6 +90,7 @@ var loadCUBLAS = sync.OnceValues(func() (*cublasAPI, error) {
 		"cublasSetStream_v2": &a.setStream,
 		"cublasSgemm_v2":     &a.sgemm,
 		"cublasDgemm_v2":     &a.dgemm,
+		"cublasGemmEx":       &a.gemmEx,
 	})
 	if err != nil {
 		return nil, err
@@ -109,10 +131,18 @@ func newBLASHandle() (*blasHandle, error) {
 	return h, nil
 }
 
-// gemm is column-major C = alpha·op(A)·op(B) + beta·C (cublasSgemm or
-// cublasDgemm) on stream (a CUstream, nil for the NULL stream).
-func (h *blasHandle) gemm(stream unsafe.Pointer, dbl, transA, transB bool, m, n, k int, alpha float64,
+// gemm is column-major C = alpha·op(A)·op(B) + beta·C on stream (a
+// CUstream, nil for the NULL stream): cublasSgemm, cublasDgemm, or for
+// float16 and bfloat16 cublasGemmEx computing in float32 (gemmDataType).
+func (h *blasHandle) gemm(stream unsafe.Pointer, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64,
 	a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error {
+	if ex, ok := gemmDataType(dt); ok {
+		st := C.gpukitGemmEx(h.api.setStream, h.api.gemmEx, h.h, stream, C.int(ex), cBool(transA), cBool(transB),
+			C.int(m), C.int(n), C.int(k), C.double(alpha), C.uint64_t(a), C.int(lda), C.uint64_t(b), C.int(ldb),
+			C.double(beta), C.uint64_t(c), C.int(ldc))
+		return h.api.check("cublasGemmEx", st)
+	}
+	dbl := dt == backend.Float64
 	fn, name := h.api.sgemm, "cublasSgemm"
 	if dbl {
 		fn, name = h.api.dgemm, "cublasDgemm"
@@ -121,6 +151,18 @@ func (h *blasHandle) gemm(stream unsafe.Pointer, dbl, transA, transB bool, m, n,
 		C.int(m), C.int(n), C.int(k), C.double(alpha), C.uint64_t(a), C.int(lda), C.uint64_t(b), C.int(ldb),
 		C.double(beta), C.uint64_t(c), C.int(ldc))
 	return h.api.check(name, st)
+}
+
+// gemmDataType is the cudaDataType_t of a dtype that Gemm computes
+// through cublasGemmEx (CUDA_R_16F, CUDA_R_16BF).
+func gemmDataType(dt backend.Dtype) (int, bool) {
+	switch dt {
+	case backend.Float16:
+		return 2, true
+	case backend.BFloat16:
+		return 14, true
+	}
+	return 0, false
 }
 
 func cBool(v bool) C.int {

@@ -17,7 +17,7 @@ func TestCUBLASIsLoadedAtRunTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.create == nil || a.setStream == nil || a.sgemm == nil || a.dgemm == nil {
+	if a.create == nil || a.setStream == nil || a.sgemm == nil || a.dgemm == nil || a.gemmEx == nil {
 		t.Errorf("cuBLAS entry points missing: %+v", a)
 	}
 	t.Logf("cuBLAS from %s", a.lib.path)

@@ -40,31 +40,59 @@
 //
 // Backend implements backend.Compute (compute.go):
 //
-//   - Gemm is cublasSgemm or cublasDgemm on the caller's stream
-//     (cublasSetStream), called through cublas.go (cu/blas links cuBLAS
-//     at build time, takes Go slices and cannot select a stream). cuBLAS is
+//   - Gemm is cublasSgemm or cublasDgemm, or for float16 and bfloat16
+//     cublasGemmEx computing in float32 (CUBLAS_COMPUTE_32F), on the
+//     caller's stream (cublasSetStream), called through cublas.go (cu/blas
+//     links cuBLAS at build time, takes Go slices and cannot select a
+//     stream). cuBLAS is
 //     column-major and a row-major matrix is its transpose read column-major,
 //     so row-major C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: the
 //     same call with A and B, m and n swapped and the transpose flags and
 //     leading dimensions unchanged.
 //   - Elementwise ops, reductions and the row kernels are CUDA C kernels
-//     (elementwise.cu, reduce.cu, rows.cu, index.cu, embedded) that NVRTC
-//     compiles to
-//     PTX the first time an op is used with a dtype, for the device's
-//     compute capability; the module is loaded into the device's context
-//     and cached per (kernel, op, dtypes). source.go prepends the #defines
-//     that pick the op's expression and the element types.
-//   - Elementwise kernels take one by-value argument struct (mirrored in
-//     Go, its size checked by a static_assert) holding up to three operand
-//     addresses and an N-d layout of at most 8 dimensions, after dimensions
-//     that are contiguous in every operand have been merged (a dense op is
-//     1-d). 256 threads per block, a grid-stride loop over at most 65536
+//     (elementwise.cu, reduce.cu, rows.cu, index.cu, with layout.cuh and
+//     dtype.cuh, embedded) that NVRTC compiles to PTX the first time they
+//     are needed, for the device's compute capability; the module is
+//     loaded into the device's context and cached per program. source.go
+//     prepends the #defines that pick the element types. An elementwise
+//     program holds every op of its kind for one dtype, one entry point
+//     per op (unary_exp, binary_greaterequal, copy_from_float16, ...), so
+//     that a dtype's unary ops cost one compilation; a reduction program is
+//     one op.
+//   - Elementwise kernels (elementwise.cu, planned in elementwise.go): Fill and
+//     Copy for every dtype and every pair of dtypes (float32, float64, float16,
+//     bfloat16, int64, int32, bool), converting as cpucompute's Load and Store:
+//     float16 and bfloat16 round to nearest even from float32 (a float64 through
+//     float32, as the CPU), overflow to ±Inf, underflow to subnormals, keep NaN
+//     a quiet NaN; integers truncate toward zero; bool is 1 for anything but 0
+//     (NaN included). A copy within one dtype moves the bits. dtype.cuh writes
+//     the 16-bit conversions with integer operations (not cuda_fp16.h), so that
+//     the emulation runs the same code. NaN and values out of range convert
+//     to the minimum integer, as Go on amd64 (the device's own conversion
+//     would saturate).
+//   - Unary (all kernels.UnaryOp) and Binary and BinaryScalar (all
+//     kernels.BinaryOp) on float32, float64, float16, bfloat16, int64 and int32:
+//     float32 and the 16-bit floats compute in float32 (load, op, round once, as
+//     cpucompute), float64 and the integers in float64; SigmoidDeriv and
+//     TanhDeriv in float64, Pow in float64; a scalar is rounded to the type
+//     computed in. The comparisons (Greater, Less, Equal, GreaterEqual,
+//     LessEqual) also write a Bool dst (0 or 1).
+//   - Where (cond Bool, any dtype: it moves bits) and InRange (Bool dst, any
+//     source dtype, compared in float64 against lo and hi as given; NaN is in no
+//     range).
+//   - The elementwise kernels take one by-value argument struct (mirrored in Go,
+//     its size and field offsets checked by static_asserts) holding up to four
+//     operand addresses and an N-d layout of at most 8 dimensions, after
+//     dimensions that are contiguous in every operand have been merged (a dense
+//     op is 1-d). 256 threads per block, a grid-stride loop over at most 65536
 //     blocks. Launches go through cuLaunchKernel in cgo because cu's Launch
 //     copies only 8 bytes per argument.
-//   - Reductions: one block per line (shared-memory tree) when inner == 1,
-//     one thread per line otherwise (coalesced along inner). Sums
-//     accumulate in double; Max/Min propagate NaN; ArgMax/ArgMin take the
-//     lowest index on ties and the first NaN, as gpukit/kernels does.
+//   - Reductions (float32, float64, float16, bfloat16): one block per line
+//     (shared-memory tree) when inner == 1, one thread per line otherwise
+//     (coalesced along inner). Sums accumulate in double and round once
+//     into the dtype (a 16-bit one through float32, as cpucompute); Max/Min
+//     propagate NaN; ArgMax/ArgMin take the lowest index on ties and the
+//     first NaN, as gpukit/kernels does.
 //   - The fused row kernels (rows.cu) follow the CPU kernels sim uses
 //     operation by operation (gpukit/kernels rows.go and adam.go, and
 //     gpukit/tensor for BatchNorm and the NLL loss): softmax and
@@ -87,23 +115,35 @@
 //     out of range into a NaN loss rather than a stray read.
 //   - Programs compile with --fmad=false and IEEE division, square root and
 //     subnormals, so a*b + c rounds twice, as in Go; the only fused
-//     multiply-add is LayerNorm's explicit one, as kernels.normRow32.
+//     multiply-adds are the explicit ones of LayerNorm (as
+//     kernels.normRow32) and of GeluDeriv and GeluTanhDeriv (as
+//     kernels' geluGrad32 and geluTanhGrad32).
 //   - Every operand range is checked against the live allocations before a
 //     launch, so a bad address is an error, not a poisoned context. Each
 //     row-kernel call is planned first (rows.go: sizes, addresses, dtypes,
 //     the launches and the ranges they touch), without the driver.
 //
-// Only float32 and float64 compute (gather moves any dtype); any other
-// dtype gets a *backend.UnsupportedError. The kernel sources, their
-// #defines and the argument structs (source.go, rows.go), and the cuBLAS
+// What still returns a *backend.UnsupportedError: Unary, Binary and
+// BinaryScalar on Bool operands; Reduce and ArgReduce on the integer and
+// bool dtypes; Gemm on the integer and bool dtypes; the row kernels (softmax, LayerNorm, BatchNorm, NLL loss, Adam)
+// and ScatterAdd on anything but float32 and float64; ReduceStrided,
+// ArgReduceStrided and GemmBatched always (gpukit/tensor falls back to a
+// contiguous copy and Reduce, or one Gemm per product).
+//
+// The kernel sources, their #defines and the argument structs (source.go,
+// rows.go, elementwise.go), and the cuBLAS
 // and NVRTC loaders, also build with the nvrtc tag, under which
 // nvrtc_test.go compiles every specialisation with NVRTC (checking that
 // each C argument struct has its Go twin's size and field names and sizes),
-// dl_test.go loads both libraries, rows_test.go tests the plans, and the
-// emulation tests (emu_test.go, rows_emu_test.go) compile each row kernel's
-// very source with the host's g++ (skipped without one), run it with one
-// std::thread per CUDA thread and a std::barrier for __syncthreads, and
-// compare with the CPU kernels; g++ also checks each Args field's offset.
+// dl_test.go loads both libraries, rows_test.go and elementwise_test.go
+// test the plans, and the emulation tests (emu_test.go, rows_emu_test.go,
+// elementwise_emu_test.go) compile each kernel's very source with the
+// host's g++ (skipped without one), run it with one std::thread per CUDA
+// thread and a std::barrier for __syncthreads (a program without
+// __syncthreads runs a block's threads in turn), and compare with the CPU
+// (gpukit/kernels, cpucompute's Load and Store) on special values: NaN,
+// ±Inf, ±0, subnormals, float16's overflow and underflow boundaries and
+// rounding ties; g++ also checks each Args field's offset.
 // That needs the libraries but no GPU:
 //
 //	go test -tags nvrtc ./gpukit/device/cuda/

@@ -6,8 +6,9 @@ package cuda
 // where there is no GPU: the program's CUDA C source (the very text NVRTC
 // compiles) is compiled by the host C++ compiler with a shim that makes
 // each block BLOCK std::threads meeting at a std::barrier for
-// __syncthreads, blocks one after another (so __shared__ variables can be
-// function statics), and device addresses host pointers. A plan's
+// __syncthreads (in a program without __syncthreads, the block's threads
+// one after another), blocks one after another (so __shared__ variables
+// can be function statics), and device addresses host pointers. A plan's
 // arguments go to the program with the addresses of their buffers
 // relocated; the buffers come back. The host compiler also checks every
 // Args field's offset against its Go twin (GO_FIELD), which NVRTC cannot.
@@ -51,13 +52,22 @@ std::barrier<> *gpukit_barrier;
 #define __shared__ static
 inline void __syncthreads() { gpukit_barrier->arrive_and_wait(); }
 inline double __longlong_as_double(unsigned long long v) { double d; std::memcpy(&d, &v, 8); return d; }
-using std::exp; using std::log; using std::sqrt; using std::fma;
+inline float __uint_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned v; std::memcpy(&v, &f, 4); return v; }
+using std::exp; using std::log; using std::sqrt; using std::fma; using std::fabs; using std::sin; using std::cos;
+using std::tanh; using std::erf; using std::erfc; using std::pow;
 `
 
 const emuMain = `
-template <typename F> static void gpukit_launch(unsigned grid, unsigned block, F kernel) {
+template <typename F> static void gpukit_launch(unsigned grid, unsigned block, bool barriers, F kernel) {
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
+    if (!barriers) { // no __syncthreads: the threads of a block run one after another
+        for (unsigned b = 0; b < grid; b++) {
+            for (unsigned t = 0; t < block; t++) { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; kernel(); }
+        }
+        return;
+    }
     for (unsigned b = 0; b < grid; b++) {
         std::barrier<> bar(block);
         gpukit_barrier = &bar;
@@ -154,9 +164,12 @@ func emuBinary(t *testing.T, p program) string {
 			b.err = err
 			return
 		}
+		// A program without __syncthreads needs no std::thread per
+		// thread of a block (the elementwise ones): they run in turn.
+		barriers := strings.Contains(src, "__syncthreads")
 		var dispatch strings.Builder
 		for _, e := range entries {
-			fmt.Fprintf(&dispatch, "        if (name == %q) { found = true; gpukit_launch(grid, %d, [&] { %s(args); }); }\n", e, blockSize, e)
+			fmt.Fprintf(&dispatch, "        if (name == %q) { found = true; gpukit_launch(grid, %d, %v, [&] { %s(args); }); }\n", e, blockSize, barriers, e)
 		}
 		cu := filepath.Join(emuDir, p.String()+".cc")
 		if err := os.WriteFile(cu, []byte(emuShim+src+fmt.Sprintf(emuMain, dispatch.String())), 0o644); err != nil {

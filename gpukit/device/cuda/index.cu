@@ -32,7 +32,7 @@ extern "C" __global__ void gather(const Args args) {
     const T *src = (const T *)args.src;
     const TINDEX *index = (const TINDEX *)args.index;
     GRID_STRIDE(i, args.n) {
-        long long off[3];
+        long long off[MAX_OPERANDS];
         offsets<3>(args.l, i, off);
         long long j = (long long)index[off[2]];
         dst[off[0]] = src[off[1] + j * args.src_step];
@@ -51,7 +51,7 @@ extern "C" __global__ void scatter_add(const Args args) {
     const T *src = (const T *)args.src;
     const TINDEX *index = (const TINDEX *)args.index;
     GRID_STRIDE(i, args.n) {
-        long long off[3];
+        long long off[MAX_OPERANDS];
         offsets<3>(args.l, i, off);
         for (long long k = 0; k < args.line_len; k++) {
             long long j = (long long)index[off[2] + k * args.index_step];

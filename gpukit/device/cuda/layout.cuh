@@ -4,17 +4,18 @@
 // dimensions that are contiguous in every operand (mergeDims).
 
 #define MAX_DIMS 8
+#define MAX_OPERANDS 4
 
 struct Layout {
     long long ndim;
     long long shape[MAX_DIMS];
-    long long strides[3][MAX_DIMS]; // operand 0: out, 1: a, 2: b
+    long long strides[MAX_OPERANDS][MAX_DIMS]; // operand 0: out, then the inputs in order
 };
 
 // offsets turns the flat row-major index i into element offsets of the
-// first k operands.
+// first K operands.
 template <int K>
-__device__ __forceinline__ void offsets(const Layout &l, long long i, long long off[3]) {
+__device__ __forceinline__ void offsets(const Layout &l, long long i, long long off[MAX_OPERANDS]) {
     for (int j = 0; j < K; j++) off[j] = 0;
     for (int d = (int)l.ndim - 1; d >= 0; d--) {
         long long size = l.shape[d];

@@ -12,6 +12,7 @@ package cuda
 // of their Go twins.
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -46,21 +47,76 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 	}
 }
 
-func TestAllProgramsCoverTheOps(t *testing.T) {
-	n := 0
-	for _, p := range allPrograms() {
-		if p.fam == famUnary && p.in == p.out && p.out == backend.Float32 {
-			n++
+// opCount is the number of ops of a kernels op type: the first value
+// whose String is the fallback "UnaryOp(n)" (or "BinaryOp(n)").
+func opCount[Op ~uint8](fallback string) int {
+	for op := range Op(255) {
+		if strings.HasPrefix(fmt.Sprint(op), fallback+"(") {
+			return int(op)
 		}
 	}
-	if n != 14 { // kernels.Identity ... kernels.Gelu
-		t.Errorf("%d unary ops have kernels, want 14", n)
+	return 255
+}
+
+// TestAllProgramsCoverTheOps checks that every op kernels defines, up to
+// their counts, has an entry point in the programs of every dtype that
+// computes, so that an op added to kernels cannot go without a kernel.
+func TestAllProgramsCoverTheOps(t *testing.T) {
+	nu, nb := opCount[kernels.UnaryOp]("UnaryOp"), opCount[kernels.BinaryOp]("BinaryOp")
+	if nu < 20 || nb < 13 || len(unaryExpr) != nu || len(binaryExpr) != nb {
+		t.Fatalf("%d unary ops (%d expressions), %d binary ops (%d expressions)", nu, len(unaryExpr), nb, len(binaryExpr))
 	}
-	if len(binaryExpr) != 10 || len(reduceMacro) != 4 {
-		t.Errorf("binary ops %d (want 10), reductions %d (want 4)", len(binaryExpr), len(reduceMacro))
+	entries := map[program][]string{}
+	for _, p := range allPrograms() {
+		if _, dup := entries[p]; dup {
+			t.Errorf("%v is listed twice", p)
+		}
+		_, es, err := p.source()
+		if err != nil {
+			t.Fatalf("%v: %v", p, err)
+		}
+		entries[p] = es
 	}
-	if _, _, err := (program{fam: famBinary, op: uint8(kernels.Add), out: backend.Float32, in: backend.Float64}).source(); err == nil {
-		t.Error("a converting binary kernel was accepted")
+	for _, dt := range allDtypes {
+		has := func(p program, e string) {
+			t.Helper()
+			if !slices.Contains(entries[p], e) {
+				t.Errorf("%v has no entry %s (entries %v)", p, e, entries[p])
+			}
+		}
+		conv := program{fam: famConvert, out: dt, in: dt}
+		has(conv, "fill")
+		for _, from := range allDtypes {
+			has(conv, copyEntry(from))
+		}
+		has(program{fam: famWhere, out: dt, in: dt}, "where")
+		has(program{fam: famInRange, out: backend.Bool, in: dt}, "in_range")
+		if dt == backend.Bool {
+			continue
+		}
+		for op := range kernels.UnaryOp(nu) {
+			has(program{fam: famUnary, out: dt, in: dt}, unaryEntry(op))
+		}
+		for op := range kernels.BinaryOp(nb) {
+			has(program{fam: famBinary, out: dt, in: dt}, binaryEntry(op))
+			if isComparison(op) {
+				has(program{fam: famBinary, out: backend.Bool, in: dt}, binaryEntry(op))
+			} else if slices.Contains(entries[program{fam: famBinary, out: backend.Bool, in: dt}], binaryEntry(op)) {
+				t.Errorf("%v writes bool", op)
+			}
+		}
+	}
+	for _, bad := range []program{
+		{fam: famBinary, out: backend.Float32, in: backend.Float64},
+		{fam: famBinary, out: backend.Bool, in: backend.Bool},
+		{fam: famUnary, out: backend.Float32, in: backend.Float16},
+		{fam: famUnary, out: backend.Bool, in: backend.Bool},
+		{fam: famReduce, out: backend.Int64, in: backend.Int64},
+		{fam: famConvert, out: backend.Dtype(99), in: backend.Dtype(99)},
+	} {
+		if _, _, err := bad.source(); err == nil {
+			t.Errorf("%+v was accepted", bad)
+		}
 	}
 }
 
@@ -104,6 +160,13 @@ func TestNewElementwiseArgs(t *testing.T) {
 	}
 	if _, err := newElementwiseArgs([]int{4}, backend.Strided{Strides: []int{-1}}); err == nil {
 		t.Error("a negative stride was accepted")
+	}
+	five := make([]backend.Strided, 5)
+	for i := range five {
+		five[i].Strides = []int{1}
+	}
+	if _, err := newElementwiseArgs([]int{4}, five...); err == nil {
+		t.Error("five operands were accepted")
 	}
 }
 

@@ -1,14 +1,18 @@
 // Reductions of the cuda backend, compiled at run time by NVRTC (see
 // source.go). src is a contiguous array viewed as [outer, n, inner]; each of
 // the outer*inner lines src[o, :, j] is reduced into dst[o*inner + j] (and,
-// for ARG, its position into index[o*inner + j]). The Go side prepends:
+// for ARG, its position into index[o*inner + j]). dtype.cuh comes first;
+// the Go side prepends:
 //
-//   T                         element type (float, double)
+//   T                         storage type (gk_float32_t, gk_float16_t, ...)
+//   TW, LOAD_T(x), STORE_T(v) the type T loads as (float or double) and
+//                             dtype.cuh's gk_load_NAME and gk_store_NAME
 //   REDUCE_SUM, REDUCE_MEAN, REDUCE_MAX, REDUCE_MIN, REDUCE_ARGMAX or REDUCE_ARGMIN
 //   BLOCK                     threads per block (a power of two)
 //   GO_SIZEOF_ARGS            sizeof the Go reduceArgs
 //
-// Semantics follow gpukit/kernels: sums accumulate in double; Max and Min
+// Semantics follow gpukit/kernels and cpucompute: sums accumulate in double
+// (rounded once into T; a 16-bit T through float32, as cpucompute); Max and Min
 // are NaN when the line holds a NaN; ArgMax/ArgMin pick the lowest index on
 // ties and the first NaN over any number; an empty line gives 0 (sum), NaN
 // (mean), -Inf (max), +Inf (min) and index -1.
@@ -32,21 +36,21 @@ typedef double Acc;
 __device__ __forceinline__ Acc identity() { return 0.0; }
 __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a + b; }
 #elif defined(REDUCE_MAX) || defined(REDUCE_MIN)
-typedef T Acc;
+typedef TW Acc;
 #if defined(REDUCE_MAX)
-__device__ __forceinline__ Acc identity() { return (T)(-GPUKIT_INF); }
+__device__ __forceinline__ Acc identity() { return (TW)(-GPUKIT_INF); }
 __device__ __forceinline__ Acc combine(Acc a, Acc b) { return (a != a || b != b) ? (a + b) : (a > b ? a : b); }
 #else
-__device__ __forceinline__ Acc identity() { return (T)GPUKIT_INF; }
+__device__ __forceinline__ Acc identity() { return (TW)GPUKIT_INF; }
 __device__ __forceinline__ Acc combine(Acc a, Acc b) { return (a != a || b != b) ? (a + b) : (a < b ? a : b); }
 #endif
 #elif defined(REDUCE_ARGMAX) || defined(REDUCE_ARGMIN)
 #define ARG 1
 struct Acc {
-    T v;
+    TW v;
     long long i; // -1: empty
 };
-__device__ __forceinline__ Acc identity() { Acc a; a.v = (T)0; a.i = -1; return a; }
+__device__ __forceinline__ Acc identity() { Acc a; a.v = (TW)0; a.i = -1; return a; }
 // combine is commutative and associative, so the block-wide tree gives the
 // same answer as the sequential scan of kernels.ArgMax.
 __device__ __forceinline__ Acc combine(Acc a, Acc b) {
@@ -72,9 +76,9 @@ __device__ __forceinline__ Acc combine(Acc a, Acc b) {
 
 __device__ __forceinline__ Acc element(const T *src, long long at, long long p) {
 #if defined(ARG)
-    Acc a; a.v = src[at]; a.i = p; return a;
+    Acc a; a.v = LOAD_T(src[at]); a.i = p; return a;
 #else
-    return (Acc)src[at];
+    return (Acc)LOAD_T(src[at]);
 #endif
 }
 
@@ -82,11 +86,11 @@ __device__ __forceinline__ void store(const Args &args, long long line, Acc acc)
     T *dst = (T *)args.dst;
 #if defined(ARG)
     ((long long *)args.index)[line] = acc.i;
-    dst[line] = acc.v;
+    dst[line] = STORE_T(acc.v);
 #elif defined(REDUCE_MEAN)
-    dst[line] = (T)(acc / (double)args.n); // 0/0 = NaN for an empty line
+    dst[line] = STORE_T(acc / (double)args.n); // 0/0 = NaN for an empty line
 #else
-    dst[line] = (T)acc;
+    dst[line] = STORE_T(acc);
 #endif
 }
 

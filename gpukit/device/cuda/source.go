@@ -12,6 +12,7 @@ package cuda
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ var reduceSource string
 //go:embed layout.cuh
 var layoutSource string
 
+//go:embed dtype.cuh
+var dtypeSource string
+
 //go:embed rows.cu
 var rowsSource string
 
@@ -47,20 +51,25 @@ const blockSize = 256
 // maxBlocks bounds the grid; the kernels loop (grid-stride) over the rest.
 const maxBlocks = 1 << 16
 
-// layoutArg is struct Layout of elementwise.cu.
+// maxOperands is the number of operands a layout describes (MAX_OPERANDS
+// in layout.cuh): out and up to three inputs (Where's cond, a and b).
+const maxOperands = 4
+
+// layoutArg is struct Layout of layout.cuh.
 type layoutArg struct {
 	ndim    int64
 	shape   [maxDims]int64
-	strides [3][maxDims]int64
+	strides [maxOperands][maxDims]int64
 }
 
 // elementwiseArgs is struct Args of elementwise.cu.
 type elementwiseArgs struct {
-	out, a, b  uint64
-	n          int64
-	scalar     float64
-	scalarMode int64 // 0: b is a tensor, 1: b is the scalar, 2: a is the scalar
-	l          layoutArg
+	out, a, b, c uint64
+	n            int64
+	scalar       float64 // Fill's value, BinaryScalar's scalar, InRange's lo
+	scalar2      float64 // InRange's hi
+	scalarMode   int64   // 0: b is a tensor, 1: b is the scalar, 2: a is the scalar
+	l            layoutArg
 }
 
 // reduceArgs is struct Args of reduce.cu.
@@ -73,9 +82,11 @@ type reduceArgs struct {
 type family uint8
 
 const (
-	famFill family = iota
-	famUnary
-	famBinary
+	famConvert family = iota // fill and the copies into out (from every dtype)
+	famUnary                 // every unary op on in (out = in)
+	famBinary                // every binary op on in; out = in, or Bool for the comparisons
+	famWhere                 // out: the operands' dtype
+	famInRange               // in: the source's dtype (out is Bool)
 	famReduce
 	famArgReduce
 	famSoftmax // op 1: log-softmax
@@ -112,10 +123,13 @@ func (f family) indexed() bool {
 }
 
 // program identifies one NVRTC compilation: a kernel family specialised to
-// one op and its element types. Compiled modules are cached by program.
+// its element types (and, for reductions, one op). Compiled modules are
+// cached by program. The elementwise families hold every op of their kind
+// as an entry point each (unaryEntry, binaryEntry, copyEntry), so that one
+// compilation per dtype serves them all.
 type program struct {
 	fam     family
-	op      uint8 // kernels.UnaryOp, kernels.BinaryOp, kernels.ReduceOp; argReduce: 1 = largest
+	op      uint8 // kernels.ReduceOp; argReduce: 1 = largest; softmax: 1 = log
 	out, in backend.Dtype
 }
 
@@ -132,15 +146,16 @@ func (p program) String() string {
 	}
 	var op string
 	switch p.fam {
-	case famFill:
-		return "fill_" + p.out.String()
+	case famConvert:
+		return "convert_" + p.out.String()
 	case famUnary:
-		op = kernels.UnaryOp(p.op).String()
-		if kernels.UnaryOp(p.op) == kernels.Identity {
-			op = "copy"
-		}
+		return "unary_" + p.in.String()
 	case famBinary:
-		op = kernels.BinaryOp(p.op).String()
+		op = "binary"
+	case famWhere:
+		return "where_" + p.out.String()
+	case famInRange:
+		return "in_range_" + p.in.String()
 	case famReduce:
 		op = kernels.ReduceOp(p.op).String()
 	case famArgReduce:
@@ -155,37 +170,91 @@ func (p program) String() string {
 	return fmt.Sprintf("%s_%s", strings.ToLower(op), p.out)
 }
 
-// unaryExpr is UNARY_OP(x) per kernels.UnaryOp, in the input type TIN. The
-// overloads of the CUDA math library pick expf for float and exp for double.
+// unaryExpr is the expression of each kernels.UnaryOp in x, of type TC
+// (float or double: the overloads of the CUDA math library pick expf for
+// float and exp for double). Each follows kernels.ApplyUnary: the same
+// formula, special values and type (the derivatives of sigmoid and tanh
+// in double); elementwise.cu has the helpers gk_*. Gelu is x·Φ(x) with Φ
+// from erfc, which does not cancel for x < 0; GeluDeriv Φ(x) + x·φ(x)
+// with kernels' fused multiply-add.
 var unaryExpr = map[kernels.UnaryOp]string{
-	kernels.Identity:   "(x)",
-	kernels.Neg:        "(-(x))",
-	kernels.Abs:        "fabs(x)",
-	kernels.Square:     "((x) * (x))",
-	kernels.Sqrt:       "sqrt(x)",
-	kernels.Reciprocal: "((TIN)1 / (x))",
-	kernels.Exp:        "exp(x)",
-	kernels.Log:        "log(x)",
-	kernels.Sin:        "sin(x)",
-	kernels.Cos:        "cos(x)",
-	kernels.Relu:       "((x) != (x) ? (x) : ((x) > (TIN)0 ? (x) : (TIN)0))", // NaN stays NaN
-	kernels.Sigmoid:    "((TIN)1 / ((TIN)1 + exp(-(x))))",
-	kernels.Tanh:       "tanh(x)",
-	kernels.Gelu:       "((TIN)0.5 * (x) * ((TIN)1 + erf((x) * (TIN)0.70710678118654752440)))",
+	kernels.Identity:       "x",
+	kernels.Neg:            "-x",
+	kernels.Abs:            "fabs(x)",
+	kernels.Square:         "x * x",
+	kernels.Sqrt:           "sqrt(x)",
+	kernels.Reciprocal:     "(TC)1 / x",
+	kernels.Exp:            "exp(x)",
+	kernels.Log:            "log(x)",
+	kernels.Sin:            "sin(x)",
+	kernels.Cos:            "cos(x)",
+	kernels.Relu:           "x != x ? x : (x > (TC)0 ? x : (TC)0)", // NaN stays NaN
+	kernels.Sigmoid:        "gk_sigmoid(x)",
+	kernels.Tanh:           "tanh(x)",
+	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",
+	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))",
+	kernels.GeluTanhApprox: "gk_gelu_tanh(x)",
+	kernels.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
+	kernels.SigmoidDeriv:   "(TC)((double)x * (1.0 - (double)x))",
+	kernels.TanhDeriv:      "(TC)(1.0 - (double)x * (double)x)",
+	kernels.Sign:           "x > (TC)0 ? (TC)1 : (x < (TC)0 ? (TC)-1 : (TC)0)", // NaN and ±0 give +0
 }
 
-// binaryExpr is BINARY_OP(a, b) per kernels.BinaryOp, in TIN.
+// binaryExpr is the expression of each kernels.BinaryOp in a and b, of
+// type TC, as kernels.Apply. Max and Min are NaN if either operand is, and
+// max(+0, −0) is +0 and min −0, as Go's max and min.
 var binaryExpr = map[kernels.BinaryOp]string{
-	kernels.Add:     "((a) + (b))",
-	kernels.Sub:     "((a) - (b))",
-	kernels.Mul:     "((a) * (b))",
-	kernels.Div:     "((a) / (b))",
-	kernels.Max:     "(((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) > (b) ? (a) : (b)))", // NaN if either is
-	kernels.Min:     "(((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) < (b) ? (a) : (b)))",
-	kernels.Pow:     "((TIN)pow((double)(a), (double)(b)))", // in double, as kernels.Apply
-	kernels.Greater: "((a) > (b) ? (TIN)1 : (TIN)0)",
-	kernels.Less:    "((a) < (b) ? (TIN)1 : (TIN)0)",
-	kernels.Equal:   "((a) == (b) ? (TIN)1 : (TIN)0)",
+	kernels.Add:               "a + b",
+	kernels.Sub:               "a - b",
+	kernels.Mul:               "a * b",
+	kernels.Div:               "a / b",
+	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
+	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
+	kernels.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
+	kernels.Greater:           "a > b ? (TC)1 : (TC)0",
+	kernels.Less:              "a < b ? (TC)1 : (TC)0",
+	kernels.Equal:             "a == b ? (TC)1 : (TC)0",
+	kernels.ThresholdBackward: "b <= (TC)0 ? (TC)0 : a", // a NaN in b passes a
+	kernels.GreaterEqual:      "a >= b ? (TC)1 : (TC)0",
+	kernels.LessEqual:         "a <= b ? (TC)1 : (TC)0",
+}
+
+// isComparison reports whether op may write a Bool dst.
+func isComparison(op kernels.BinaryOp) bool {
+	switch op {
+	case kernels.Greater, kernels.Less, kernels.Equal, kernels.GreaterEqual, kernels.LessEqual:
+		return true
+	}
+	return false
+}
+
+// unaryEntry, binaryEntry and copyEntry name the entry points of the
+// elementwise families.
+func unaryEntry(op kernels.UnaryOp) string   { return "unary_" + strings.ToLower(op.String()) }
+func binaryEntry(op kernels.BinaryOp) string { return "binary_" + strings.ToLower(op.String()) }
+func copyEntry(from backend.Dtype) string    { return "copy_from_" + from.String() }
+
+// allDtypes are the dtypes of backend.Compute, in order.
+var allDtypes = []backend.Dtype{backend.Float32, backend.Float64, backend.Float16, backend.BFloat16, backend.Int64, backend.Int32, backend.Bool}
+
+// arithmetic reports whether the unary and binary kernels compute in d:
+// every dtype but Bool (float32 and the 16-bit floats in float32, the
+// others in float64, as cpucompute).
+func arithmetic(d backend.Dtype) bool {
+	return d <= backend.Int32
+}
+
+// reducible reports whether the reductions take d: the floats.
+func reducible(d backend.Dtype) bool {
+	return d <= backend.BFloat16
+}
+
+// wideType is the type the kernels compute d in (TC, TW).
+func wideType(d backend.Dtype) string {
+	if d == backend.Float32 || d == backend.Float16 || d == backend.BFloat16 {
+		return "float"
+	}
+	return "double"
 }
 
 var reduceMacro = map[kernels.ReduceOp]string{
@@ -206,7 +275,7 @@ func cType(d backend.Dtype) (string, error) {
 }
 
 // storageType is a C type of d's size, for kernels that only move
-// elements (gather).
+// elements (gather, where).
 func storageType(d backend.Dtype) (string, error) {
 	switch d {
 	case backend.Float32, backend.Float64:
@@ -336,48 +405,91 @@ func (p program) source() (src string, entries []string, err error) {
 	if _, ok := rowFamilies[p.fam]; ok {
 		return p.rowSource()
 	}
-	out, err := cType(p.out)
-	if err != nil {
-		return "", nil, err
+	for _, d := range []backend.Dtype{p.out, p.in} {
+		if !slices.Contains(allDtypes, d) {
+			return "", nil, fmt.Errorf("cuda: unknown %v", d)
+		}
 	}
-	in, err := cType(p.in)
-	if err != nil {
-		return "", nil, err
-	}
-	var defs []string
+	var defs, ops []string
 	def := func(name, value string) { defs = append(defs, "#define "+name+" "+value) }
+	io := func(out, in backend.Dtype) {
+		def("TOUT", "gk_"+out.String()+"_t")
+		def("TIN", "gk_"+in.String()+"_t")
+		def("TC", wideType(in))
+		def("LOAD_IN(x)", "gk_load_"+in.String()+"(x)")
+		def("STORE_OUT(v)", "gk_store_"+out.String()+"(v)")
+	}
 	switch p.fam {
-	case famFill, famUnary, famBinary:
-		def("TOUT", out)
-		def("TIN", in)
+	case famConvert, famUnary, famBinary, famWhere, famInRange:
 		def("GO_SIZEOF_ARGS", fmt.Sprint(unsafe.Sizeof(elementwiseArgs{})))
+		def("GO_ARGS_LAYOUT", layoutAsserts(elementwiseArgs{}, "Args"))
 		switch p.fam {
-		case famFill:
-			def("KERNEL_FILL", "1")
+		case famConvert:
+			def("KERNEL_CONVERT", "1")
+			io(p.out, p.out)
 			entries = []string{"fill"}
+			for _, from := range allDtypes {
+				if from == p.out {
+					ops = append(ops, "COPY_SAME("+from.String()+")")
+				} else {
+					ops = append(ops, "COPY_FROM("+from.String()+")")
+				}
+				entries = append(entries, copyEntry(from))
+			}
 		case famUnary:
-			e, ok := unaryExpr[kernels.UnaryOp(p.op)]
-			if !ok || (p.in != p.out && kernels.UnaryOp(p.op) != kernels.Identity) {
-				return "", nil, fmt.Errorf("cuda: no kernel for unary %v from %v to %v", kernels.UnaryOp(p.op), p.in, p.out)
+			if p.in != p.out || !arithmetic(p.in) {
+				return "", nil, fmt.Errorf("cuda: no unary kernels from %v to %v", p.in, p.out)
 			}
 			def("KERNEL_UNARY", "1")
-			def("UNARY_OP(x)", e)
-			entries = []string{"unary"}
+			io(p.out, p.in)
+			for op := range kernels.UnaryOp(math.MaxUint8) {
+				e, ok := unaryExpr[op]
+				if !ok {
+					break
+				}
+				ops = append(ops, fmt.Sprintf("UNARY(%s, %s)", strings.TrimPrefix(unaryEntry(op), "unary_"), e))
+				entries = append(entries, unaryEntry(op))
+			}
 		case famBinary:
-			e, ok := binaryExpr[kernels.BinaryOp(p.op)]
-			if !ok || p.in != p.out {
-				return "", nil, fmt.Errorf("cuda: no kernel for binary %v from %v to %v", kernels.BinaryOp(p.op), p.in, p.out)
+			if !arithmetic(p.in) || (p.out != p.in && p.out != backend.Bool) {
+				return "", nil, fmt.Errorf("cuda: no binary kernels from %v to %v", p.in, p.out)
 			}
 			def("KERNEL_BINARY", "1")
-			def("BINARY_OP(a, b)", e)
-			entries = []string{"binary"}
+			io(p.out, p.in)
+			for op := range kernels.BinaryOp(math.MaxUint8) {
+				e, ok := binaryExpr[op]
+				if !ok {
+					break
+				}
+				if p.out != p.in && !isComparison(op) {
+					continue
+				}
+				ops = append(ops, fmt.Sprintf("BINARY(%s, %s)", strings.TrimPrefix(binaryEntry(op), "binary_"), e))
+				entries = append(entries, binaryEntry(op))
+			}
+		case famWhere:
+			t, err := storageType(p.out)
+			if err != nil {
+				return "", nil, err
+			}
+			def("KERNEL_WHERE", "1")
+			def("T", t)
+			entries = []string{"where"}
+		case famInRange:
+			def("KERNEL_IN_RANGE", "1")
+			io(backend.Bool, p.in)
+			entries = []string{"in_range"}
 		}
-		src = "#line 1 \"layout.cuh\"\n" + layoutSource + "#line 1 \"elementwise.cu\"\n" + elementwiseSource
+		src = "#line 1 \"elementwise.cu\"\n" + elementwiseSource + "#line 1 \"" + p.String() + "\"\n" + strings.Join(ops, "\n") + "\n"
+		src = "#line 1 \"layout.cuh\"\n" + layoutSource + "#line 1 \"dtype.cuh\"\n" + dtypeSource + fieldMacro + src
 	case famReduce, famArgReduce:
-		if p.in != p.out {
-			return "", nil, fmt.Errorf("cuda: reductions do not convert (%v to %v)", p.in, p.out)
+		if p.in != p.out || !reducible(p.out) {
+			return "", nil, fmt.Errorf("cuda: no reduction from %v to %v", p.in, p.out)
 		}
-		def("T", out)
+		def("T", "gk_"+p.out.String()+"_t")
+		def("TW", wideType(p.out))
+		def("LOAD_T(x)", "gk_load_"+p.out.String()+"(x)")
+		def("STORE_T(v)", "gk_store_"+p.out.String()+"(v)")
 		def("BLOCK", fmt.Sprint(blockSize))
 		def("GO_SIZEOF_ARGS", fmt.Sprint(unsafe.Sizeof(reduceArgs{})))
 		if p.fam == famArgReduce {
@@ -394,7 +506,7 @@ func (p program) source() (src string, entries []string, err error) {
 			def(m, "1")
 		}
 		entries = []string{"reduce_rows", "reduce_cols"}
-		src = "#line 1 \"reduce.cu\"\n" + reduceSource
+		src = "#line 1 \"dtype.cuh\"\n" + dtypeSource + "#line 1 \"reduce.cu\"\n" + reduceSource
 	default:
 		return "", nil, fmt.Errorf("cuda: unknown kernel family %d", p.fam)
 	}
@@ -445,31 +557,34 @@ func mergeDims(shape []int, strides ...[]int) ([]int, [][]int) {
 }
 
 // newElementwiseArgs checks the operands against shape and packs them
-// (at most three: out, a, b) into the kernel's argument.
+// (at most four: out, then the inputs) into the kernel's argument.
 func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, error) {
 	var args elementwiseArgs
+	if len(ops) > maxOperands {
+		return args, fmt.Errorf("%d operands, more than the kernels' %d", len(ops), maxOperands)
+	}
 	n := 1
 	for _, s := range shape {
 		if s < 0 {
-			return args, fmt.Errorf("cuda: negative size in shape %v", shape)
+			return args, fmt.Errorf("negative size in shape %v", shape)
 		}
 		n *= s
 	}
 	strides := make([][]int, len(ops))
 	for i, op := range ops {
 		if len(op.Strides) != len(shape) {
-			return args, fmt.Errorf("cuda: operand %d has %d strides for shape %v", i, len(op.Strides), shape)
+			return args, fmt.Errorf("operand %d has %d strides for shape %v", i, len(op.Strides), shape)
 		}
 		for _, s := range op.Strides {
 			if s < 0 {
-				return args, fmt.Errorf("cuda: operand %d has a negative stride %v", i, op.Strides)
+				return args, fmt.Errorf("operand %d has a negative stride %v", i, op.Strides)
 			}
 		}
 		strides[i] = op.Strides
 	}
 	ms, mst := mergeDims(shape, strides...)
 	if len(ms) > maxDims {
-		return args, fmt.Errorf("cuda: shape %v has %d dimensions that do not merge, more than the kernels' %d", shape, len(ms), maxDims)
+		return args, fmt.Errorf("shape %v has %d dimensions that do not merge, more than the kernels' %d", shape, len(ms), maxDims)
 	}
 	args.n = int64(n)
 	args.l.ndim = int64(len(ms))
@@ -479,7 +594,7 @@ func newElementwiseArgs(shape []int, ops ...backend.Strided) (elementwiseArgs, e
 			args.l.strides[i][d] = int64(mst[i][d])
 		}
 	}
-	addrs := []*uint64{&args.out, &args.a, &args.b}
+	addrs := []*uint64{&args.out, &args.a, &args.b, &args.c}
 	for i, op := range ops {
 		*addrs[i] = op.Addr
 	}
@@ -502,36 +617,33 @@ func compileOptions(arch int) []string {
 // test.
 func allPrograms() []program {
 	var ps []program
-	dts := []backend.Dtype{backend.Float32, backend.Float64}
-	for _, dt := range dts {
-		ps = append(ps, program{fam: famFill, out: dt, in: dt})
-		for op := range unaryExpr {
-			ps = append(ps, program{fam: famUnary, op: uint8(op), out: dt, in: dt})
+	for _, dt := range allDtypes {
+		ps = append(ps, program{fam: famConvert, out: dt, in: dt},
+			program{fam: famWhere, out: dt, in: dt},
+			program{fam: famInRange, out: backend.Bool, in: dt})
+		if arithmetic(dt) {
+			ps = append(ps, program{fam: famUnary, out: dt, in: dt},
+				program{fam: famBinary, out: dt, in: dt},
+				program{fam: famBinary, out: backend.Bool, in: dt})
 		}
-		for op := range binaryExpr {
-			ps = append(ps, program{fam: famBinary, op: uint8(op), out: dt, in: dt})
-		}
-		for op := range reduceMacro {
-			ps = append(ps, program{fam: famReduce, op: uint8(op), out: dt, in: dt})
-		}
-		ps = append(ps, program{fam: famArgReduce, op: 0, out: dt, in: dt}, program{fam: famArgReduce, op: 1, out: dt, in: dt})
-		for _, in := range dts {
-			if in != dt {
-				ps = append(ps, program{fam: famUnary, op: uint8(kernels.Identity), out: dt, in: in})
+		if reducible(dt) {
+			for op := range reduceMacro {
+				ps = append(ps, program{fam: famReduce, op: uint8(op), out: dt, in: dt})
 			}
+			ps = append(ps, program{fam: famArgReduce, op: 0, out: dt, in: dt}, program{fam: famArgReduce, op: 1, out: dt, in: dt})
 		}
+		// Gather moves elements of any dtype.
+		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+			ps = append(ps, program{fam: famGather, out: dt, in: idx})
+		}
+	}
+	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
 		for _, f := range []family{famLayerNorm, famLayerNormBackward, famBatchNorm, famBatchNormBackward, famAdam} {
 			ps = append(ps, program{fam: f, out: dt, in: dt})
 		}
 		ps = append(ps, program{fam: famSoftmax, out: dt, in: dt}, program{fam: famSoftmax, op: 1, out: dt, in: dt})
 		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
 			ps = append(ps, program{fam: famNLLLoss, out: dt, in: idx}, program{fam: famScatterAdd, out: dt, in: idx})
-		}
-	}
-	// Gather moves elements of any dtype.
-	for dt := backend.Float32; dt <= backend.Bool; dt++ {
-		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
-			ps = append(ps, program{fam: famGather, out: dt, in: idx})
 		}
 	}
 	return ps
