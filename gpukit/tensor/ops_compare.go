@@ -8,7 +8,9 @@ import "github.com/gpumem/course/gpukit/kernels"
 
 // compare computes the comparison op(t, other) elementwise into a new Bool
 // tensor (Compute's Binary or BinaryScalar with a Bool dst). other is a
-// *Tensor (broadcast with t) or a number. Operands of two dtypes compare
+// *Tensor (broadcast with t) or a number; a number is first rounded to
+// t's dtype, as PyTorch treats a Python number (backend.CompareScalar),
+// so a float32 tensor holding 0.1 equals 0.1. Operands of two dtypes compare
 // as their float64 values on the CPU; a backend that computes in one
 // dtype (cuda) refuses them.
 func compare(name string, t *Tensor, other any, op kernels.BinaryOp) *Tensor {

@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"math"
 	"slices"
 
 	"github.com/gpumem/course/gpukit/kernels"
@@ -343,15 +342,16 @@ func (t *Tensor) Clamp(lo, hi float64) *Tensor {
 		})
 }
 
-// clampGrad is g·m, m = 1 where lo ≤ x ≤ hi and 0 elsewhere (NaN: 0,
-// compared in float64 as InRange), m a temporary of g's dtype. For one
-// dtype m is built by the comparisons into it: g·[x ≥ lo] is the charged
-// product, and the in-place ·[x ≤ hi] after it gives g·m's bits (a
-// product by 1 is exact, and a second 0 keeps the sign of the first).
-// Where the comparisons run in float32 the bounds are rounded outward to
-// float32 first, which keeps every float32 x on the side of the float64
-// bound it is on. For two dtypes m is InRange's Bool mask converted by
-// Copy, through a Bool temporary.
+// clampGrad is g·m, m = 1 where lo ≤ x ≤ hi and 0 elsewhere (NaN: 0),
+// PyTorch's clamp_backward (where((self >= min).logical_and_(self <= max),
+// grad, 0), torch/csrc/autograd/FunctionsManual.cpp): the bounds are
+// Python numbers, which the comparisons round to x's dtype
+// (backend.CompareScalar), so a float32 x of 0.7 is inside [0.7, 1.1].
+// m is a temporary of g's dtype. For one dtype m is built by the
+// comparisons into it: g·[x ≥ lo] is the charged product, and the
+// in-place ·[x ≤ hi] after it gives g·m's bits (a product by 1 is exact,
+// and a second 0 keeps the sign of the first). For two dtypes m is
+// InRange's Bool mask converted by Copy, through a Bool temporary.
 func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
 	m := empty(g.outMem(), x.shape, g.dtype)
 	defer m.Release()
@@ -362,29 +362,11 @@ func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
 		b.Release()
 		return g.Mul(m)
 	}
-	if x.dtype == Float32 || x.dtype == Float16 || x.dtype == BFloat16 {
-		lo, hi = outward32(lo, 1), outward32(hi, -1)
-	}
 	binaryKernel(kernels.GreaterEqual, m, x, nil, lo, false)
 	r := g.Mul(m)
 	binaryKernel(kernels.LessEqual, m, x, nil, hi, false)
 	binaryKernel(kernels.Mul, r, r, m, 0, false)
 	return r
-}
-
-// outward32 is the float32 nearest v on v's side toward dir (+1: the
-// least float32 ≥ v, -1: the greatest ≤ v), so that for every float32 x,
-// x ≥ v exactly when x ≥ outward32(v, 1), and x ≤ v when x ≤
-// outward32(v, -1). NaN stays NaN.
-func outward32(v float64, dir int) float64 {
-	f := float32(v)
-	switch {
-	case dir > 0 && float64(f) < v:
-		f = math.Nextafter32(f, float32(math.Inf(1)))
-	case dir < 0 && float64(f) > v:
-		f = math.Nextafter32(f, float32(math.Inf(-1)))
-	}
-	return float64(f)
 }
 
 // Maximum returns the elementwise maximum of t and other (broadcast;

@@ -310,3 +310,27 @@ func TestMetaDeviceComputesShapesOnly(t *testing.T) {
 	loss.Backward()
 	assert.Equal(t, []int{32768, 32768}, w.Grad().Shape())
 }
+
+// TestCompareWithNumberAsPyTorch: a number is rounded to the tensor's
+// dtype before comparing. The rows are PyTorch 1.13.1's (Debian 12's
+// python3-torch): torch.tensor([0.1], dtype=dt) compared with 0.1.
+func TestCompareWithNumberAsPyTorch(t *testing.T) {
+	dev := newDev(t)
+	tests := []struct {
+		dt                 tensor.Dtype
+		gt, lt, eq, eqSelf float64 // eqSelf: the float64 tensor 0.1 == x.to(float64)
+	}{
+		{tensor.Float32, 0, 0, 1, 0},
+		{tensor.Float16, 0, 0, 1, 0},
+		{tensor.BFloat16, 0, 0, 1, 0},
+		{tensor.Float64, 0, 0, 1, 1},
+	}
+	for _, tt := range tests {
+		x := tensor.FromSlice([]float64{0.1}, []int{1}, tensor.On(dev)).ToDtype(tt.dt)
+		x64 := x.ToDtype(tensor.Float64)
+		assert.Equal(t, []float64{tt.gt}, x.Gt(0.1).Float64s(), "%s > 0.1", tt.dt)
+		assert.Equal(t, []float64{tt.lt}, x.Lt(0.1).Float64s(), "%s < 0.1", tt.dt)
+		assert.Equal(t, []float64{tt.eq}, x.Eq(0.1).Float64s(), "%s == 0.1", tt.dt)
+		assert.Equal(t, []float64{tt.eqSelf}, x64.Eq(0.1).Float64s(), "%s widened == 0.1", tt.dt)
+	}
+}

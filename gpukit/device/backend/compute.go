@@ -120,7 +120,8 @@ type Compute interface {
 	// Bool, a, b and dst one dtype; all may broadcast but dst.
 	Where(s alloc.Stream, shape []int, dst, cond, a, b Strided) error
 	// InRange writes the Bool dst = lo ≤ src ≤ hi over shape (a NaN gives
-	// false): the mask that clamp's backward keeps.
+	// false), lo and hi rounded to src's dtype as comparisons round a
+	// scalar (CompareScalar): the mask that clamp's backward keeps.
 	InRange(s alloc.Stream, shape []int, dst, src Strided, lo, hi float64) error
 	// Adam applies one Adam (or AdamW) step to the n elements of the
 	// parameter p in place, from its gradient g, updating the state m
@@ -238,4 +239,24 @@ type Strided struct {
 	Addr    uint64
 	Dtype   Dtype
 	Strides []int
+}
+
+// CompareScalar is the scalar that a comparison of operands of dtype dt
+// with scalar s compares against: s rounded to dt for the floating types
+// (through float32 for the 16-bit ones, as c10::Half and c10::BFloat16
+// convert a double), s itself for the integer types. This is PyTorch's
+// rule: a Python number is a "wrapped number" that does not promote a
+// tensor's dtype (c10/core/ScalarType.h, at::native::result_type), so
+// torch.tensor([0.1], dtype=torch.float32) == 0.1 is True. Every Compute
+// applies it in BinaryScalar's comparisons, whatever dst's dtype.
+func CompareScalar(dt Dtype, s float64) float64 {
+	switch dt {
+	case Float32:
+		return float64(float32(s))
+	case Float16:
+		return float64(kernels.Float16ToFloat32(kernels.Float32ToFloat16(float32(s))))
+	case BFloat16:
+		return float64(kernels.BFloat16ToFloat32(kernels.Float32ToBFloat16(float32(s))))
+	}
+	return s
 }

@@ -1054,7 +1054,10 @@ var comparisons = []kernels.BinaryOp{kernels.Greater, kernels.Less, kernels.Equa
 // tied returns n values of dt from a small set, so that comparisons meet
 // ties, zeros and (for the float types) NaN.
 func (s *suite) tied(dt backend.Dtype, n int) []float64 {
-	set := []float64{-1, 0, 0.5, 1, math.NaN()}
+	// 0.1 as dt holds it: equal to the scalar 0.1 under PyTorch's rule
+	// for comparisons (backend.CompareScalar), below it in float64 for
+	// float32 and the 16-bit types.
+	set := []float64{-1, 0, 0.5, 1, math.NaN(), backend.CompareScalar(dt, 0.1)}
 	switch dt {
 	case backend.Int64, backend.Int32:
 		set = []float64{-1, 0, 1, 2}
@@ -1114,7 +1117,7 @@ func testBinaryScalarBool(t *testing.T, s *suite) {
 					}
 					want := make([]float64, 12)
 					for k := range want {
-						x, y := av.at(shape34, k), sc
+						x, y := av.at(shape34, k), backend.CompareScalar(dt, sc)
 						if first {
 							x, y = y, x
 						}
@@ -1153,19 +1156,20 @@ func testWhere(t *testing.T, s *suite) {
 }
 
 // testInRange: the Bool lo ≤ x ≤ hi for every dtype and layout, NaN
-// giving false.
+// giving false, the bounds rounded to x's dtype as a comparison's scalar.
 func testInRange(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
 		for l := range layouts {
-			for _, r := range [][2]float64{{0, 1}, {-0.5, 0.5}, {math.Inf(-1), 0}, {2, 1}} {
+			for _, r := range [][2]float64{{0, 1}, {-0.5, 0.5}, {math.Inf(-1), 0}, {2, 1}, {0.1, 0.5}, {-1, 0.1}} {
 				a, av := s.tiedInput(dt, l)
 				d := s.boolOut(l == 1)
 				if !s.ok("InRange", dt, s.c.InRange(stream, shape34, d, a, r[0], r[1])) {
 					continue
 				}
 				want := make([]float64, 12)
+				lo, hi := backend.CompareScalar(dt, r[0]), backend.CompareScalar(dt, r[1])
 				for k := range want {
-					if x := av.at(shape34, k); x >= r[0] && x <= r[1] {
+					if x := av.at(shape34, k); x >= lo && x <= hi {
 						want[k] = 1
 					}
 				}

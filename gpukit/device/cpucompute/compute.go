@@ -351,6 +351,9 @@ func (c *Compute) BinaryScalar(_ alloc.Stream, op kernels.BinaryOp, shape []int,
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
+	if isComparison(op) {
+		scalar = backend.CompareScalar(a.Dtype, scalar)
+	}
 	c.binary(op, shape, ops[0], ops[1], nil, scalar, scalarFirst)
 	return nil
 }
@@ -424,9 +427,9 @@ func compareLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a, b []T) {
 	}
 }
 
-// compareScalarLoop compares in float64, so that a scalar that float32
-// does not hold exactly compares as it is; s op x is x op' s with the
-// comparison mirrored.
+// compareScalarLoop compares in float64 against s, which BinaryScalar has
+// rounded to a's dtype (backend.CompareScalar); s op x is x op' s with
+// the comparison mirrored.
 func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T, s float64, scalarFirst bool) {
 	a = a[:len(d)]
 	if scalarFirst {
@@ -1005,6 +1008,7 @@ func (c *Compute) InRange(_ alloc.Stream, shape []int, dst, src backend.Strided,
 		return err
 	}
 	d, a := ops[0], ops[1]
+	lo, hi = backend.CompareScalar(a.dt, lo), backend.CompareScalar(a.dt, hi)
 	if kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, a.strides) {
 		n := numel(shape)
 		switch a.dt {

@@ -110,6 +110,9 @@ func planBinary(dev string, op kernels.BinaryOp, shape []int, dst, a backend.Str
 		return none, &backend.UnsupportedError{Backend: dev, Op: op.String(), Dtype: a.Dtype}
 	}
 	pl, err := planElementwise(dev, op.String(), program{fam: famBinary, out: dst.Dtype, in: a.Dtype}, binaryEntry(op), shape, ops...)
+	if isComparison(op) {
+		scalar = backend.CompareScalar(a.Dtype, scalar)
+	}
 	pl.args.scalar = scalar
 	switch {
 	case b != nil:
@@ -148,6 +151,6 @@ func planInRange(dev string, shape []int, dst, src backend.Strided, lo, hi float
 		return none, argError(dev, "InRange", "dst is %v, not bool", dst.Dtype)
 	}
 	pl, err := planElementwise(dev, "InRange", program{fam: famInRange, out: backend.Bool, in: src.Dtype}, "in_range", shape, dst, src)
-	pl.args.scalar, pl.args.scalar2 = lo, hi
+	pl.args.scalar, pl.args.scalar2 = backend.CompareScalar(src.Dtype, lo), backend.CompareScalar(src.Dtype, hi)
 	return pl, err
 }

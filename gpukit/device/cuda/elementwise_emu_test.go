@@ -99,6 +99,9 @@ func TestEmulatedBinary(t *testing.T) {
 					got := emulate(t, p, make([]byte, n*c.out.Size()), src)[0]
 					for i := range n {
 						x, y := cpucompute.Load(c.in, src, i), float64(scalar)
+						if isComparison(op) {
+							y = backend.CompareScalar(c.in, y) // PyTorch's rule for a number
+						}
 						if first {
 							x, y = y, x
 						}
@@ -212,10 +215,11 @@ func TestEmulatedInRange(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := emulate(t, p, make([]byte, n), src)[0]
+				lo, hi := backend.CompareScalar(dt, lim[0]), backend.CompareScalar(dt, lim[1])
 				for i := range n {
 					x := cpucompute.Load(dt, src, i)
 					want := byte(0)
-					if x >= lim[0] && x <= lim[1] {
+					if x >= lo && x <= hi {
 						want = 1
 					}
 					if got[i] != want {
