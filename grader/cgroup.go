@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -28,7 +29,23 @@ type cgroups struct {
 const cgroupRoot = "/sys/fs/cgroup"
 
 // findCgroups returns the grader's cgroups, or why they cannot be used.
+// They are read once per process, before any test starts: on cgroup v1 a
+// thread of the grader stands in a test's cgroup while it starts the test
+// (testCgroup.start), and /proc/self/cgroup read at that moment would
+// name the test's cgroup as the grader's own, nesting every later test's
+// cgroup inside it.
 func findCgroups() (*cgroups, error) {
+	cgroupsOnce.Do(func() { foundCgroups, cgroupsErr = readCgroups() })
+	return foundCgroups, cgroupsErr
+}
+
+var (
+	cgroupsOnce  sync.Once
+	foundCgroups *cgroups
+	cgroupsErr   error
+)
+
+func readCgroups() (*cgroups, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("not root")
 	}
@@ -126,10 +143,7 @@ func (c *cgroups) newTest(uid int, memory int64, procs int) (*testCgroup, error)
 	for ctl, base := range c.base {
 		dir := filepath.Join(base, name)
 		// A grader that died may have left it: empty it first.
-		if fileExists(dir) {
-			killCgroup(dir)
-			os.Remove(dir)
-		}
+		removeCgroupTree(dir)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.remove()
 			return nil, fmt.Errorf("grader: cgroup: %w", err)
@@ -239,20 +253,45 @@ func (t *testCgroup) remove() {
 	}
 }
 
-// killCgroup kills every process in the cgroup folder dir.
+// removeCgroupTree empties and removes the cgroup folder dir and every
+// cgroup below it, the deepest first (a grader that died may have left
+// them; an older one nested its tests' cgroups in one of them).
+func removeCgroupTree(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeCgroupTree(filepath.Join(dir, e.Name()))
+		}
+	}
+	killCgroup(dir)
+	os.Remove(dir)
+}
+
+// killCgroup kills every process in the cgroup folder dir but the grader
+// itself: on cgroup v1 cgroup.procs lists the grader's pid while one of
+// its threads stands in the cgroup to start a test there.
 func killCgroup(dir string) {
 	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) == nil {
 		return
 	}
+	self := os.Getpid()
 	for range 100 {
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+		if err != nil {
 			return
 		}
+		others := false
 		for _, f := range strings.Fields(string(data)) {
-			if pid, err := strconv.Atoi(f); err == nil {
+			if pid, err := strconv.Atoi(f); err == nil && pid != self {
 				syscall.Kill(pid, syscall.SIGKILL)
+				others = true
 			}
+		}
+		if !others {
+			return
 		}
 		time.Sleep(time.Millisecond)
 	}
