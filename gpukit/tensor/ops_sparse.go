@@ -8,9 +8,11 @@ import "github.com/gpumem/course/gpukit/device/backend"
 // with row r's entries at rowOffsets[r]..rowOffsets[r+1]-1 (1-d, rows+1;
 // torch's crow_indices); both index tensors are Int64 or Int32, of one
 // dtype. b is dense, [cols, n], in values' dtype; the result is a new
-// contiguous [rows, n] tensor. All on one device. The product runs on the device's
-// Compute (backend.Compute.CSRMatmul: on the CPU the row-wise
-// kernels.CSRMatmul) and charges 2·nnz·n flops.
+// contiguous [rows, n] tensor. All on one device. The product runs on
+// the device's Compute (backend.Compute.CSRMatmul; on the CPU the
+// row-wise kernels.CSRMatmul) and charges 2·nnz·n flops. The CSR
+// structure is checked first, on the host (the index tensors are copied
+// there from a device the host cannot read).
 //
 // Its backward gives values the gradient g·bᵀ at the entries' positions
 // (kernels.CSRSampledDot) and b the gradient aᵀ·g (kernels.CSRMatmulT).

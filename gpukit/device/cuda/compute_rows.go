@@ -8,9 +8,9 @@ import (
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
-// The fused row kernels, gather and scatter-add of backend.Compute: each
-// call plans its launch (rows.go: arguments checked, no driver) and runs
-// the plan (compute.go).
+// The fused row kernels, gather, scatter-add and the sparse products of
+// backend.Compute: each call plans its launch (rows.go: arguments checked,
+// no driver) and runs the plan (compute.go).
 
 // Softmax writes the softmax (log-softmax when log) of each row of src
 // into dst (rows.cu: softmax, one block per row).

@@ -1,11 +1,11 @@
 // The fused row kernels of the cuda backend (softmax, LayerNorm, BatchNorm,
-// NLL loss, Adam), compiled at run time by NVRTC (see source.go and
-// rows.go). The Go side prepends:
+// NLL loss, Adam) and the sparse CSR products, compiled at run time by
+// NVRTC (see source.go and rows.go). The Go side prepends:
 //
 //   KERNEL_SOFTMAX, KERNEL_LOG_SOFTMAX, KERNEL_LAYER_NORM,
 //   KERNEL_LAYER_NORM_BACKWARD, KERNEL_BATCH_NORM, KERNEL_BATCH_NORM_BACKWARD,
-//   KERNEL_NLL_LOSS, KERNEL_ADAM or  which kernel(s) to compile
-//   KERNEL_CSR (the sparse products)
+//   KERNEL_NLL_LOSS, KERNEL_ADAM or KERNEL_CSR
+//                                    which kernel(s) to compile
 //   T                                the element type (float, double)
 //   COLS                             LayerNorm backward's columns per block
 //   TINDEX                           NLL's target type, the CSR's index
