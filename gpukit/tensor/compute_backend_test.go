@@ -424,3 +424,56 @@ func TestActivationsDropoutAndMasksRunOnAComputingDevice(t *testing.T) {
 		}
 	}
 }
+
+func (b *computeBackend) CSRMatmul(s alloc.Stream, dt device.Dtype, a backend.CSR, x, out uint64, n int) error {
+	b.calls["CSRMatmul"]++
+	return b.Backend.CSRMatmul(s, dt, a, x, out, n)
+}
+
+func (b *computeBackend) CSRMatmulT(s alloc.Stream, dt device.Dtype, a backend.CSR, g, out uint64, n int) error {
+	b.calls["CSRMatmulT"]++
+	return b.Backend.CSRMatmulT(s, dt, a, g, out, n)
+}
+
+func (b *computeBackend) CSRSampledDot(s alloc.Stream, dt device.Dtype, a backend.CSR, g, x, out uint64, n int) error {
+	b.calls["CSRSampledDot"]++
+	return b.Backend.CSRSampledDot(s, dt, a, g, x, out, n)
+}
+
+// The sparse product and its backward run on a device the host cannot
+// read, through Compute, with sim's values bit for bit; a bad index is
+// still the package's error (the indices are read through a host copy).
+func TestComputeBackendSparseCSRMatmul(t *testing.T) {
+	d, fake := newComputeDev(t)
+	for _, index := range []tensor.Dtype{tensor.Int64, tensor.Int32} {
+		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float64} {
+			run := func(on tensor.Option) [3][]float64 {
+				vals := tensor.FromSlice([]float64{2, -1.5, 3, 0.25}, []int{4}, on, dt, tensor.RequiresGrad())
+				cols := tensor.FromSlice([]int64{1, 0, 2, 0}, []int{4}, on, index)
+				offs := tensor.FromSlice([]int64{0, 1, 1, 3, 4}, []int{5}, on, index)
+				b := tensor.FromSlice([]float64{1, 2.5, 3, -4, 5, 6.125}, []int{3, 2}, on, dt, tensor.RequiresGrad())
+				y := tensor.SparseCSRMatmul(vals, cols, offs, 4, 3, b)
+				y.Mul(y).Sum().Backward()
+				return [3][]float64{values(y), values(vals.Grad()), values(b.Grad())}
+			}
+			want, got := run(tensor.OnHost(false)), run(tensor.On(d))
+			for i, what := range []string{"product", "values' gradient", "b's gradient"} {
+				if !slices.Equal(got[i], want[i]) {
+					t.Errorf("%s/%s %s: %v, want %v", index, dt, what, got[i], want[i])
+				}
+			}
+		}
+	}
+	for _, k := range []string{"CSRMatmul", "CSRMatmulT", "CSRSampledDot"} {
+		if fake.calls[k] == 0 {
+			t.Errorf("no %s call reached the device", k)
+		}
+	}
+	on := tensor.On(d)
+	err := tensor.Try(func() {
+		tensor.SparseCSRMatmul(tensor.Ones([]int{1}, on), tensor.FromSlice([]int64{5}, []int{1}, on), tensor.FromSlice([]int64{0, 1}, []int{2}, on), 1, 3, tensor.Ones([]int{3, 2}, on))
+	})
+	if err == nil || !strings.Contains(err.Error(), "column index 5 of entry 0 is out of bounds for 3 columns") {
+		t.Errorf("bad column on a computing device: %v", err)
+	}
+}

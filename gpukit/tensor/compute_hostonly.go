@@ -3,9 +3,8 @@ package tensor
 import "github.com/gpumem/course/gpukit/device/cpucompute"
 
 // The host-only kernels: computations that no Compute method expresses
-// (softmax along a dimension other than the contiguous last one,
-// LayerNorm of 16-bit inputs with float32 parameters, and the sparse
-// products of ops_sparse.go). They run on the bytes of sim and host
+// (softmax along a dimension other than the contiguous last one, and
+// LayerNorm of 16-bit inputs with float32 parameters). They run on the bytes of sim and host
 // tensors, do nothing on meta tensors (no values, the op still charges
 // its cost), and on a device whose memory the host cannot read (cuda)
 // hostOnly refuses them with the package's error naming the op and the
@@ -14,7 +13,7 @@ import "github.com/gpumem/course/gpukit/device/cpucompute"
 // written through writeValues.
 
 // hostOnlyKernels lists them for the error message.
-const hostOnlyKernels = "softmax off the last contiguous dimension, LayerNorm of 16-bit input with float32 parameters, sparse products"
+const hostOnlyKernels = "softmax off the last contiguous dimension, LayerNorm of 16-bit input with float32 parameters"
 
 // hostOnly reports whether a host-only kernel can run on the tensors
 // (all of them have bytes the host reaches). It returns false for meta

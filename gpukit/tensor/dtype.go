@@ -69,7 +69,3 @@ func load(d Dtype, data []byte, i int) float64 { return cpucompute.Load(backend.
 // truncate toward zero as a C cast does; half types round to nearest even
 // from the float32 value.
 func store(d Dtype, data []byte, i int, v float64) { cpucompute.Store(backend.Dtype(d), data, i, v) }
-
-// f32s and f64s view raw bytes as float slices for the fast paths.
-func f32s(b []byte) []float32 { return kernels.Float32s(b) }
-func f64s(b []byte) []float64 { return kernels.Float64s(b) }

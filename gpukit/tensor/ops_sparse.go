@@ -1,10 +1,6 @@
 package tensor
 
-import (
-	"unsafe"
-
-	"github.com/gpumem/course/gpukit/kernels"
-)
+import "github.com/gpumem/course/gpukit/device/backend"
 
 // SparseCSRMatmul returns a·b, torch.sparse.mm of a sparse CSR matrix and
 // a dense one: a is the rows×cols matrix whose non-zeros are values (1-d,
@@ -12,8 +8,11 @@ import (
 // with row r's entries at rowOffsets[r]..rowOffsets[r+1]-1 (1-d, rows+1;
 // torch's crow_indices); both index tensors are Int64 or Int32, of one
 // dtype. b is dense, [cols, n], in values' dtype; the result is a new
-// contiguous [rows, n] tensor. All on one device. The kernel is row-wise
-// (kernels.CSRMatmul) and charges 2·nnz·n flops.
+// contiguous [rows, n] tensor. All on one device. The product runs on
+// the device's Compute (backend.Compute.CSRMatmul; on the CPU the
+// row-wise kernels.CSRMatmul) and charges 2·nnz·n flops. The CSR
+// structure is checked first, on the host (the index tensors are copied
+// there from a device the host cannot read).
 //
 // Its backward gives values the gradient g·bᵀ at the entries' positions
 // (kernels.CSRSampledDot) and b the gradient aᵀ·g (kernels.CSRMatmulT).
@@ -44,21 +43,16 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 	}
 	n := b.shape[1]
 	out := empty(values.outMem(), []int{rows, n}, values.dtype)
-	// With no entries the values have no bytes even on a real device.
-	if out.Numel() > 0 && hostOnly("SparseMatmul", out, rowOffsets, b) && (nnz == 0 || hostOnly("SparseMatmul", values, colIndices)) {
+	if out.Numel() > 0 {
+		csrCheck(op, colIndices, rowOffsets, nnz, cols)
 		dense := b.Contiguous()
 		defer dense.Release()
-		vals, bb := values.Contiguous(), dense
+		vals := values.Contiguous()
 		defer vals.Release()
-		if colIndices.dtype == Int64 {
-			csrKernel(out, vals, bb, contiguousInts[int64](colIndices), contiguousInts[int64](rowOffsets), cols)
-		} else {
-			csrKernel(out, vals, bb, contiguousInts[int32](colIndices), contiguousInts[int32](rowOffsets), cols)
-		}
+		csrCompute(op, out, vals, colIndices, rowOffsets, rows, cols, dense, nil)
 	}
 	out.charge(op, 2*int64(nnz)*int64(n), values, colIndices, rowOffsets, b)
 	save := []*Tensor{colIndices, rowOffsets, savedIf(values, b), savedIf(b, values)}
-	k := cols
 	return record(out, "SparseCSRMatmulBackward0", []*Tensor{values, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 		cidx, offs, vals, dense := saved[0], saved[1], saved[2], saved[3]
 		gc := g.Contiguous()
@@ -68,8 +62,8 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 				bc := dense.Contiguous()
 				defer bc.Release()
 				gv := empty(g.outMem(), []int{nnz}, g.dtype)
-				if nnz > 0 && hostOnly("SparseMatmul", gv, gc, bc, cidx, offs) {
-					csrBackward(gv, nil, cidx, offs, gc, bc)
+				if nnz > 0 {
+					csrCompute("SparseCSRSampledDot", gv, nil, cidx, offs, rows, cols, gc, bc)
 				}
 				gv.charge("SparseCSRSampledDot", 2*int64(nnz)*int64(n), gc, bc, cidx, offs)
 				return gv
@@ -77,9 +71,9 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 			when(needs[1], func() *Tensor { // aᵀ·g
 				vc := vals.Contiguous()
 				defer vc.Release()
-				gb := empty(g.outMem(), []int{k, n}, g.dtype)
-				if gb.Numel() > 0 && hostOnly("SparseMatmul", gb, gc, offs) && (nnz == 0 || hostOnly("SparseMatmul", vc, cidx)) {
-					csrBackward(nil, gb, cidx, offs, gc, vc)
+				gb := empty(g.outMem(), []int{cols, n}, g.dtype)
+				if gb.Numel() > 0 {
+					csrCompute("SparseCSRMatmulT", gb, vc, cidx, offs, rows, cols, gc, nil)
 				}
 				gb.charge("SparseCSRMatmulT", 2*int64(nnz)*int64(n), gc, vc, cidx, offs)
 				return gb
@@ -88,81 +82,63 @@ func SparseCSRMatmul(values, colIndices, rowOffsets *Tensor, rows, cols int, b *
 	})
 }
 
-// csrBackward runs one of the backward kernels: with gv, the values'
-// gradient from g and the dense operand x; with gb, the dense operand's
-// gradient from g and the values x.
-func csrBackward(gv, gb, cidx, offs, g, x *Tensor) {
-	if cidx.dtype == Int64 {
-		csrBackwardI(gv, gb, contiguousInts[int64](cidx), contiguousInts[int64](offs), g, x)
-	} else {
-		csrBackwardI(gv, gb, contiguousInts[int32](cidx), contiguousInts[int32](offs), g, x)
-	}
-}
-
-func csrBackwardI[I int32 | int64](gv, gb *Tensor, cols, offs []I, g, x *Tensor) {
-	n := g.shape[1]
-	gd := func(t *Tensor) (f32 []float32, f64 []float64) {
-		if t.dtype == Float32 {
-			return f32s(t.st.data)[t.offset:][:t.Numel()], nil
-		}
-		return nil, f64s(t.st.data)[t.offset:][:t.Numel()]
-	}
-	g32, g64 := gd(g)
-	x32, x64 := gd(x)
-	switch {
-	case gv != nil && g.dtype == Float32:
-		o32, _ := gd(gv)
-		kernels.CSRSampledDot(cols, offs, g32, x32, n, o32)
-	case gv != nil:
-		_, o64 := gd(gv)
-		kernels.CSRSampledDot(cols, offs, g64, x64, n, o64)
-	case g.dtype == Float32:
-		o32, _ := gd(gb)
-		kernels.CSRMatmulT(x32, cols, offs, g32, n, o32)
+// csrCompute writes one of the products into the fresh contiguous out
+// through its device's Compute: SparseCSRMatmul (a·x), SparseCSRMatmulT
+// (aᵀ·x) or SparseCSRSampledDot (x·yᵀ at a's entries; vals is nil). vals,
+// x and y are contiguous; the index tensors are made contiguous here (no
+// copy when they are, as they nearly always are).
+func csrCompute(op string, out, vals, cidx, offs *Tensor, rows, cols int, x, y *Tensor) {
+	ci, ro := cidx.Contiguous(), offs.Contiguous()
+	defer ci.Release()
+	defer ro.Release()
+	a := backend.CSR{Values: optAddr(vals), ColIndices: addr(ci), RowOffsets: addr(ro), Index: cdt(ci), Rows: rows, Cols: cols, NNZ: ci.Numel()}
+	c, s := kern(op, out)
+	n := x.shape[1]
+	var err error
+	switch op {
+	case "SparseCSRMatmul":
+		err = c.CSRMatmul(s, cdt(out), a, addr(x), addr(out), n)
+	case "SparseCSRMatmulT":
+		err = c.CSRMatmulT(s, cdt(out), a, addr(x), addr(out), n)
 	default:
-		_, o64 := gd(gb)
-		kernels.CSRMatmulT(x64, cols, offs, g64, n, o64)
+		err = c.CSRSampledDot(s, cdt(out), a, addr(x), optAddr(y), addr(out), n)
 	}
+	done(op, err, out, vals, ci, ro, x, y)
 }
 
-// contiguousInts reads a 1-d index tensor's entries: its storage itself
-// when it is contiguous, a copy otherwise.
-func contiguousInts[I int32 | int64](t *Tensor) []I {
-	if t.IsContiguous() {
-		size := int(unsafe.Sizeof(I(0)))
-		all := unsafe.Slice((*I)(unsafe.Pointer(unsafe.SliceData(t.st.data))), len(t.st.data)/size)
-		return all[t.offset : t.offset+t.Numel()]
+// csrCheck checks the CSR structure (so that a bad index is the package's
+// error, not a fault in a kernel): row offsets from 0 to nnz without
+// decreasing, every column in [0, k). It reads the indices on the host
+// (copied from a device the host cannot read); on meta it checks nothing.
+func csrCheck(op string, cidx, offs *Tensor, nnz, k int) {
+	o := csrInts(op, offs)
+	if o == nil {
+		return
 	}
-	out := make([]I, 0, t.Numel())
-	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(_ int, o []int) {
-		out = append(out, I(load(t.dtype, t.st.data, o[0])))
-	})
-	return out
-}
-
-// csrKernel checks the CSR structure (so a bad index is an error, not a
-// fault in the kernel) and runs kernels.CSRMatmul.
-func csrKernel[I int32 | int64](out, vals, b *Tensor, cols, offsets []I, k int) {
-	const op = "SparseCSRMatmul"
-	nnz := vals.Numel()
-	if offsets[0] != 0 || int(offsets[len(offsets)-1]) != nnz {
-		panicf("%s: row offsets must run from 0 to the number of values (%d), got %d to %d", op, nnz, offsets[0], offsets[len(offsets)-1])
+	if o[0] != 0 || o[len(o)-1] != int64(nnz) {
+		panicf("%s: row offsets must run from 0 to the number of values (%d), got %d to %d", op, nnz, o[0], o[len(o)-1])
 	}
-	for r := 1; r < len(offsets); r++ {
-		if offsets[r] < offsets[r-1] {
-			panicf("%s: row offsets decrease at row %d (%d after %d)", op, r-1, offsets[r], offsets[r-1])
+	for r := 1; r < len(o); r++ {
+		if o[r] < o[r-1] {
+			panicf("%s: row offsets decrease at row %d (%d after %d)", op, r-1, o[r], o[r-1])
 		}
 	}
-	for e, c := range cols {
-		if c < 0 || int(c) >= k {
+	for e, c := range csrInts(op, cidx) {
+		if c < 0 || c >= int64(k) {
 			panicf("%s: column index %d of entry %d is out of bounds for %d columns", op, c, e, k)
 		}
 	}
-	n := b.shape[1]
-	switch vals.dtype {
-	case Float32:
-		kernels.CSRMatmul(f32s(vals.st.data)[vals.offset:][:nnz], cols, offsets, f32s(b.st.data)[b.offset:][:b.Numel()], n, f32s(out.st.data)[:out.Numel()])
-	case Float64:
-		kernels.CSRMatmul(f64s(vals.st.data)[vals.offset:][:nnz], cols, offsets, f64s(b.st.data)[b.offset:][:b.Numel()], n, f64s(out.st.data)[:out.Numel()])
+}
+
+// csrInts reads a 1-d index tensor's entries (nil on meta or when empty).
+func csrInts(op string, t *Tensor) []int64 {
+	data := indexBytes(op, t)
+	if data == nil {
+		return nil
 	}
+	out := make([]int64, 0, t.Numel())
+	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(_ int, o []int) {
+		out = append(out, int64(load(t.dtype, data, o[0])))
+	})
+	return out
 }

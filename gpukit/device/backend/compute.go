@@ -127,6 +127,40 @@ type Compute interface {
 	// parameter p in place, from its gradient g, updating the state m
 	// (exp_avg) and v (exp_avg_sq), as kernels.AdamUpdate.
 	Adam(s alloc.Stream, dt Dtype, p, g, m, v uint64, n int, sc kernels.AdamScalars) error
+
+	// The sparse CSR products of torch.sparse.mm (gpukit/tensor's
+	// SparseCSRMatmul and its backward). The matrix a is a CSR (see CSR);
+	// the dense operands and the result are contiguous row-major arrays of
+	// dtype dt (Float32 or Float64, a's values' dtype), n columns wide. The
+	// CSR structure is already checked (offsets from 0 to NNZ, never
+	// decreasing; every column in [0, Cols)). The summation order is that
+	// of gpukit/kernels, so that the CPU results are bitwise those of the
+	// kernels.
+
+	// CSRMatmul writes out = a·b (as kernels.CSRMatmul): out is
+	// a.Rows×n, b a.Cols×n; row r of out sums its entries in order.
+	CSRMatmul(s alloc.Stream, dt Dtype, a CSR, b, out uint64, n int) error
+	// CSRMatmulT writes out = aᵀ·g (as kernels.CSRMatmulT), the gradient
+	// of CSRMatmul's dense operand: out is a.Cols×n, g a.Rows×n;
+	// out[c, j] sums v·g[r, j] over the entries (r, c, v) in the CSR's
+	// order (row by row, each row's entries in order).
+	CSRMatmulT(s alloc.Stream, dt Dtype, a CSR, g, out uint64, n int) error
+	// CSRSampledDot writes out[e] = g[r, :]·b[c, :] for each entry e (row
+	// r, column c) of a's pattern, the sum in column order (as
+	// kernels.CSRSampledDot), the gradient of CSRMatmul's values: out has
+	// a.NNZ elements, g is a.Rows×n, b a.Cols×n; a.Values is not read.
+	CSRSampledDot(s alloc.Stream, dt Dtype, a CSR, g, b, out uint64, n int) error
+}
+
+// CSR is a sparse Rows×Cols matrix in compressed sparse row form, as
+// torch.sparse_csr_tensor: row r holds the entries RowOffsets[r] to
+// RowOffsets[r+1]−1, entry e in column ColIndices[e] with value
+// Values[e]. RowOffsets has Rows+1 elements, ColIndices and Values NNZ,
+// all contiguous; both index arrays are of dtype Index (Int64 or Int32).
+type CSR struct {
+	Values, ColIndices, RowOffsets uint64
+	Index                          Dtype
+	Rows, Cols, NNZ                int
 }
 
 // BatchNormArgs are the operands of Compute.BatchNorm. X and Y are

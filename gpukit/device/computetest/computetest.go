@@ -73,6 +73,7 @@ func Run(t *testing.T, c backend.Compute, mem Memory) []Missing {
 		{"Softmax", testSoftmax}, {"LayerNorm", testLayerNorm}, {"LayerNormBackward", testLayerNormBackward},
 		{"BatchNorm", testBatchNorm}, {"BatchNormBackward", testBatchNormBackward}, {"NLLLoss", testNLLLoss},
 		{"Gather", testGather}, {"ScatterAdd", testScatterAdd}, {"Adam", testAdam},
+		{"CSR", testCSR},
 		{"BinaryBool", testBinaryBool}, {"BinaryScalarBool", testBinaryScalarBool}, {"Where", testWhere}, {"InRange", testInRange},
 	}
 	for i, tc := range tests {
@@ -1177,4 +1178,103 @@ func testInRange(t *testing.T, s *suite) {
 			}
 		}
 	}
+}
+
+// csrCase is a random rows×cols CSR pattern: each row has 0 to 3 entries
+// in distinct increasing columns, and rows 0 and 3 (when there) none.
+func (s *suite) csrCase(rows, cols int) (offs, colIdx []float64) {
+	offs = []float64{0}
+	for r := range rows {
+		var row []float64
+		if r != 0 && r != 3 {
+			for c := range cols {
+				if len(row) < 3 && s.rng.IntN(2) == 0 {
+					row = append(row, float64(c))
+				}
+			}
+		}
+		colIdx = append(colIdx, row...)
+		offs = append(offs, float64(len(colIdx)))
+	}
+	return offs, colIdx
+}
+
+// testCSR checks CSRMatmul, CSRMatmulT and CSRSampledDot against
+// gpukit/kernels in the dtype itself, bit for bit (the summation order is
+// part of their contract), with both index dtypes, an output that starts
+// as garbage (it is overwritten), and a matrix with no entries at all.
+func testCSR(t *testing.T, s *suite) {
+	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
+		for _, idt := range []backend.Dtype{backend.Int64, backend.Int32} {
+			for _, sz := range []struct{ rows, cols, n int }{{7, 5, 3}, {2, 4, 0}, {3, 4, 2}} {
+				offs, colIdx := s.csrCase(sz.rows, sz.cols)
+				if sz.rows == 3 { // no entries at all
+					offs, colIdx = []float64{0, 0, 0, 0}, nil
+				}
+				nnz, n := len(colIdx), sz.n
+				vals := s.random(dt, nnz)
+				b, g := s.random(dt, sz.cols*n), s.random(dt, sz.rows*n)
+				a := backend.CSR{Values: s.upload(dt, vals), ColIndices: s.upload(idt, colIdx), RowOffsets: s.upload(idt, offs),
+					Index: idt, Rows: sz.rows, Cols: sz.cols, NNZ: nnz}
+				db, dg := s.upload(dt, b), s.upload(dt, g)
+				what := fmt.Sprintf("%d×%d (%d entries) n %d index %s", sz.rows, sz.cols, nnz, n, idt)
+				var want [3][]float64
+				if dt == backend.Float32 {
+					want = csrWant[float32](vals, colIdx, offs, b, g, n)
+				} else {
+					want = csrWant[float64](vals, colIdx, offs, b, g, n)
+				}
+				for i, m := range []string{"CSRMatmul", "CSRMatmulT", "CSRSampledDot"} {
+					out := s.upload(dt, s.random(dt, len(want[i])))
+					var err error
+					switch i {
+					case 0:
+						err = s.c.CSRMatmul(stream, dt, a, db, out, n)
+					case 1:
+						err = s.c.CSRMatmulT(stream, dt, a, dg, out, n)
+					default:
+						err = s.c.CSRSampledDot(stream, dt, a, dg, db, out, n)
+					}
+					if s.ok(m, dt, err) {
+						s.checkTol(m+" "+what, dt, s.download(dt, out, len(want[i])), want[i], 0)
+					}
+				}
+			}
+		}
+	}
+}
+
+// csrWant computes the three products with gpukit/kernels in F.
+func csrWant[F float32 | float64](vals, colIdx, offs, b, g []float64, n int) [3][]float64 {
+	conv := func(v []float64) []F {
+		out := make([]F, len(v))
+		for i, x := range v {
+			out[i] = F(x)
+		}
+		return out
+	}
+	ints := func(v []float64) []int64 {
+		out := make([]int64, len(v))
+		for i, x := range v {
+			out[i] = int64(x)
+		}
+		return out
+	}
+	rows, cols := len(offs)-1, len(b)/max(n, 1)
+	if n == 0 {
+		cols = 0
+	}
+	v, ci, of, bb, gg := conv(vals), ints(colIdx), ints(offs), conv(b), conv(g)
+	mm, mt, sd := make([]F, rows*n), make([]F, cols*n), make([]F, len(vals))
+	kernels.CSRMatmul(v, ci, of, bb, n, mm)
+	kernels.CSRMatmulT(v, ci, of, gg, n, mt)
+	kernels.CSRSampledDot(ci, of, gg, bb, n, sd)
+	back := func(x []F) []float64 {
+		out := make([]float64, len(x))
+		for i, y := range x {
+			out[i] = float64(y)
+		}
+		return out
+	}
+	return [3][]float64{back(mm), back(mt), back(sd)}
 }

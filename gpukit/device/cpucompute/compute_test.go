@@ -121,3 +121,42 @@ func TestOperandsOutsideMemory(t *testing.T) {
 		t.Errorf("Adam of float16: %v, want an UnsupportedError", err)
 	}
 }
+
+// A bad CSR structure is the package's error, not an index out of range
+// in the kernel.
+func TestCSRStructureErrors(t *testing.T) {
+	h := newHeap()
+	c := cpucompute.New("heap:0", h)
+	put := func(v ...int64) uint64 {
+		a, _ := h.Malloc(int64(8 * len(v)))
+		b := h.Bytes(a, int64(8*len(v)))
+		for i, x := range v {
+			cpucompute.Store(backend.Int64, b, i, float64(x))
+		}
+		return a
+	}
+	vals, dense, out := put(0, 0), put(0, 0, 0, 0, 0, 0), put(0, 0, 0, 0, 0, 0)
+	csr := func(cols, offs uint64) backend.CSR {
+		return backend.CSR{Values: vals, ColIndices: cols, RowOffsets: offs, Index: backend.Int64, Rows: 2, Cols: 3, NNZ: 2}
+	}
+	for _, tc := range []struct {
+		name, want string
+		err        error
+	}{
+		{"column out of range", "column index 3 of entry 1 is out of bounds for 3 columns", c.CSRMatmul(0, backend.Float64, csr(put(0, 3), put(0, 1, 2)), dense, out, 2)},
+		{"negative column", "column index -1 of entry 0", c.CSRMatmulT(0, backend.Float64, csr(put(-1, 0), put(0, 1, 2)), dense, out, 2)},
+		{"offsets decrease", "row offsets decrease at row 1 (2 after 3)", c.CSRSampledDot(0, backend.Float64, csr(put(0, 1), put(0, 3, 2)), dense, dense, out, 2)},
+		{"offsets end short", "row offsets must run from 0 to the number of entries (2), got 0 to 1", c.CSRMatmul(0, backend.Float64, csr(put(0, 1), put(0, 1, 1)), dense, out, 2)},
+		{"float indices", "indices of float32", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Float32}, dense, out, 2)},
+		{"negative size", "negative size", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Int64, Rows: -1}, dense, out, 2)},
+		{"offsets outside memory", "is not memory of this device", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Int64, RowOffsets: 0x999999, Rows: 1}, dense, out, 2)},
+	} {
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), "cpucompute: ") || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a cpucompute error with %q", tc.name, tc.err, tc.want)
+		}
+	}
+	var u *backend.UnsupportedError
+	if err := c.CSRMatmulT(0, backend.Float16, backend.CSR{Index: backend.Int64}, dense, out, 2); !errors.As(err, &u) || u.Op != "CSRMatmulT" {
+		t.Errorf("CSRMatmulT of float16: %v, want an UnsupportedError", err)
+	}
+}

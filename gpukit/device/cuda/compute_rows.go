@@ -8,9 +8,9 @@ import (
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
-// The fused row kernels, gather and scatter-add of backend.Compute: each
-// call plans its launch (rows.go: arguments checked, no driver) and runs
-// the plan (compute.go).
+// The fused row kernels, gather, scatter-add and the sparse products of
+// backend.Compute: each call plans its launch (rows.go: arguments checked,
+// no driver) and runs the plan (compute.go).
 
 // Softmax writes the softmax (log-softmax when log) of each row of src
 // into dst (rows.cu: softmax, one block per row).
@@ -98,4 +98,36 @@ func (b *Backend) Adam(s alloc.Stream, dt backend.Dtype, p, g, m, v uint64, n in
 		return err
 	}
 	return run(b, s, pl)
+}
+
+// CSRMatmul writes out = a·b (rows.cu: csr_matmul, one block per row of
+// a, each thread summing its columns' entries in order: kernels.CSRMatmul's
+// order, bit for bit).
+func (b *Backend) CSRMatmul(s alloc.Stream, dt backend.Dtype, a backend.CSR, dense, out uint64, n int) error {
+	p, err := planCSR(b.Name(), "CSRMatmul", dt, a, dense, 0, out, n)
+	if err != nil {
+		return err
+	}
+	return run(b, s, p)
+}
+
+// CSRMatmulT writes out = aᵀ·g (rows.cu: csr_matmul_t, one block per
+// column of a, scanning the entries in CSR order: deterministic, no
+// atomics, kernels.CSRMatmulT's order).
+func (b *Backend) CSRMatmulT(s alloc.Stream, dt backend.Dtype, a backend.CSR, g, out uint64, n int) error {
+	p, err := planCSR(b.Name(), "CSRMatmulT", dt, a, g, 0, out, n)
+	if err != nil {
+		return err
+	}
+	return run(b, s, p)
+}
+
+// CSRSampledDot writes out[e] = g[r, :]·b[c, :] at a's entries (rows.cu:
+// csr_sampled_dot, one block per row of a, one thread per entry).
+func (b *Backend) CSRSampledDot(s alloc.Stream, dt backend.Dtype, a backend.CSR, g, dense, out uint64, n int) error {
+	p, err := planCSR(b.Name(), "CSRSampledDot", dt, a, g, dense, out, n)
+	if err != nil {
+		return err
+	}
+	return run(b, s, p)
 }

@@ -113,6 +113,15 @@
 //     the addends of a colliding index arrive in the CPU's order. Index
 //     values are trusted (the caller checks them); NLLLoss turns a target
 //     out of range into a NaN loss rather than a stray read.
+//   - The sparse CSR products (float32, float64; int64 or int32 indices)
+//     sum each output element in one thread, in the element type, in
+//     gpukit/kernels' order, so they equal the CPU bit for bit with no
+//     atomics: CSRMatmul (a·b) and CSRSampledDot (g·bᵀ at the entries)
+//     take one block per row of a; CSRMatmulT (aᵀ·g) one block per column
+//     of a, each scanning all the entries in CSR order for its column (a
+//     cost of cols·(rows+nnz) index reads: deterministic without a
+//     transposed copy of the pattern). The structure is trusted (the
+//     caller checks it); a column out of range is skipped, not read.
 //   - Programs compile with --fmad=false and IEEE division, square root and
 //     subnormals, so a*b + c rounds twice, as in Go; the only fused
 //     multiply-adds are the explicit ones of LayerNorm (as

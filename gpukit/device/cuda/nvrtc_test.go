@@ -106,8 +106,26 @@ func TestAllProgramsCoverTheOps(t *testing.T) {
 			}
 		}
 	}
+	// Every row family is compiled (so the NVRTC test cannot skip one),
+	// and the sparse products for both float and both index dtypes.
+	for f, rf := range rowFamilies {
+		if !slices.ContainsFunc(allPrograms(), func(p program) bool { return p.fam == f }) {
+			t.Errorf("no program of family %s", rf.name)
+		}
+	}
+	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
+		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+			for _, e := range csrEntry {
+				has := entries[program{fam: famCSR, out: dt, in: idx}]
+				if !slices.Contains(has, e) {
+					t.Errorf("csr %v/%v has no entry %s (entries %v)", dt, idx, e, has)
+				}
+			}
+		}
+	}
 	for _, bad := range []program{
 		{fam: famBinary, out: backend.Float32, in: backend.Float64},
+		{fam: famCSR, out: backend.Float32, in: backend.Float32},
 		{fam: famBinary, out: backend.Bool, in: backend.Bool},
 		{fam: famUnary, out: backend.Float32, in: backend.Float16},
 		{fam: famUnary, out: backend.Bool, in: backend.Bool},

@@ -1,13 +1,15 @@
 // The fused row kernels of the cuda backend (softmax, LayerNorm, BatchNorm,
-// NLL loss, Adam), compiled at run time by NVRTC (see source.go and
-// rows.go). The Go side prepends:
+// NLL loss, Adam) and the sparse CSR products, compiled at run time by
+// NVRTC (see source.go and rows.go). The Go side prepends:
 //
 //   KERNEL_SOFTMAX, KERNEL_LOG_SOFTMAX, KERNEL_LAYER_NORM,
 //   KERNEL_LAYER_NORM_BACKWARD, KERNEL_BATCH_NORM, KERNEL_BATCH_NORM_BACKWARD,
-//   KERNEL_NLL_LOSS or KERNEL_ADAM   which kernel(s) to compile
+//   KERNEL_NLL_LOSS, KERNEL_ADAM or KERNEL_CSR
+//                                    which kernel(s) to compile
 //   T                                the element type (float, double)
 //   COLS                             LayerNorm backward's columns per block
-//   TINDEX                           NLL's target type (long long, int)
+//   TINDEX                           NLL's target type, the CSR's index
+//                                    type (long long, int)
 //   BLOCK                            threads per block (a power of two)
 //   GO_SIZEOF_ARGS                   sizeof the Go twin of the kernel's Args
 //   GO_ARGS_LAYOUT, GO_VEC_LAYOUT    static_asserts that every field of Args
@@ -442,6 +444,93 @@ extern "C" __global__ void adam(const Args args) {
         v[i] = vi;
         T denom = sqrt(vi) / bc2 + eps;
         p[i] = pi - (mi / denom) * step;
+    }
+}
+#endif
+
+#if defined(KERNEL_CSR)
+struct Args {
+    unsigned long long out, vals, cols, offs, x, y;
+    long long rows, k, nnz, n;
+};
+static_assert(sizeof(Args) == GO_SIZEOF_ARGS, "Args does not match the Go csrArgs");
+GO_ARGS_LAYOUT
+
+// The sparse CSR products (torch.sparse.mm and its backward) of a
+// rows×k matrix in CSR form (offs: rows+1 row offsets, cols and vals: nnz
+// entries) with dense row-major operands n columns wide. Each output
+// element is summed by one thread, in T, in the order of gpukit/kernels
+// (spmm.go), so the results are the CPU's bit for bit and need no
+// atomics. The structure is trusted (the caller checks it); as a backstop
+// row offsets are clamped to [0, nnz] and an entry whose column is out of
+// range is skipped rather than read out of bounds.
+
+__device__ __forceinline__ long long csr_off(const Args &a, long long r) {
+    long long o = (long long)((const TINDEX *)a.offs)[r];
+    return o < 0 ? 0 : (o > a.nnz ? a.nnz : o);
+}
+
+// csr_matmul: out = a·x (x is k×n, out rows×n); one block per row of a,
+// each thread a column j of out, adding vals[e]·x[cols[e], j] over the
+// row's entries in order (kernels.CSRMatmul).
+extern "C" __global__ void csr_matmul(const Args args) {
+    const T *vals = (const T *)args.vals, *x = (const T *)args.x;
+    const TINDEX *cols = (const TINDEX *)args.cols;
+    T *out = (T *)args.out;
+    for (long long r = blockIdx.x; r < args.rows; r += gridDim.x) {
+        long long lo = csr_off(args, r), hi = csr_off(args, r + 1);
+        for (long long j = threadIdx.x; j < args.n; j += BLOCK) {
+            T acc = 0;
+            for (long long e = lo; e < hi; e++) {
+                long long c = (long long)cols[e];
+                if (c >= 0 && c < args.k) acc += vals[e] * x[c * args.n + j];
+            }
+            out[r * args.n + j] = acc;
+        }
+    }
+}
+
+// csr_matmul_t: out = aᵀ·x (x is rows×n, out k×n); one block per column c
+// of a, each thread a column j of out, scanning every entry in CSR order
+// (row by row) and adding vals[e]·x[r, j] where cols[e] == c: the order in
+// which kernels.CSRMatmulT adds into out[c, j]. The scan reads all of
+// offs and cols once per block (the cost of determinism without a
+// transposed copy of the pattern).
+extern "C" __global__ void csr_matmul_t(const Args args) {
+    const T *vals = (const T *)args.vals, *x = (const T *)args.x;
+    const TINDEX *cols = (const TINDEX *)args.cols;
+    T *out = (T *)args.out;
+    for (long long c = blockIdx.x; c < args.k; c += gridDim.x) {
+        for (long long j = threadIdx.x; j < args.n; j += BLOCK) {
+            T acc = 0;
+            for (long long r = 0; r < args.rows; r++) {
+                long long lo = csr_off(args, r), hi = csr_off(args, r + 1);
+                for (long long e = lo; e < hi; e++) {
+                    if ((long long)cols[e] == c) acc += vals[e] * x[r * args.n + j];
+                }
+            }
+            out[c * args.n + j] = acc;
+        }
+    }
+}
+
+// csr_sampled_dot: out[e] = x[r, :]·y[cols[e], :] (x rows×n, y k×n) for
+// each entry e of row r; one block per row, one thread per entry, the dot
+// product in column order (kernels.CSRSampledDot).
+extern "C" __global__ void csr_sampled_dot(const Args args) {
+    const T *x = (const T *)args.x, *y = (const T *)args.y;
+    const TINDEX *cols = (const TINDEX *)args.cols;
+    T *out = (T *)args.out;
+    for (long long r = blockIdx.x; r < args.rows; r += gridDim.x) {
+        long long lo = csr_off(args, r), hi = csr_off(args, r + 1);
+        for (long long e = lo + threadIdx.x; e < hi; e += BLOCK) {
+            long long c = (long long)cols[e];
+            T s = 0;
+            if (c >= 0 && c < args.k) {
+                for (long long j = 0; j < args.n; j++) s += x[r * args.n + j] * y[c * args.n + j];
+            }
+            out[e] = s;
+        }
     }
 }
 #endif

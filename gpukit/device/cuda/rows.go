@@ -92,12 +92,19 @@ type indexArgs struct {
 	l                           layoutArg
 }
 
+// csrArgs is struct Args of rows.cu (KERNEL_CSR): x and y are the dense
+// operands (CSRMatmul's b; CSRMatmulT's g; CSRSampledDot's g and b).
+type csrArgs struct {
+	out, vals, cols, offs, x, y uint64
+	rows, k, nnz, n             int64
+}
+
 // kernelArgs are the argument structs a kernel takes by value: structs of
 // 8-byte fields without Go pointers, each the twin of a C struct whose
 // size the kernel source checks with a static_assert.
 type kernelArgs interface {
 	elementwiseArgs | reduceArgs | softmaxArgs | layerNormArgs | layerNormBackwardArgs |
-		batchNormArgs | batchNormBackwardArgs | nllArgs | adamArgs | indexArgs
+		batchNormArgs | batchNormBackwardArgs | nllArgs | adamArgs | indexArgs | csrArgs
 }
 
 // span is a device range that a plan's launches read or write; it must lie
@@ -583,5 +590,75 @@ func planScatterAdd(dev string, shape []int, dim int, dst, index, src backend.St
 		dst: dst.Addr, src: src.Addr, index: index.Addr, n: ea.n, lineLen: int64(shape[dim]),
 		dstStep: int64(dst.Strides[dim]), srcStep: int64(src.Strides[dim]), indexStep: int64(index.Strides[dim]), l: ea.l,
 	}
+	return p, nil
+}
+
+// csrEntry are the entry points of the sparse products (rows.cu,
+// KERNEL_CSR), by Compute method.
+var csrEntry = map[string]string{"CSRMatmul": "csr_matmul", "CSRMatmulT": "csr_matmul_t", "CSRSampledDot": "csr_sampled_dot"}
+
+// planCSR plans one of the sparse products (op: a Compute method name): x
+// is the first dense operand (b, g, g) and y CSRSampledDot's b. The CSR
+// structure is trusted (the caller checks it); the kernels skip an entry
+// whose column is out of range and clamp row offsets to [0, nnz] rather
+// than read out of bounds.
+func planCSR(dev, op string, dt backend.Dtype, a backend.CSR, x, y, out uint64, n int) (plan[csrArgs], error) {
+	var p plan[csrArgs]
+	if err := floatDtype(dev, op, dt); err != nil {
+		return p, err
+	}
+	if err := indexDtype(dev, op, "indices", a.Index); err != nil {
+		return p, err
+	}
+	for _, sizes := range [][]int{{a.Rows, n}, {a.Cols, n}, {a.NNZ}, {a.Rows + 1}} {
+		if _, err := count(dev, op, sizes...); err != nil {
+			return p, err
+		}
+	}
+	size, isize := int64(dt.Size()), int64(a.Index.Size())
+	rows, k, nnz, nn := int64(a.Rows), int64(a.Cols), int64(a.NNZ), int64(n)
+	// The dense operands and the output, in elements; a zero count needs
+	// no address.
+	type dense struct {
+		what  string
+		addr  uint64
+		elems int64
+	}
+	var ds []dense
+	switch op {
+	case "CSRMatmul":
+		ds = []dense{{"out", out, rows * nn}, {"b", x, k * nn}, {"values", a.Values, nnz}}
+	case "CSRMatmulT":
+		ds = []dense{{"out", out, k * nn}, {"g", x, rows * nn}, {"values", a.Values, nnz}}
+	case "CSRSampledDot":
+		ds = []dense{{"out", out, nnz}, {"g", x, rows * nn}, {"b", y, k * nn}}
+	default:
+		return p, argError(dev, op, "not a sparse product")
+	}
+	if ds[0].elems == 0 { // nothing to write
+		return p, nil
+	}
+	p.spans = []span{{"row_offsets", a.RowOffsets, (rows + 1) * isize}}
+	ops := []operand{{"row_offsets", a.RowOffsets}}
+	if nnz > 0 {
+		p.spans = append(p.spans, span{"col_indices", a.ColIndices, nnz * isize})
+		ops = append(ops, operand{"col_indices", a.ColIndices})
+	}
+	for _, d := range ds {
+		if d.elems > 0 {
+			p.spans = append(p.spans, span{d.what, d.addr, d.elems * size})
+			ops = append(ops, operand{d.what, d.addr})
+		}
+	}
+	if err := required(dev, op, ops...); err != nil {
+		return p, err
+	}
+	p.prog = program{fam: famCSR, out: dt, in: a.Index}
+	items := rows // one block per row of a; CSRMatmulT: per column
+	if op == "CSRMatmulT" {
+		items = k
+	}
+	p.steps = []step{{csrEntry[op], rowGrid(items)}}
+	p.args = csrArgs{out: out, vals: a.Values, cols: a.ColIndices, offs: a.RowOffsets, x: x, y: y, rows: rows, k: k, nnz: nnz, n: nn}
 	return p, nil
 }

@@ -8,7 +8,7 @@ package cuda
 // as gpukit/tensor computes them. Tolerances: where the kernel sums in a
 // different order than the CPU (a block's tree against eight lanes), a few
 // units in the last place; where the order is the CPU's (NLL loss, Adam,
-// scatter-add), bit for bit.
+// scatter-add, the sparse products), bit for bit.
 
 import (
 	"math"
@@ -427,4 +427,94 @@ func TestEmulatedScatterAdd(t *testing.T) {
 		}
 	}
 	near(t, "dst", fromBytes[float32](out[0]), want, 0)
+}
+
+func TestEmulatedCSR(t *testing.T) {
+	t.Run("float32", testEmulatedCSR[float32])
+	t.Run("float64", testEmulatedCSR[float64])
+}
+
+// testEmulatedCSR runs the three sparse products against gpukit/kernels,
+// bit for bit: rows beyond a capped grid, n beyond a block (the column
+// loop), a row of more entries than a block (CSRSampledDot's entry
+// loop, with repeated columns), empty rows, both index dtypes.
+func testEmulatedCSR[T float32 | float64](t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const rows, k, n = 9, 7, blockSize + 5
+	offs := []int64{0}
+	var cols []int64
+	for row := range rows {
+		m := r.IntN(4)
+		switch row {
+		case 0, 4:
+			m = 0
+		case 6:
+			m = blockSize + 20
+		}
+		for range m {
+			cols = append(cols, int64(r.IntN(k)))
+		}
+		offs = append(offs, int64(len(cols)))
+	}
+	nnz := len(cols)
+	vals := randomsOf[T](r, nnz, 2, -1)
+	b, g := randomsOf[T](r, k*n, 2, -1), randomsOf[T](r, rows*n, 2, -1)
+	mm, mt, sd := make([]T, rows*n), make([]T, k*n), make([]T, nnz)
+	kernels.CSRMatmul(vals, cols, offs, b, n, mm)
+	kernels.CSRMatmulT(vals, cols, offs, g, n, mt)
+	kernels.CSRSampledDot(cols, offs, g, b, n, sd)
+	cols32, offs32 := make([]int32, nnz), make([]int32, rows+1)
+	for i, c := range cols {
+		cols32[i] = int32(c)
+	}
+	for i, o := range offs {
+		offs32[i] = int32(o)
+	}
+	dt := dtypeOf[T]()
+	garbage := func(m int) []byte { return asBytes(randomsOf[T](r, m, 2, -1)) }
+	for _, ix := range []struct {
+		dt         backend.Dtype
+		cols, offs []byte
+	}{{backend.Int64, asBytes(cols), asBytes(offs)}, {backend.Int32, asBytes(cols32), asBytes(offs32)}} {
+		// Buffers: 0 out, 1 values, 2 columns, 3 offsets, 4 x, 5 y.
+		a := backend.CSR{Values: emuAddr(1), ColIndices: emuAddr(2), RowOffsets: emuAddr(3), Index: ix.dt, Rows: rows, Cols: k, NNZ: nnz}
+		for _, c := range []struct {
+			op   string
+			x, y []T
+			want []T
+		}{{"CSRMatmul", b, nil, mm}, {"CSRMatmulT", g, nil, mt}, {"CSRSampledDot", g, b, sd}} {
+			y := uint64(0)
+			if c.y != nil {
+				y = emuAddr(5)
+			}
+			a := a
+			if c.op == "CSRSampledDot" {
+				a.Values = 0
+			}
+			p, err := planCSR("cuda:0", c.op, dt, a, emuAddr(4), y, emuAddr(0), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := emulate(t, capGrid(p, 2), garbage(len(c.want)), asBytes(vals), ix.cols, ix.offs, asBytes(c.x), asBytes(c.y))
+			got := fromBytes[T](out[0])
+			for i := range c.want {
+				if math.Float64bits(float64(got[i])) != math.Float64bits(float64(c.want[i])) {
+					t.Fatalf("%s index %v: element %d = %v, want %v bit for bit", c.op, ix.dt, i, got[i], c.want[i])
+				}
+			}
+		}
+	}
+	// A column out of range is skipped, not read: row 1 as its only
+	// entry gives a zero row.
+	bad := []int64{int64(k)}
+	p, err := planCSR("cuda:0", "CSRMatmul", dt, backend.CSR{Values: emuAddr(1), ColIndices: emuAddr(2), RowOffsets: emuAddr(3), Index: backend.Int64, Rows: 1, Cols: k, NNZ: 1}, emuAddr(4), 0, emuAddr(0), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := emulate(t, p, garbage(n), asBytes(vals[:1]), asBytes(bad), asBytes([]int64{0, 1}), asBytes(b))
+	for j, v := range fromBytes[T](out[0]) {
+		if v != 0 {
+			t.Fatalf("a column out of range: out[%d] = %v, want 0", j, v)
+		}
+	}
 }

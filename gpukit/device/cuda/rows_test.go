@@ -293,3 +293,61 @@ func TestExtentSaturates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, span{"dst", 1, maxElems * 8}, g.spans[0])
 }
+
+func TestPlanCSR(t *testing.T) {
+	f32 := backend.Float32
+	a := backend.CSR{Values: 1, ColIndices: 2, RowOffsets: 3, Index: backend.Int32, Rows: 4, Cols: 5, NNZ: 6}
+	with := func(f func(*backend.CSR)) backend.CSR {
+		c := a
+		f(&c)
+		return c
+	}
+	first := func(_ any, err error) error { return err }
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"float indices", first(planCSR("cuda:0", "CSRMatmul", f32, with(func(c *backend.CSR) { c.Index = f32 }), 7, 0, 8, 2)), "indices must be int64 or int32"},
+		{"negative rows", first(planCSR("cuda:0", "CSRMatmul", f32, with(func(c *backend.CSR) { c.Rows = -1 }), 7, 0, 8, 2)), "negative size"},
+		{"negative n", first(planCSR("cuda:0", "CSRMatmulT", f32, a, 7, 0, 8, -2)), "negative size"},
+		{"overflow", first(planCSR("cuda:0", "CSRMatmul", f32, with(func(c *backend.CSR) { c.Rows = math.MaxInt / 2 }), 7, 0, 8, 4)), "overflow"},
+		{"no values", first(planCSR("cuda:0", "CSRMatmul", f32, with(func(c *backend.CSR) { c.Values = 0 }), 7, 0, 8, 2)), "values has address 0"},
+		{"no offsets", first(planCSR("cuda:0", "CSRMatmulT", f32, with(func(c *backend.CSR) { c.RowOffsets = 0 }), 7, 0, 8, 2)), "row_offsets has address 0"},
+		{"no columns", first(planCSR("cuda:0", "CSRSampledDot", f32, with(func(c *backend.CSR) { c.ColIndices = 0 }), 7, 9, 8, 2)), "col_indices has address 0"},
+		{"sampled dot no b", first(planCSR("cuda:0", "CSRSampledDot", f32, a, 7, 0, 8, 2)), "b has address 0"},
+		{"matmul no out", first(planCSR("cuda:0", "CSRMatmul", f32, a, 7, 0, 0, 2)), "out has address 0"},
+		{"not a product", first(planCSR("cuda:0", "Gemm", f32, a, 7, 0, 8, 2)), "not a sparse product"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) || !strings.HasPrefix(c.err.Error(), "cuda: cuda:0: ") {
+			t.Errorf("%s: %v, want an error with %q", c.name, c.err, c.want)
+		}
+	}
+	var ue *backend.UnsupportedError
+	if err := first(planCSR("cuda:0", "CSRMatmul", backend.Float16, a, 7, 0, 8, 2)); !errors.As(err, &ue) || ue.Op != "CSRMatmul" {
+		t.Errorf("float16: %v, want an UnsupportedError", err)
+	}
+
+	// One block per row of a (per column for the transposed product);
+	// spans cover what each kernel reads and writes; nothing to write is
+	// nothing to launch, and no entries needs no values or columns.
+	p, err := planCSR("cuda:0", "CSRMatmul", f32, a, 7, 0, 8, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []step{{"csr_matmul", 4}}, p.steps)
+	assert.Equal(t, program{fam: famCSR, out: f32, in: backend.Int32}, p.prog)
+	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 4}, {"col_indices", 2, 6 * 4}, {"out", 8, 4 * 2 * 4}, {"b", 7, 5 * 2 * 4}, {"values", 1, 6 * 4}}, p.spans)
+	p, err = planCSR("cuda:0", "CSRMatmulT", backend.Float64, with(func(c *backend.CSR) { c.Cols = 70000 }), 7, 0, 8, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []step{{"csr_matmul_t", maxBlocks}}, p.steps)
+	p, err = planCSR("cuda:0", "CSRSampledDot", f32, with(func(c *backend.CSR) { c.Values = 0 }), 7, 9, 8, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []step{{"csr_sampled_dot", 4}}, p.steps)
+	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 4}, {"col_indices", 2, 6 * 4}, {"out", 8, 6 * 4}, {"g", 7, 4 * 2 * 4}, {"b", 9, 5 * 2 * 4}}, p.spans)
+	p, err = planCSR("cuda:0", "CSRSampledDot", f32, backend.CSR{RowOffsets: 3, Index: backend.Int64, Rows: 4, Cols: 5}, 7, 9, 0, 2)
+	require.NoError(t, err)
+	assert.Empty(t, p.steps, "no entries: nothing to write")
+	p, err = planCSR("cuda:0", "CSRMatmul", f32, backend.CSR{RowOffsets: 3, Index: backend.Int64, Rows: 4, Cols: 5}, 7, 0, 8, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []step{{"csr_matmul", 4}}, p.steps, "no entries: out is zeroed")
+	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 8}, {"out", 8, 4 * 2 * 4}, {"b", 7, 5 * 2 * 4}}, p.spans)
+}

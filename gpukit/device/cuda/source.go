@@ -98,6 +98,7 @@ const (
 	famAdam
 	famGather     // out: the data's dtype (any), in: the index's
 	famScatterAdd // in: the index's dtype
+	famCSR        // the sparse products; in: the indices' dtype
 )
 
 // rowFamilies are the families of rows.cu and index.cu: their name (that
@@ -115,11 +116,12 @@ var rowFamilies = map[family]struct {
 	famAdam:              {"adam", []string{"adam"}},
 	famGather:            {"gather", []string{"gather"}},
 	famScatterAdd:        {"scatter_add", []string{"scatter_add"}},
+	famCSR:               {"csr", []string{"csr_matmul", "csr_matmul_t", "csr_sampled_dot"}},
 }
 
 // indexed reports whether the family's in dtype is an index dtype.
 func (f family) indexed() bool {
-	return f == famNLLLoss || f == famGather || f == famScatterAdd
+	return f == famNLLLoss || f == famGather || f == famScatterAdd || f == famCSR
 }
 
 // program identifies one NVRTC compilation: a kernel family specialised to
@@ -388,6 +390,8 @@ func (p program) rowSource() (src string, entries []string, err error) {
 		args = adamArgs{}
 	case famGather, famScatterAdd:
 		args = indexArgs{}
+	case famCSR:
+		args = csrArgs{}
 	}
 	def("GO_SIZEOF_ARGS", fmt.Sprint(reflect.TypeOf(args).Size()))
 	def("GO_ARGS_LAYOUT", layoutAsserts(args, "Args"))
@@ -643,7 +647,8 @@ func allPrograms() []program {
 		}
 		ps = append(ps, program{fam: famSoftmax, out: dt, in: dt}, program{fam: famSoftmax, op: 1, out: dt, in: dt})
 		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
-			ps = append(ps, program{fam: famNLLLoss, out: dt, in: idx}, program{fam: famScatterAdd, out: dt, in: idx})
+			ps = append(ps, program{fam: famNLLLoss, out: dt, in: idx}, program{fam: famScatterAdd, out: dt, in: idx},
+				program{fam: famCSR, out: dt, in: idx})
 		}
 	}
 	return ps

@@ -94,3 +94,12 @@ func (metaCompute) Where(alloc.Stream, []int, backend.Strided, backend.Strided, 
 func (metaCompute) InRange(alloc.Stream, []int, backend.Strided, backend.Strided, float64, float64) error {
 	return nil
 }
+func (metaCompute) CSRMatmul(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, int) error {
+	return nil
+}
+func (metaCompute) CSRMatmulT(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, int) error {
+	return nil
+}
+func (metaCompute) CSRSampledDot(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, uint64, int) error {
+	return nil
+}
