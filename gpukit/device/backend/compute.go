@@ -279,9 +279,12 @@ type Strided struct {
 // with scalar s compares against: s rounded to dt for the floating types
 // (through float32 for the 16-bit ones, as c10::Half and c10::BFloat16
 // convert a double), s itself for the integer types. This is PyTorch's
-// rule: a Python number is a "wrapped number" that does not promote a
-// tensor's dtype (c10/core/ScalarType.h, at::native::result_type), so
-// torch.tensor([0.1], dtype=torch.float32) == 0.1 is True. Every Compute
+// rule: a Python number is a wrapped number, which counts in type
+// promotion by its category alone (update_result_type_state in
+// aten/src/ATen/native/TypeProperties.cpp; the "Type promotion" section of
+// docs/source/tensor_attributes.rst), so the comparison runs in the
+// tensor's dtype and torch.tensor([0.1], dtype=torch.float32) == 0.1 is
+// True (PyTorch 1.13.1, measured). Every Compute
 // applies it in BinaryScalar's comparisons, whatever dst's dtype.
 func CompareScalar(dt Dtype, s float64) float64 {
 	switch dt {
