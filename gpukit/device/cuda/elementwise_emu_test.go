@@ -30,6 +30,7 @@ func dense(k int, dt backend.Dtype, shape ...int) backend.Strided {
 }
 
 func TestEmulatedUnary(t *testing.T) {
+	t.Parallel()
 	const n = 300
 	// bfloat16 and int32 run the same code as float16 and int64 apart from
 	// their loads and stores, which TestEmulatedConvert checks.
@@ -59,6 +60,7 @@ func TestEmulatedUnary(t *testing.T) {
 // (a column broadcast against a row), to a scalar on either side, and the
 // comparisons into a Bool dst.
 func TestEmulatedBinary(t *testing.T) {
+	t.Parallel()
 	const n = 64
 	for _, c := range []struct{ in, out backend.Dtype }{
 		{backend.Float32, backend.Float32}, {backend.Float64, backend.Float64}, {backend.BFloat16, backend.BFloat16},
@@ -117,6 +119,7 @@ func TestEmulatedBinary(t *testing.T) {
 // every dtype) and compares with cpucompute's Store(Load(...)); a copy
 // within one dtype moves the bits.
 func TestEmulatedConvert(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	fills := []float64{0, math.Copysign(0, -1), 1, -2.5, 65520, 0x1p-25, 0x1.8p-25, 1 + 0x1p-24 + 0x1p-50, math.NaN(), math.Inf(-1), 1e-310, 3e9}
 	for _, out := range allDtypes {
@@ -174,6 +177,7 @@ func TestEmulatedConvert(t *testing.T) {
 // TestEmulatedWhere selects between a broadcast row and a broadcast column
 // by a bool mask with bytes other than 0 and 1.
 func TestEmulatedWhere(t *testing.T) {
+	t.Parallel()
 	const rows, cols = 5, 7
 	for _, dt := range []backend.Dtype{backend.Float16, backend.Int64} {
 		t.Run(dt.String(), func(t *testing.T) {
@@ -205,6 +209,7 @@ func TestEmulatedWhere(t *testing.T) {
 }
 
 func TestEmulatedInRange(t *testing.T) {
+	t.Parallel()
 	const n = 120
 	for _, dt := range []backend.Dtype{backend.Float32, backend.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
@@ -237,6 +242,7 @@ func TestEmulatedInRange(t *testing.T) {
 // The values are random halves, whose sums float64 holds exactly, so the
 // block's tree order gives the same bits.
 func TestEmulatedHalfReductions(t *testing.T) {
+	t.Parallel()
 	const outer, n, inner = 3, 300, 4
 	for _, dt := range []backend.Dtype{backend.Float16} {
 		t.Run(dt.String(), func(t *testing.T) {

@@ -77,6 +77,7 @@ func capGrid[A kernelArgs](p plan[A], g int) plan[A] {
 }
 
 func TestEmulatedSoftmax(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedSoftmax[float32])
 	t.Run("float64", testEmulatedSoftmax[float64])
 }
@@ -113,6 +114,7 @@ func testEmulatedSoftmax[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedLayerNorm(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedLayerNorm[float32])
 	t.Run("float64", testEmulatedLayerNorm[float64])
 }
@@ -150,6 +152,7 @@ func testEmulatedLayerNorm[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedLayerNormBackward(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedLayerNormBackward[float32])
 	t.Run("float64", testEmulatedLayerNormBackward[float64])
 }
@@ -197,6 +200,7 @@ func testEmulatedLayerNormBackward[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedBatchNorm(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedBatchNorm[float32])
 	t.Run("float64", testEmulatedBatchNorm[float64])
 }
@@ -253,6 +257,7 @@ func testEmulatedBatchNorm[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedBatchNormBackward(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedBatchNormBackward[float32])
 	t.Run("float64", testEmulatedBatchNormBackward[float64])
 }
@@ -286,6 +291,7 @@ func testEmulatedBatchNormBackward[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedNLLLoss(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(6, 6))
 	rows, n := 600, 10 // more rows than a block fetches at once
 	lp := randomsOf[float32](r, rows*n, 3, -2)
@@ -337,6 +343,7 @@ func TestEmulatedNLLLoss(t *testing.T) {
 }
 
 func TestEmulatedAdam(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedAdam[float32])
 	t.Run("float64", testEmulatedAdam[float64])
 }
@@ -368,6 +375,7 @@ func testEmulatedAdam[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedGather(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(8, 8))
 	// src [2, 5, 4] contiguous; index [2, 3, 4] stored transposed in its
 	// last two dimensions (strides 12, 1, 3); dst [2, 3, 4] contiguous.
@@ -399,6 +407,7 @@ func TestEmulatedGather(t *testing.T) {
 }
 
 func TestEmulatedScatterAdd(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(9, 9))
 	// dst [3, 4] += src [3, 6] along dim 1 with index [3, 6] in [0, 4):
 	// indices collide, and each dst element gets its addends in order.
@@ -430,6 +439,7 @@ func TestEmulatedScatterAdd(t *testing.T) {
 }
 
 func TestEmulatedCSR(t *testing.T) {
+	t.Parallel()
 	t.Run("float32", testEmulatedCSR[float32])
 	t.Run("float64", testEmulatedCSR[float64])
 }
