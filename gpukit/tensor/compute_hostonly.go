@@ -83,6 +83,18 @@ func indexBytes(op string, index *Tensor) []byte {
 // indexValues reads a 1-d (or 0-d) index tensor, checking every entry is in
 // [0, size). It returns nil on a meta device (no values to read).
 func indexValues(op string, index *Tensor, size int) []int {
+	out := indexInts(op, index)
+	for _, v := range out {
+		if v < 0 || v >= size {
+			panicf("%s: index %d is out of bounds for dimension with size %d (indices must be in [0, %d))", op, v, size, size)
+		}
+	}
+	return out
+}
+
+// indexInts reads an index tensor's entries in order (nil where
+// indexBytes has no bytes for it: meta).
+func indexInts(op string, index *Tensor) []int {
 	data := indexBytes(op, index)
 	if data == nil {
 		return nil
@@ -91,11 +103,6 @@ func indexValues(op string, index *Tensor, size int) []int {
 	forEachOffset(index.shape, []int{index.offset}, [][]int{index.strides}, func(_ int, o []int) {
 		out = append(out, int(load(index.dtype, data, o[0])))
 	})
-	for _, v := range out {
-		if v < 0 || v >= size {
-			panicf("%s: index %d is out of bounds for dimension with size %d (indices must be in [0, %d))", op, v, size, size)
-		}
-	}
 	return out
 }
 

@@ -111,11 +111,11 @@ func csrCompute(op string, out, vals, cidx, offs *Tensor, rows, cols int, x, y *
 // decreasing, every column in [0, k). It reads the indices on the host
 // (copied from a device the host cannot read); on meta it checks nothing.
 func csrCheck(op string, cidx, offs *Tensor, nnz, k int) {
-	o := csrInts(op, offs)
+	o := indexInts(op, offs)
 	if o == nil {
 		return
 	}
-	if o[0] != 0 || o[len(o)-1] != int64(nnz) {
+	if o[0] != 0 || o[len(o)-1] != nnz {
 		panicf("%s: row offsets must run from 0 to the number of values (%d), got %d to %d", op, nnz, o[0], o[len(o)-1])
 	}
 	for r := 1; r < len(o); r++ {
@@ -123,22 +123,9 @@ func csrCheck(op string, cidx, offs *Tensor, nnz, k int) {
 			panicf("%s: row offsets decrease at row %d (%d after %d)", op, r-1, o[r], o[r-1])
 		}
 	}
-	for e, c := range csrInts(op, cidx) {
-		if c < 0 || c >= int64(k) {
+	for e, c := range indexInts(op, cidx) {
+		if c < 0 || c >= k {
 			panicf("%s: column index %d of entry %d is out of bounds for %d columns", op, c, e, k)
 		}
 	}
-}
-
-// csrInts reads a 1-d index tensor's entries (nil on meta or when empty).
-func csrInts(op string, t *Tensor) []int64 {
-	data := indexBytes(op, t)
-	if data == nil {
-		return nil
-	}
-	out := make([]int64, 0, t.Numel())
-	forEachOffset(t.shape, []int{t.offset}, [][]int{t.strides}, func(_ int, o []int) {
-		out = append(out, int64(load(t.dtype, data, o[0])))
-	})
-	return out
 }
