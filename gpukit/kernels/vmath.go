@@ -475,22 +475,3 @@ func geluTanhGrad64(x float64) float64 {
 	du := 2 * math.Sqrt(2/math.Pi) * (1 + 3*0.044715*x*x)
 	return s + x*du*s*sm
 }
-
-func apply[T Float](v *vecFunc, dst, src []T) {
-	if len(src) != len(dst) {
-		panic("kernels: lengths of dst and src differ")
-	}
-	switch d := any(dst).(type) {
-	case []float32:
-		parallelFor(len(d), workers(len(d), 4096), 16, func(lo, hi int) {
-			v.apply32(d[lo:hi], any(src).([]float32)[lo:hi])
-		})
-	case []float64:
-		parallelFor(len(d), workers(len(d), 4096), 16, func(lo, hi int) {
-			v.apply64(d[lo:hi], any(src).([]float64)[lo:hi])
-		})
-	}
-}
-
-// Erf computes dst[i] = erf(src[i]).
-func Erf[T Float](dst, src []T) { apply(&vecErf, dst, src) }
