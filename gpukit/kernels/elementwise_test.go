@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // refIndex enumerates the multi-indices of shape in row-major order and
@@ -277,4 +279,25 @@ func assertClose[T Float](t testing.TB, got, want []T, tol float64) {
 		}
 		t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
 	}
+}
+
+// TestIsContiguous: row-major without gaps, size-1 dimensions' strides
+// ignored; strides that do not match the shape are the package's panic.
+func TestIsContiguous(t *testing.T) {
+	tests := []struct {
+		shape, strides []int
+		want           bool
+	}{
+		{nil, nil, true},
+		{[]int{2, 3}, []int{3, 1}, true},
+		{[]int{2, 3}, []int{1, 2}, false},
+		{[]int{2, 1, 3}, []int{3, 99, 1}, true},
+		{[]int{2, 3}, []int{4, 1}, false},
+	}
+	for _, tt := range tests {
+		if got := IsContiguous(tt.shape, tt.strides); got != tt.want {
+			t.Errorf("IsContiguous(%v, %v) = %v, want %v", tt.shape, tt.strides, got, tt.want)
+		}
+	}
+	assert.PanicsWithValue(t, "kernels: IsContiguous: 1 strides for 2 dimensions", func() { IsContiguous([]int{2, 3}, []int{1}) })
 }

@@ -39,6 +39,9 @@ func ContiguousStrides(shape []int) []int {
 // IsContiguous reports whether shape/strides is row-major with no gaps.
 // Strides of dimensions of size 1 do not matter, as in PyTorch.
 func IsContiguous(shape, strides []int) bool {
+	if len(strides) != len(shape) {
+		panic(fmt.Sprintf("kernels: IsContiguous: %d strides for %d dimensions", len(strides), len(shape)))
+	}
 	want := 1
 	for i := len(shape) - 1; i >= 0; i-- {
 		if shape[i] == 1 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -29,8 +30,13 @@ type Compute struct {
 var _ backend.Compute = (*Compute)(nil)
 
 // New returns the CPU Compute of the device called name ("sim:0", "cpu"),
-// whose addresses mem resolves.
-func New(name string, mem Memory) *Compute { return &Compute{name: name, mem: mem} }
+// whose addresses mem resolves. A nil mem is refused at once.
+func New(name string, mem Memory) *Compute {
+	if isnil.Nil(mem) {
+		panic("cpucompute: New: nil Memory for " + name)
+	}
+	return &Compute{name: name, mem: mem}
+}
 
 const (
 	f32t = backend.Float32

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/computetest"
@@ -159,4 +161,12 @@ func TestCSRStructureErrors(t *testing.T) {
 	if err := c.CSRMatmulT(0, backend.Float16, backend.CSR{Index: backend.Int64}, dense, out, 2); !errors.As(err, &u) || u.Op != "CSRMatmulT" {
 		t.Errorf("CSRMatmulT of float16: %v, want an UnsupportedError", err)
 	}
+}
+
+// TestNewRefusesNilMemory: a Compute without a Memory is refused at once
+// with the package's message, not a nil dereference at its first kernel.
+func TestNewRefusesNilMemory(t *testing.T) {
+	assert.PanicsWithValue(t, "cpucompute: New: nil Memory for dev:0", func() { cpucompute.New("dev:0", nil) })
+	var h *heap // a typed nil is a nil Memory too
+	assert.Panics(t, func() { cpucompute.New("dev:0", h) })
 }
