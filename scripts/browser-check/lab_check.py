@@ -263,10 +263,13 @@ def run_welcome(browser, base, out_dir, course_nb):
     saved = save_until(browser, WELCOME, lambda nb: sum(1 for c in code_cells(nb) if c.get("execution_count")) >= code,
                        "every code cell of %s to run (an execution count in each)" % WELCOME, 300)
     # A cell's count is set when it starts: once the kernel is idle, save
-    # again for the last cells' outputs.
+    # again for the last cells' outputs. The status bar can read Idle for a
+    # moment between two cells, so the save waits for the lesson's plot
+    # too (checked below as before; a CI run saved the notebook before it).
     idle(browser, 120)
     took = time.time() - start
-    saved = save_until(browser, WELCOME, lambda nb: True, "the notebook to save", 60)
+    saved = save_until(browser, WELCOME, lambda nb: any("image/png" in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", [])),
+                       "the lesson's plot to reach the saved notebook", 120)
     problems = []
     kernel = saved.get("metadata", {}).get("kernelspec", {}).get("name")
     if kernel != "gonb":
