@@ -97,8 +97,12 @@ func sgemmWorkers(w int, transA, transB bool, m, n, k int, alpha float32, a []fl
 			bOff = j0 * ldb
 		}
 		cs := c[i0*ldc+j0:]
-		scaleC(cs, ldc, i1-i0, j1-j0, beta)
-		sgemmBlock(transA, transB, i1-i0, j1-j0, k, alpha, a[aOff:], lda, b[bOff:], ldb, cs, ldc)
+		// With beta = 0 the first k-panel writes C without reading it,
+		// so C needs no clearing pass first.
+		if beta != 0 {
+			scaleC(cs, ldc, i1-i0, j1-j0, beta)
+		}
+		sgemmBlock(transA, transB, i1-i0, j1-j0, k, alpha, a[aOff:], lda, b[bOff:], ldb, beta == 0, cs, ldc)
 	})
 }
 
@@ -147,8 +151,9 @@ func scaleC(c []float32, ldc, m, n int, beta float32) {
 }
 
 // sgemmBlock computes C += alpha·op(A)·op(B) on one goroutine, with a, b and c
-// already offset to the block's origin.
-func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// already offset to the block's origin; with overwrite, C = alpha·op(A)·op(B)
+// and C is not read.
+func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, overwrite bool, c []float32, ldc int) {
 	bufs := gemmPool.Get().(*gemmBufs)
 	defer gemmPool.Put(bufs)
 	var edge [maxMR * maxNR]float32
@@ -160,16 +165,19 @@ func sgemmBlock(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b
 			for ic := 0; ic < m; ic += gemmMC {
 				mc := min(gemmMC, m-ic)
 				packA(bufs.a, tA, a, lda, ic, mc, pc, kc)
-				macroKernel(mc, nc, kc, alpha, bufs.a, bufs.b, c[ic*ldc+jc:], ldc, &edge)
+				// Only the first k-panel may overwrite: the later ones
+				// add to what it wrote.
+				macroKernel(mc, nc, kc, alpha, bufs.a, bufs.b, overwrite && pc == 0, c[ic*ldc+jc:], ldc, &edge)
 			}
 		}
 	}
 }
 
 // macroKernel multiplies a packed mc×kc block of A by a packed kc×nc panel of
-// B into C. Full MR×NR tiles are written in place; ragged edge tiles go
-// through a scratch tile so the micro-kernel never needs masking.
-func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, edge *[maxMR * maxNR]float32) {
+// B into C, adding to C or, with overwrite, replacing it. Full MR×NR tiles
+// are written in place; ragged edge tiles go through a scratch tile so the
+// micro-kernel never needs masking.
+func macroKernel(mc, nc, kc int, alpha float32, ap, bp []float32, overwrite bool, c []float32, ldc int, edge *[maxMR * maxNR]float32) {
 	for jr := 0; jr < nc; jr += gemmNR {
 		cols := min(gemmNR, nc-jr)
 		bs := bp[jr*kc : jr*kc+gemmNR*kc]
@@ -178,15 +186,20 @@ func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, ed
 			as := ap[ir*kc : ir*kc+gemmMR*kc]
 			if rows == gemmMR && cols == gemmNR {
 				ct := c[ir*ldc+jr : ir*ldc+jr+(gemmMR-1)*ldc+gemmNR]
-				microKernel(kc, as, bs, ct, ldc, alpha)
+				microKernel(kc, as, bs, ct, ldc, alpha, overwrite)
 				continue
 			}
 			e := edge[:gemmMR*gemmNR]
-			clear(e)
-			microKernel(kc, as, bs, e, gemmNR, alpha)
+			microKernel(kc, as, bs, e, gemmNR, alpha, true)
 			for i := 0; i < rows; i++ {
 				crow := c[(ir+i)*ldc+jr : (ir+i)*ldc+jr+cols]
 				erow := e[i*gemmNR : i*gemmNR+cols]
+				if overwrite {
+					// e is fma(acc, alpha, +0), never −0: the bits a
+					// cleared C plus e would hold.
+					copy(crow, erow)
+					continue
+				}
 				for j := range crow {
 					crow[j] += erow[j]
 				}
@@ -195,17 +208,27 @@ func macroKernel(mc, nc, kc int, alpha float32, ap, bp, c []float32, ldc int, ed
 	}
 }
 
-// microKernel computes the MR×NR tile c += alpha·as·bs. The slices were
-// sliced to their exact extents by the caller, which is what makes the
-// unchecked assembly access safe.
-func microKernel(kc int, as, bs, c []float32, ldc int, alpha float32) {
+// microKernel computes the MR×NR tile c += alpha·as·bs, or with overwrite
+// c = 0 + alpha·as·bs without reading c. The slices were sliced to their
+// exact extents by the caller, which is what makes the unchecked assembly
+// access safe.
+func microKernel(kc int, as, bs, c []float32, ldc int, alpha float32, overwrite bool) {
+	accumulate := 1
+	if overwrite {
+		accumulate = 0
+	}
 	if useAVX512 {
-		sgemmKernel12x32AVX512(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha)
+		sgemmKernel12x32AVX512(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha, accumulate)
 		return
 	}
 	if useAVX2 {
-		sgemmKernel6x16AVX2(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha)
+		sgemmKernel6x16AVX2(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha, accumulate)
 		return
+	}
+	if overwrite {
+		for i := 0; i < gemmMR; i++ {
+			clear(c[i*ldc : i*ldc+gemmNR])
+		}
 	}
 	microKernelGo(kc, as, bs, c, ldc, alpha)
 }
@@ -260,26 +283,10 @@ func packA(dst []float32, tA bool, a []float32, lda, i0, mc, p0, kc int) {
 		rows := min(gemmMR, mc-ir)
 		d := dst[ir*kc : ir*kc+gemmMR*kc]
 		if !tA {
-			for ii := 0; ii < rows; ii++ {
-				off := (i0+ir+ii)*lda + p0
-				src := a[off : off+kc]
-				for p, v := range src {
-					d[p*gemmMR+ii] = v
-				}
-			}
-			for ii := rows; ii < gemmMR; ii++ {
-				for p := 0; p < kc; p++ {
-					d[p*gemmMR+ii] = 0
-				}
-			}
+			packTransposed(d, gemmMR, a[(i0+ir)*lda+p0:], lda, rows, kc)
 			continue
 		}
-		for p := 0; p < kc; p++ {
-			off := (p0+p)*lda + i0 + ir
-			g := d[p*gemmMR : p*gemmMR+gemmMR]
-			n := copy(g, a[off:off+rows])
-			clear(g[n:])
-		}
+		packRows(d, gemmMR, a[p0*lda+i0+ir:], lda, rows, kc)
 	}
 }
 
@@ -290,25 +297,76 @@ func packB(dst []float32, tB bool, b []float32, ldb, p0, kc, j0, nc int) {
 		cols := min(gemmNR, nc-jr)
 		d := dst[jr*kc : jr*kc+gemmNR*kc]
 		if !tB {
-			for p := 0; p < kc; p++ {
-				off := (p0+p)*ldb + j0 + jr
-				g := d[p*gemmNR : p*gemmNR+gemmNR]
-				n := copy(g, b[off:off+cols])
-				clear(g[n:])
-			}
+			packRows(d, gemmNR, b[p0*ldb+j0+jr:], ldb, cols, kc)
 			continue
 		}
-		for jj := 0; jj < cols; jj++ {
-			off := (j0+jr+jj)*ldb + p0
-			src := b[off : off+kc]
-			for p, v := range src {
-				d[p*gemmNR+jj] = v
-			}
+		packTransposed(d, gemmNR, b[(j0+jr)*ldb+p0:], ldb, cols, kc)
+	}
+}
+
+// packRows copies the first width values of n rows of src (row p at
+// src[p·lds:]) into d as groups of ld, d[p·ld+j] = src[p·lds+j], and zeros
+// each group's lanes from width to ld. Whole groups of the kernels' widths
+// are copied as arrays, which the compiler turns into a few vector moves
+// where copy would call memmove for every 24 to 128 bytes.
+func packRows(d []float32, ld int, src []float32, lds, width, n int) {
+	d = d[:n*ld]
+	switch {
+	case width == 32 && ld == 32:
+		for p := 0; p < n; p++ {
+			*(*[32]float32)(d[p*32:]) = *(*[32]float32)(src[p*lds:])
 		}
-		for jj := cols; jj < gemmNR; jj++ {
-			for p := 0; p < kc; p++ {
-				d[p*gemmNR+jj] = 0
-			}
+	case width == 16 && ld == 16:
+		for p := 0; p < n; p++ {
+			*(*[16]float32)(d[p*16:]) = *(*[16]float32)(src[p*lds:])
+		}
+	case width == 12 && ld == 12:
+		for p := 0; p < n; p++ {
+			*(*[12]float32)(d[p*12:]) = *(*[12]float32)(src[p*lds:])
+		}
+	case width == 6 && ld == 6:
+		for p := 0; p < n; p++ {
+			*(*[6]float32)(d[p*6:]) = *(*[6]float32)(src[p*lds:])
+		}
+	default:
+		for p := 0; p < n; p++ {
+			g := d[p*ld : p*ld+ld]
+			clear(g[copy(g, src[p*lds:p*lds+width]):])
+		}
+	}
+}
+
+// packTransposed writes rows values of each of n columns of src (row r at
+// src[r·lds:]) as one group per column, d[p·ldd+r] = src[r·lds+p], and zeros
+// the group's lanes from rows to ldd. Four whole rows at a time and eight
+// columns at a time go through the AVX transpose (packTranspose4AVX); the
+// ragged rest is copied one value at a time.
+func packTransposed(d []float32, ldd int, src []float32, lds, rows, n int) {
+	d = d[:n*ldd]
+	done := 0 // columns [0, done) of rows [0, rows&^3) are written
+	if useAVX && n >= 8 {
+		done = n &^ 7
+		for r := 0; r+4 <= rows; r += 4 {
+			// The assembly writes d[p·ldd+r .. +3] and reads src[(r+i)·lds+p]
+			// for p < done, i < 4: prove both in range before the call.
+			_ = d[(done-1)*ldd+r+3]
+			_ = src[(r+3)*lds+done-1]
+			packTranspose4AVX(&d[r], ldd, &src[r*lds], lds, done)
+		}
+	}
+	for r := 0; r < rows; r++ {
+		p0 := done
+		if r >= rows&^3 {
+			p0 = 0
+		}
+		row := src[r*lds : r*lds+n]
+		for p := p0; p < n; p++ {
+			d[p*ldd+r] = row[p]
+		}
+	}
+	if rows < ldd {
+		for p := 0; p < n; p++ {
+			clear(d[p*ldd+rows : p*ldd+ldd])
 		}
 	}
 }

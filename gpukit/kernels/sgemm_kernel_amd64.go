@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 // sgemmKernel6x16AVX2 is implemented in sgemm_kernel_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32)
+func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32, accumulate int)
 
 // useAVX2 selects the assembly micro-kernel. Go has no SIMD intrinsics in the
 // default build, and scalar Go code tops out at ~1/8 of the FMA throughput of
@@ -17,7 +17,7 @@ var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // sgemmKernel12x32AVX512 is implemented in sgemm512_amd64.s.
 //
 //go:noescape
-func sgemmKernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha float32)
+func sgemmKernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha float32, accumulate int)
 
 // useAVX512 selects the 12×32 AVX-512 micro-kernel (twice the FMA width of
 // AVX2; x/sys/cpu reports AVX-512 only when the OS saves its registers).
@@ -33,6 +33,11 @@ func init() {
 //
 //go:noescape
 func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int)
+
+// packTranspose4AVX is implemented in pack_amd64.s.
+//
+//go:noescape
+func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
 
 // adamAVX is implemented in adam_amd64.s.
 //

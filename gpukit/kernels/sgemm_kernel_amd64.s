@@ -2,23 +2,46 @@
 
 #include "textflag.h"
 
-// func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32)
+// func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32, accumulate int)
 //
-// C[6×16] += alpha * A[6×k] · B[k×16], where A is a packed sliver laid out as
-// k groups of 6 row values and B is a packed sliver laid out as k groups of 16
-// column values. ldc is C's row stride in elements. k must be >= 1.
+// C[6×16] = alpha·A[6×k]·B[k×16] + (accumulate ? C : 0), where A is a packed
+// sliver laid out as k groups of 6 row values and B is a packed sliver laid
+// out as k groups of 16 column values. ldc is C's row stride in elements.
+// k must be >= 1. accumulate == 0 writes C without reading it, as
+// fma(acc, alpha, +0): the same bits as accumulating onto a cleared C
+// (sgemm512_amd64.s).
 //
 // Register use: Y4..Y15 hold the 6×16 tile of accumulators (2 ymm per row),
 // Y0/Y1 hold the current 16 B values and Y2/Y3 alternate as broadcast A values.
 // This is the same 6×16 shape OpenBLAS and BLIS use for Haswell-class cores:
 // 12 accumulators are enough to hide the FMA latency (4–5 cycles × 2 ports).
-TEXT ·sgemmKernel6x16AVX2(SB), NOSPLIT, $0-44
+TEXT ·sgemmKernel6x16AVX2(SB), NOSPLIT, $0-56
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), BX
 	SHLQ $2, BX
+
+	// The C tile's lines, fetched while the k loop runs.
+	MOVQ DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
+	ADDQ BX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 63(AX)
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -85,6 +108,9 @@ loop1:
 
 store:
 	VBROADCASTSS alpha+40(FP), Y0
+	MOVQ accumulate+48(FP), AX
+	TESTQ AX, AX
+	JEQ  overwrite
 
 #define ROW(lo, hi) \
 	VMOVUPS (DX), Y1 \
@@ -101,6 +127,23 @@ store:
 	ROW(Y10, Y11)
 	ROW(Y12, Y13)
 	ROW(Y14, Y15)
+	VZEROUPPER
+	RET
 
+#define ROWZ(lo, hi) \
+	VFMADD213PS Y3, Y0, lo \
+	VFMADD213PS Y3, Y0, hi \
+	VMOVUPS lo, (DX) \
+	VMOVUPS hi, 32(DX) \
+	ADDQ BX, DX
+
+overwrite:
+	VXORPS Y3, Y3, Y3
+	ROWZ(Y4, Y5)
+	ROWZ(Y6, Y7)
+	ROWZ(Y8, Y9)
+	ROWZ(Y10, Y11)
+	ROWZ(Y12, Y13)
+	ROWZ(Y14, Y15)
 	VZEROUPPER
 	RET

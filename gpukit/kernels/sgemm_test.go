@@ -189,3 +189,128 @@ func TestSgemmOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestPackTransposed checks the packing of operand slivers, with the AVX
+// transpose and without it, against the definition: every ragged row and
+// column count around the transpose's 4-row, 8-column blocks, and the
+// padding lanes zeroed over whatever the buffer held.
+func TestPackTransposed(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, avx := range []bool{false, true} {
+		if avx && !useAVX {
+			continue
+		}
+		saved := useAVX
+		useAVX = avx
+		for _, ldd := range []int{6, 12, 16, 32} {
+			for rows := 0; rows <= ldd; rows++ {
+				for _, n := range []int{1, 7, 8, 9, 16, 23, 256} {
+					lds := n + 3
+					src := randSlice(r, rows*lds)
+					d := make([]float32, n*ldd)
+					for i := range d {
+						d[i] = float32(math.NaN())
+					}
+					packTransposed(d, ldd, src, lds, rows, n)
+					for p := range n {
+						for i := range ldd {
+							want := float32(0)
+							if i < rows {
+								want = src[i*lds+p]
+							}
+							if got := d[p*ldd+i]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("avx %v ldd %d rows %d n %d: d[%d·%d+%d] = %g, want %g", avx, ldd, rows, n, p, ldd, i, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+		useAVX = saved
+	}
+}
+
+// TestPackRows checks the packing of row-major slivers against the
+// definition, for the kernels' widths (copied as arrays) and ragged ones.
+func TestPackRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, ld := range []int{6, 12, 16, 32} {
+		for width := 0; width <= ld; width++ {
+			for _, n := range []int{1, 5, 256} {
+				lds := ld + 3
+				src := randSlice(r, (n-1)*lds+width)
+				d := make([]float32, n*ld)
+				for i := range d {
+					d[i] = float32(math.NaN())
+				}
+				packRows(d, ld, src, lds, width, n)
+				for p := range n {
+					for j := range ld {
+						want := float32(0)
+						if j < width {
+							want = src[p*lds+j]
+						}
+						if got := d[p*ld+j]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("ld %d width %d n %d: d[%d·%d+%d] = %g, want %g", ld, width, n, p, ld, j, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmBetaZeroOverwrites checks the first k-panel's overwrite mode:
+// with beta = 0, a C full of NaN gives the same bits as beta = 1 on a
+// cleared C, over full and edge tiles and several k-panels, for both
+// micro-kernels; and a product of zeros scaled by a negative alpha is +0,
+// as accumulating onto a cleared C gives, not −0.
+func TestSgemmBetaZeroOverwrites(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	run := func(t *testing.T) {
+		for _, sz := range [][3]int{{100, 70, 600}, {12, 32, 5}, {13, 33, 257}} {
+			m, n, k := sz[0], sz[1], sz[2]
+			a, b := randSlice(r, m*k), randSlice(r, k*n)
+			for _, alpha := range []float32{1, -0.75} {
+				got, want := make([]float32, m*n), make([]float32, m*n)
+				for i := range got {
+					got[i] = float32(math.NaN())
+				}
+				Sgemm(false, false, m, n, k, alpha, a, k, b, n, 0, got, n)
+				Sgemm(false, false, m, n, k, alpha, a, k, b, n, 1, want, n)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%v alpha %g: element %d is %g, want %g", sz, alpha, i, got[i], want[i])
+					}
+				}
+			}
+			zeros := make([]float32, m*k)
+			c := make([]float32, m*n)
+			Sgemm(false, false, m, n, k, -1, zeros, k, b, n, 0, c, n)
+			for i, v := range c {
+				if math.Float32bits(v) != 0 {
+					t.Fatalf("%v: zero product element %d has bits %#x, want +0", sz, i, math.Float32bits(v))
+				}
+			}
+		}
+	}
+	t.Run("selected", run)
+	if useAVX512 {
+		useAVX512 = false
+		gemmMR, gemmNR = 6, 16
+		t.Run("avx2", run)
+		useAVX512 = true
+		gemmMR, gemmNR = 12, 32
+	}
+	if useAVX2 {
+		useAVX2 = false
+		saved512 := useAVX512
+		useAVX512 = false
+		gemmMR, gemmNR = 6, 16
+		t.Run("go", run)
+		useAVX2, useAVX512 = true, saved512
+		if useAVX512 {
+			gemmMR, gemmNR = 12, 32
+		}
+	}
+}

@@ -4,6 +4,6 @@ package bench
 
 const haveOpenBLAS = false
 
-func openblasSgemm(m, n, k int, a, b, c []float32) { panic("built without -tags openblas") }
+func openblasSgemm(tA, tB bool, m, n, k int, a, b, c []float32) { panic("built without -tags openblas") }
 
 func openblasInfo() string { return "" }

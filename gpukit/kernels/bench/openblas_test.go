@@ -15,7 +15,7 @@ func TestSgemmMatchesOpenBLAS(t *testing.T) {
 		x, y := randF32(n*n, 5), randF32(n*n, 6)
 		got, want := make([]float32, n*n), make([]float32, n*n)
 		kernels.Sgemm(false, false, n, n, n, 1, x, n, y, n, 0, got, n)
-		openblasSgemm(n, n, n, x, y, want)
+		openblasSgemm(false, false, n, n, n, x, y, want)
 		for i := range got {
 			if math.Abs(float64(got[i]-want[i])) > 1e-5*float64(n) {
 				t.Fatalf("n=%d [%d]: %v, OpenBLAS %v", n, i, got[i], want[i])

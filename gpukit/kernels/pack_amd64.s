@@ -1,0 +1,67 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
+//
+// Transposes 4 rows of n float32 values (row r at src + r·lds) into n groups
+// of 4: the values of column p go to dst[p·ldd : p·ldd+4]. n must be a
+// positive multiple of 8. This is the packing of a non-transposed A into
+// MR-row slivers (ldd = MR) and of a transposed B into NR-column slivers
+// (ldd = NR): four rows at a time, eight columns per iteration, 4 loads,
+// 8 shuffles and 8 stores for 32 values, where the scalar loop takes 32
+// loads and 32 stores to addresses a sliver apart.
+TEXT ·packTranspose4AVX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R8
+	MOVQ n+32(FP), CX
+	SHLQ $2, R10            // bytes between two columns' groups in dst
+	SHLQ $2, R8             // bytes between two rows of src
+	LEAQ (SI)(R8*2), R9
+	ADDQ R8, R9             // R9 = row 3
+	MOVQ R10, R11
+	SHLQ $3, R11            // dst advance per 8 columns
+
+loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (R9), Y3
+	// Per 128-bit lane: Y4 = r0c0 r1c0 r0c1 r1c1, Y5 = r0c2 r1c2 r0c3 r1c3,
+	// Y6 and Y7 the same for rows 2 and 3.
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+	// Y0..Y3 = columns 0..3 of the four rows in the low lane, 4..7 in the
+	// high lane.
+	VSHUFPS $0x44, Y6, Y4, Y0
+	VSHUFPS $0xEE, Y6, Y4, Y1
+	VSHUFPS $0x44, Y7, Y5, Y2
+	VSHUFPS $0xEE, Y7, Y5, Y3
+	MOVQ DI, AX
+	VMOVUPS X0, (AX)
+	ADDQ R10, AX
+	VMOVUPS X1, (AX)
+	ADDQ R10, AX
+	VMOVUPS X2, (AX)
+	ADDQ R10, AX
+	VMOVUPS X3, (AX)
+	ADDQ R10, AX
+	VEXTRACTF128 $1, Y0, (AX)
+	ADDQ R10, AX
+	VEXTRACTF128 $1, Y1, (AX)
+	ADDQ R10, AX
+	VEXTRACTF128 $1, Y2, (AX)
+	ADDQ R10, AX
+	VEXTRACTF128 $1, Y3, (AX)
+	ADDQ $32, SI
+	ADDQ $32, R9
+	ADDQ R11, DI
+	SUBQ $8, CX
+	JGT  loop
+
+	VZEROUPPER
+	RET
