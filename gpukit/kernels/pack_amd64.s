@@ -65,3 +65,44 @@ loop:
 
 	VZEROUPPER
 	RET
+
+// func packRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, masks *[4]uint16)
+//
+// Copies n rows of up to 32 float32 values (row p at src + p·lds) to
+// dst + p·ldd, through masked AVX-512 moves: masks[0] and masks[1] select
+// the values read from each row's two 16-lane halves (the others load as
+// zero, and masked-off lanes never fault), masks[2] and masks[3] the lanes
+// written. So a ragged sliver is copied and zero-padded in one pass, with
+// no call per row. Each iteration prefetches the row eight ahead: the rows
+// are a row stride apart, where the hardware prefetcher does not follow.
+TEXT ·packRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R10
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R8
+	MOVQ n+32(FP), CX
+	MOVQ masks+40(FP), AX
+	SHLQ $2, R10
+	SHLQ $2, R8
+	KMOVW 0(AX), K1
+	KMOVW 2(AX), K2
+	KMOVW 4(AX), K3
+	KMOVW 6(AX), K4
+	MOVQ R8, R9
+	SHLQ $3, R9             // eight rows ahead
+
+rows:
+	PREFETCHT0 (SI)(R9*1)
+	PREFETCHT0 64(SI)(R9*1)
+	PREFETCHT0 127(SI)(R9*1)
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z 64(SI), K2, Z1
+	VMOVUPS Z0, K3, (DI)
+	VMOVUPS Z1, K4, 64(DI)
+	ADDQ R8, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ  rows
+
+	VZEROUPPER
+	RET

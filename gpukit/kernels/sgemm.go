@@ -306,33 +306,28 @@ func packB(dst []float32, tB bool, b []float32, ldb, p0, kc, j0, nc int) {
 
 // packRows copies the first width values of n rows of src (row p at
 // src[p·lds:]) into d as groups of ld, d[p·ld+j] = src[p·lds+j], and zeros
-// each group's lanes from width to ld. Whole groups of the kernels' widths
-// are copied as arrays, which the compiler turns into a few vector moves
-// where copy would call memmove for every 24 to 128 bytes.
+// each group's lanes from width to ld. With AVX-512 (ld ≤ 32) each row is
+// two masked moves (packRowsAVX512); otherwise a copy per row.
 func packRows(d []float32, ld int, src []float32, lds, width, n int) {
 	d = d[:n*ld]
-	switch {
-	case width == 32 && ld == 32:
-		for p := 0; p < n; p++ {
-			*(*[32]float32)(d[p*32:]) = *(*[32]float32)(src[p*lds:])
+	if n == 0 {
+		return
+	}
+	if useAVX512 && ld <= 32 {
+		// The assembly reads src[p·lds : p·lds+width] and writes
+		// d[p·ld : p·ld+ld] for p < n: prove both in range first (with
+		// width 0 it reads nothing).
+		if width > 0 {
+			_ = src[(n-1)*lds+width-1]
 		}
-	case width == 16 && ld == 16:
-		for p := 0; p < n; p++ {
-			*(*[16]float32)(d[p*16:]) = *(*[16]float32)(src[p*lds:])
-		}
-	case width == 12 && ld == 12:
-		for p := 0; p < n; p++ {
-			*(*[12]float32)(d[p*12:]) = *(*[12]float32)(src[p*lds:])
-		}
-	case width == 6 && ld == 6:
-		for p := 0; p < n; p++ {
-			*(*[6]float32)(d[p*6:]) = *(*[6]float32)(src[p*lds:])
-		}
-	default:
-		for p := 0; p < n; p++ {
-			g := d[p*ld : p*ld+ld]
-			clear(g[copy(g, src[p*lds:p*lds+width]):])
-		}
+		lanes := func(k int) uint16 { return uint16(1<<min(max(k, 0), 16) - 1) }
+		masks := [4]uint16{lanes(width), lanes(width - 16), lanes(ld), lanes(ld - 16)}
+		packRowsAVX512(&d[0], ld, unsafe.SliceData(src), lds, n, &masks)
+		return
+	}
+	for p := 0; p < n; p++ {
+		g := d[p*ld : p*ld+ld]
+		clear(g[copy(g, src[p*lds:p*lds+width]):])
 	}
 }
 

@@ -22,6 +22,10 @@ func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int) {
 	panic("kernels: AVX packing not available")
 }
 
+func packRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, masks *[4]uint16) {
+	panic("kernels: AVX-512 packing not available")
+}
+
 var useAVX = false
 
 func adamAVX(p, grad, m, v *float32, n int, c *[8]float32) {
