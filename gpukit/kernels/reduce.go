@@ -134,6 +134,20 @@ func sumRow[T Float](s []T) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// addToFloat64 adds row to acc element by element, in float64: eight at a
+// time with AVX for float32 rows (addToFloat64AVX), the rest in Go.
+func addToFloat64[T Float](acc []float64, row []T) {
+	acc = acc[:len(row)]
+	j := 0
+	if r32, ok := any(row).([]float32); ok && useAVX && len(row) >= 8 {
+		j = len(row) &^ 7
+		addToFloat64AVX(&acc[0], &r32[0], j)
+	}
+	for ; j < len(row); j++ {
+		acc[j] += float64(row[j])
+	}
+}
+
 func reduceRow[T Float](op ReduceOp, s []T) T {
 	switch op {
 	case ReduceSum:
@@ -164,9 +178,7 @@ func reduceCols[T Float](op ReduceOp, acc []float64, d, src []T, base, n, inner 
 		clear(acc)
 		for p := 0; p < n; p++ {
 			row := src[base+p*inner : base+p*inner+len(acc)]
-			for j, v := range row {
-				acc[j] += float64(v)
-			}
+			addToFloat64(acc, row)
 		}
 		scale := 1.0
 		if op == ReduceMean {

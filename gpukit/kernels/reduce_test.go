@@ -89,3 +89,30 @@ func TestSumAccuracy(t *testing.T) {
 		t.Fatalf("sum = %v, want %v", got[0], float32(n))
 	}
 }
+
+// TestAddToFloat64 checks the AVX column-sum step against the Go loop, bit
+// for bit, over lengths around its 8-value blocks.
+func TestAddToFloat64(t *testing.T) {
+	if !useAVX {
+		t.Skip("no AVX")
+	}
+	r := rand.New(rand.NewPCG(3, 3))
+	for n := range 41 {
+		row := make([]float32, n)
+		acc := make([]float64, n)
+		for j := range row {
+			row[j] = float32(r.NormFloat64() * 1e3)
+			acc[j] = r.NormFloat64()
+		}
+		want := append([]float64(nil), acc...)
+		for j, v := range row {
+			want[j] += float64(v)
+		}
+		addToFloat64(acc, row)
+		for j := range acc {
+			if math.Float64bits(acc[j]) != math.Float64bits(want[j]) {
+				t.Fatalf("n %d: acc[%d] = %v, want %v", n, j, acc[j], want[j])
+			}
+		}
+	}
+}
