@@ -32,6 +32,12 @@ const (
 
 var gemmMR, gemmNR = 6, 16
 
+// gemmPiecesPerWorker is how many rectangles of C per goroutine Sgemm
+// cuts a product into (parallelPieces). Each rectangle packs its own
+// operands, so more pieces cost more packing; two let a goroutine that
+// wakes late leave a piece of its share to the others.
+const gemmPiecesPerWorker = 2
+
 // gemmParallelFlops is the multiply-add count (m·n·k) above which Sgemm
 // splits C across goroutines; smaller products finish before a goroutine
 // would even be scheduled.
@@ -83,7 +89,7 @@ func sgemmWorkers(w int, transA, transB bool, m, n, k int, alpha float32, a []fl
 	if w > 1 && total/align < w {
 		w = max(1, total/align)
 	}
-	parallelFor(total, w, align, func(lo, hi int) {
+	parallelPieces(total, w, w*gemmPiecesPerWorker, align, func(lo, hi int) {
 		i0, i1, j0, j1 := 0, m, lo, hi
 		if !splitN {
 			i0, i1, j0, j1 = lo, hi, 0, n
