@@ -37,9 +37,10 @@ fi
 go mod download >/dev/null 2>&1 || true
 export PATH="$here/bin:$PATH"
 
-passed=0
-failed=0
-for nb in "${books[@]}"; do
+# run_one NOTEBOOK: executes it and writes its verdict line, and on
+# failure the failing cell, to $out/NAME.report; exit status 1 on failure.
+run_one() {
+	local nb=$1 name status start secs
 	name=$(basename "$nb" .ipynb)
 	start=$(date +%s.%N)
 	# --allow-errors keeps the outputs of a failing cell, which
@@ -50,21 +51,50 @@ for nb in "${books[@]}"; do
 		/usr/bin/python3 scripts/notebook-errors.py "$out/$name.ipynb" >"$out/$name.errors" &&
 		/usr/bin/python3 scripts/notebook-outputs.py --check "$out/$name.ipynb" >"$out/$name.errors"; then
 		status=ok
-		passed=$((passed + 1))
 	else
 		status=FAILED
-		failed=$((failed + 1))
 	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-	printf 'notebook %-28s %-6s %6ss\n' "$name" "$status" "$secs"
-	if [ "$status" = FAILED ]; then
-		if [ -s "$out/$name.errors" ]; then
-			head -n 80 "$out/$name.errors" | sed 's/^/    /'
-		else
-			tail -n 30 "$out/$name.log" | sed 's/^/    /'
+	{
+		printf 'notebook %-28s %-6s %6ss\n' "$name" "$status" "$secs"
+		if [ "$status" = FAILED ]; then
+			if [ -s "$out/$name.errors" ]; then
+				head -n 80 "$out/$name.errors" | sed 's/^/    /'
+			else
+				tail -n 30 "$out/$name.log" | sed 's/^/    /'
+			fi
 		fi
-	fi
+	} >"$out/$name.report"
 	[ -n "$keep" ] && mkdir -p "$keep" && cp "$out/$name.ipynb" "$keep/" 2>/dev/null
+	[ "$status" = ok ]
+}
+
+# NOTEBOOK_JOBS notebooks at a time (default: the number of CPUs). A
+# notebook spends much of its time waiting on GoNB's compile of each cell
+# and on the kernel's round trips, about one core in all, so two at a time
+# on two cores take about half as long; each has its own kernel, and the
+# figures they print come from the simulated clock, not the wall clock.
+jobs=${NOTEBOOK_JOBS:-$(nproc)}
+running=0
+for nb in "${books[@]}"; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+	run_one "$nb" &
+	running=$((running + 1))
+done
+wait
+passed=0
+failed=0
+for nb in "${books[@]}"; do
+	name=$(basename "$nb" .ipynb)
+	cat "$out/$name.report" 2>/dev/null || echo "notebook $name: no report"
+	if head -n 1 "$out/$name.report" 2>/dev/null | grep -q ' ok '; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
 done
 echo "notebooks: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
