@@ -51,7 +51,11 @@ lab-image-test:
 lab-trixie-test:
 	@bash scripts/lab-trixie-test.sh
 
-test: setup fmt vet nbcheck unit fuzz grader-verify cuda notebooks site
+# The checks run in two lanes at once (scripts/test-lanes.sh): the Go
+# tests, fuzzing and the cuda build in one, the notebooks, the site and the
+# grader in the other; each lane takes about one to one and a half cores.
+test: setup fmt vet nbcheck
+	@bash scripts/test-lanes.sh "$(MAKE)"
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \

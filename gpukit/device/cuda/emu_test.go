@@ -19,7 +19,9 @@ package cuda
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,6 +125,7 @@ func TestMain(m *testing.M) {
 	emuDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	emuCacheClean()
 	os.Exit(code)
 }
 
@@ -176,16 +179,129 @@ func emuBinary(t *testing.T, p program) string {
 			b.err = err
 			return
 		}
+		args := []string{"-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w"}
+		cached := emuCached(cxx, args, cu)
+		if cached != "" {
+			if fi, err := os.Stat(cached); err == nil && fi.Mode().IsRegular() {
+				now := time.Now()
+				os.Chtimes(cached, now, now) // recently used: kept by emuCacheClean
+				b.bin = cached
+				return
+			}
+		}
 		b.bin = filepath.Join(emuDir, p.String())
-		out, err := exec.Command(cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w", "-o", b.bin, cu).CombinedOutput()
+		out, err := exec.Command(cxx, append(args, "-o", b.bin, cu)...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("g++ %s: %v\n%s", p, err, out)
+			return
 		}
+		emuCacheStore(b.bin, cached)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.bin
+}
+
+// The emulation binaries are cached across test runs, ccache-like: g++
+// takes most of this package's test time (about a minute of CPU for the
+// programs), and a binary is a function of the compiler, its flags and the
+// source alone. The cache is $GPUKIT_EMU_CACHE, or gpukit/emu in the user's
+// cache folder; GPUKIT_EMU_CACHE=off compiles every time. Entries unused
+// for emuCacheAge are removed at the end of a run.
+const emuCacheAge = 14 * 24 * time.Hour
+
+func emuCacheDir() string {
+	dir := os.Getenv("GPUKIT_EMU_CACHE")
+	if dir == "off" {
+		return ""
+	}
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(base, "gpukit", "emu")
+	}
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
+}
+
+// emuCompilerVersion is what g++ --version prints: part of every cache key.
+var emuCompilerVersion = sync.OnceValue(func() string {
+	cxx, err := emuCompiler()
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(cxx, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+})
+
+// emuCached is the cache path of the binary g++ makes from the source file
+// cu with args, or "" without a cache.
+func emuCached(cxx string, args []string, cu string) string {
+	dir, version := emuCacheDir(), emuCompilerVersion()
+	src, err := os.ReadFile(cu)
+	if dir == "" || version == "" || err != nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%q\x00", cxx, version, args)
+	h.Write(src)
+	return filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".bin")
+}
+
+// emuCacheStore copies the binary bin to the cache path dst: to a temporary
+// in the cache folder, then renamed over dst unless dst is something other
+// than a regular file.
+func emuCacheStore(bin, dst string) {
+	if dst == "" {
+		return
+	}
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
+		return
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o755) != nil || os.Rename(tmp.Name(), dst) != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// emuCacheClean removes the cache's entries unused for emuCacheAge and the
+// temporaries of runs that died (older than an hour).
+func emuCacheClean() {
+	dir := emuCacheDir()
+	if dir == "" {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		age := time.Since(fi.ModTime())
+		if (strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour) || (strings.HasSuffix(e.Name(), ".bin") && age > emuCacheAge) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // relocations lists the byte offset, buffer and offset in the buffer of
