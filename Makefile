@@ -51,9 +51,10 @@ lab-image-test:
 lab-trixie-test:
 	@bash scripts/lab-trixie-test.sh
 
-# The checks run in two lanes at once (scripts/test-lanes.sh): the Go
-# tests, fuzzing and the cuda build in one, the notebooks, the site and the
-# grader in the other; each lane takes about one to one and a half cores.
+# The checks run in two lanes at once (scripts/test-lanes.sh): the Go tests
+# and fuzzing in one, the notebooks, the site, the grader and the cuda build
+# in the other; each lane needs about one and a half cores, and about as
+# much CPU time as the other.
 test: setup fmt vet nbcheck
 	@bash scripts/test-lanes.sh "$(MAKE)"
 
