@@ -11,17 +11,21 @@
 // # Design
 //
 //   - Matrix multiply (Sgemm) follows the GotoBLAS/BLIS scheme: op(A) and
-//     op(B) are packed into cache-sized panels, and a 6×16 register-blocked
-//     micro-kernel (AVX2+FMA assembly on amd64, portable Go elsewhere or with
-//     the purego build tag) does the arithmetic. Transposes are absorbed by
-//     the packing, so all four transpose combinations run at the same speed.
-//     C is split across runtime.GOMAXPROCS goroutines. Dgemm delegates to
-//     gonum.
+//     op(B) are packed into cache-sized panels, and a register-blocked
+//     micro-kernel (12×32 in AVX-512 or 6×16 in AVX2+FMA assembly on amd64,
+//     portable Go elsewhere or with the purego build tag) does the
+//     arithmetic and prefetches its C tile. Transposes are absorbed by the
+//     packing (an AVX transpose where a sliver's values lie a row apart),
+//     so all four transpose combinations run at about the same speed; with
+//     beta = 0 the first k-panel writes C without reading it. C is cut into
+//     rectangles that runtime.GOMAXPROCS goroutines claim in turn. Dgemm
+//     delegates to gonum.
 //   - Elementwise kernels first merge dimensions that are contiguous for all
 //     operands, so a dense N-d operation becomes one flat loop and a
 //     row-vector broadcast becomes rows of contiguous loops. Each (op, layout)
 //     pair has its own loop with the op resolved outside it. Work over ~64K
-//     elements is split across goroutines by flat element range.
+//     elements is cut into flat element ranges that the goroutines claim
+//     in turn (parallelFor), the caller first.
 //   - Copy turns a strided view into a contiguous array; when the source is
 //     transposed it works in 64×64 tiles of 16×16 micro-blocks so every cache
 //     line read or written is used in full (AVX shuffles on amd64).

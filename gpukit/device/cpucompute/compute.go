@@ -843,6 +843,10 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		return i*ld + j
 	}
 	f32 := computeIn32(dt)
+	if f32 {
+		halfGemm(dt, transA, transB, m, n, k, alpha, ab, lda, bb, ldb, beta, cb, ldc)
+		return nil
+	}
 	for i := range m {
 		for j := range n {
 			var s float64
@@ -866,6 +870,72 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		}
 	}
 	return nil
+}
+
+// halfGemm is Gemm for float16 and bfloat16: each element one float32 dot
+// product over k in order, s = s + x·y rounded to float32 at every step
+// (the product of two half values is exact in float32, so a fused
+// multiply-add rounds alike), then alpha, beta and the store as for the
+// other dtypes. The operands are widened to float32 first, op(A) by rows
+// and op(B) by columns, so each dot product reads two contiguous runs; four
+// columns go at once, four independent chains instead of one add after
+// another. The widened copies are the host's scratch, not device memory.
+func halfGemm(dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, ab []byte, lda int, bb []byte, ldb int, beta float64, cb []byte, ldc int) {
+	at := func(trans bool, ld, i, j int) int {
+		if trans {
+			return j*ld + i
+		}
+		return i*ld + j
+	}
+	rows := make([]float32, m*k) // rows[i·k+p] = op(A)[i, p]
+	for i := range m {
+		for p := range k {
+			rows[i*k+p] = float32(Load(dt, ab, at(transA, lda, i, p)))
+		}
+	}
+	cols := make([]float32, n*k) // cols[j·k+p] = op(B)[p, j]
+	for j := range n {
+		for p := range k {
+			cols[j*k+p] = float32(Load(dt, bb, at(transB, ldb, p, j)))
+		}
+	}
+	store := func(i, j int, s float32) {
+		v := float64(s)
+		if alpha != 1 || beta != 0 {
+			old := 0.0
+			if beta != 0 {
+				old = beta * Load(dt, cb, i*ldc+j)
+			}
+			v = alpha*v + old
+		}
+		Store(dt, cb, i*ldc+j, v)
+	}
+	for i := range m {
+		a := rows[i*k : i*k+k]
+		j := 0
+		for ; j+4 <= n; j += 4 {
+			b0, b1, b2, b3 := cols[j*k:j*k+k], cols[(j+1)*k:(j+1)*k+k], cols[(j+2)*k:(j+2)*k+k], cols[(j+3)*k:(j+3)*k+k]
+			var s0, s1, s2, s3 float32
+			for p, x := range a {
+				s0 += x * b0[p]
+				s1 += x * b1[p]
+				s2 += x * b2[p]
+				s3 += x * b3[p]
+			}
+			store(i, j, s0)
+			store(i, j+1, s1)
+			store(i, j+2, s2)
+			store(i, j+3, s3)
+		}
+		for ; j < n; j++ {
+			b := cols[j*k : j*k+k]
+			var s float32
+			for p, x := range a {
+				s += x * b[p]
+			}
+			store(i, j, s)
+		}
+	}
 }
 
 // Adam applies one Adam step; float32 and float64 only.

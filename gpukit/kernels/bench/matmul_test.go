@@ -19,26 +19,21 @@ func randF32(n int, seed uint64) []float32 {
 	return s
 }
 
-// timeAll runs the functions round-robin b.N times, after one warm-up call
-// each (page in buffers, start OpenBLAS's thread pool), and returns the
-// fastest single call of each. Interleaving makes every side see the same
-// machine state (frequency, other processes on this shared 2-core machine),
-// and the minimum filters out calls that lost their core to someone else;
-// together they keep the ratios stable where the means swing by 2×.
+// timeAll times each function in turn: one warm-up call (page in buffers,
+// start OpenBLAS's thread pool), then b.N calls back to back, and returns
+// the fastest of each. Back to back is the steady state a GFLOP/s figure
+// means: a call after an idle pause also pays for waking the second core
+// (0.1 to several ms on this virtual machine). The minimum filters out
+// calls that lost their core to someone else, and the pause between two
+// functions lets OpenBLAS's idle threads, which spin for a while after a
+// call, stop before the next function runs.
 func timeAll(b *testing.B, fs ...func()) []time.Duration {
 	best := make([]time.Duration, len(fs))
 	for i, f := range fs {
+		time.Sleep(300 * time.Millisecond)
 		f()
 		best[i] = time.Duration(1<<63 - 1)
-	}
-	for n := 0; n < b.N; n++ {
-		for i, f := range fs {
-			if haveOpenBLAS {
-				// OpenBLAS's idle threads spin for up to a few hundred
-				// milliseconds after a call and would take a core from
-				// the call that follows.
-				time.Sleep(300 * time.Millisecond)
-			}
+		for range b.N {
 			start := time.Now()
 			f()
 			best[i] = min(best[i], time.Since(start))
