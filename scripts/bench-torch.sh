@@ -4,9 +4,11 @@
 # scripts/bench_torch.py, both on THREADS threads (GOMAXPROCS for gpukit,
 # torch.set_num_threads for PyTorch), median of REPS runs after one
 # warm-up. The two sides alternate run by run, so that a change in the
-# machine's load touches both alike. Prints one table of times and ratios
-# (PyTorch's time / gpukit's: above 1, gpukit is faster) and the load
-# average before and after. Not part of make test.
+# machine's load touches both alike; each timed run directly follows an
+# untimed one on the same side, so neither pays for waking an idle core.
+# Prints one table of times and ratios (PyTorch's time / gpukit's: above
+# 1, gpukit is faster) and the load average before and after. Not part of
+# make test.
 #
 #   scripts/bench-torch.sh            (or: make bench-torch)
 #   THREADS=2 REPS=7 ONLY=softmax,gelu_fwd scripts/bench-torch.sh
@@ -46,15 +48,21 @@ for c in cases:
         if p.stdout.readline().strip() != "ready":
             sys.exit(f"bench-torch: {c} did not start")
     ts = {k: [] for k in procs}
+    def run(p):
+        p.stdin.write("run\n")
+        p.stdin.flush()
+        return float(p.stdout.readline())
     for _ in range(reps):
         for k, p in procs.items():
-            # A pause before each run: OpenBLAS's and OpenMP's idle
-            # threads spin for a while after a call, and would otherwise
-            # take a core from the run that follows.
+            # A pause before each side's turn: OpenBLAS's and OpenMP's
+            # idle threads spin for a while after a call, and would
+            # otherwise take a core from the other side. Then one untimed
+            # run: on a virtual machine, waking an idle vCPU takes from
+            # 0.1 to several milliseconds, which the first run after a
+            # pause pays; the timed run that follows it measures the op.
             time.sleep(0.3)
-            p.stdin.write("run\n")
-            p.stdin.flush()
-            ts[k].append(float(p.stdout.readline()))
+            run(p)
+            ts[k].append(run(p))
     for k, p in procs.items():
         p.stdin.close()
         p.wait()
