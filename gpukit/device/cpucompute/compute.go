@@ -834,16 +834,9 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		kernels.Dgemm(transA, transB, m, n, k, alpha, kernels.Float64s(ab), lda, kernels.Float64s(bb), ldb, beta, kernels.Float64s(cb), ldc)
 		return nil
 	}
-	// The other dtypes: one dot product per element, in float32 for the
-	// half types (rounded at every step), float64 for the integer ones.
-	at := func(trans bool, ld, i, j int) int {
-		if trans {
-			return j*ld + i
-		}
-		return i*ld + j
-	}
-	f32 := computeIn32(dt)
-	if f32 {
+	// The half types: float32 dot products (halfGemm); the integer ones
+	// and bool: one float64 dot product per element.
+	if computeIn32(dt) {
 		halfGemm(dt, transA, transB, m, n, k, alpha, ab, lda, bb, ldb, beta, cb, ldc)
 		return nil
 	}
@@ -851,22 +844,9 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		for j := range n {
 			var s float64
 			for p := range k {
-				x := Load(dt, ab, at(transA, lda, i, p))
-				y := Load(dt, bb, at(transB, ldb, p, j))
-				if f32 {
-					s = float64(float32(s) + float32(x)*float32(y))
-				} else {
-					s += x * y
-				}
+				s += Load(dt, ab, opIndex(transA, lda, i, p)) * Load(dt, bb, opIndex(transB, ldb, p, j))
 			}
-			if alpha != 1 || beta != 0 {
-				old := 0.0
-				if beta != 0 {
-					old = beta * Load(dt, cb, i*ldc+j)
-				}
-				s = alpha*s + old
-			}
-			Store(dt, cb, i*ldc+j, s)
+			storeScaled(dt, cb, i*ldc+j, s, alpha, beta)
 		}
 	}
 	return nil
@@ -881,35 +861,19 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 // columns go at once, four independent chains instead of one add after
 // another. The widened copies are the host's scratch, not device memory.
 func halfGemm(dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, ab []byte, lda int, bb []byte, ldb int, beta float64, cb []byte, ldc int) {
-	at := func(trans bool, ld, i, j int) int {
-		if trans {
-			return j*ld + i
-		}
-		return i*ld + j
-	}
 	rows := make([]float32, m*k) // rows[i·k+p] = op(A)[i, p]
 	for i := range m {
 		for p := range k {
-			rows[i*k+p] = float32(Load(dt, ab, at(transA, lda, i, p)))
+			rows[i*k+p] = float32(Load(dt, ab, opIndex(transA, lda, i, p)))
 		}
 	}
 	cols := make([]float32, n*k) // cols[j·k+p] = op(B)[p, j]
 	for j := range n {
 		for p := range k {
-			cols[j*k+p] = float32(Load(dt, bb, at(transB, ldb, p, j)))
+			cols[j*k+p] = float32(Load(dt, bb, opIndex(transB, ldb, p, j)))
 		}
 	}
-	store := func(i, j int, s float32) {
-		v := float64(s)
-		if alpha != 1 || beta != 0 {
-			old := 0.0
-			if beta != 0 {
-				old = beta * Load(dt, cb, i*ldc+j)
-			}
-			v = alpha*v + old
-		}
-		Store(dt, cb, i*ldc+j, v)
-	}
+	store := func(i, j int, s float32) { storeScaled(dt, cb, i*ldc+j, float64(s), alpha, beta) }
 	for i := range m {
 		a := rows[i*k : i*k+k]
 		j := 0
@@ -936,6 +900,28 @@ func halfGemm(dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64,
 			store(i, j, s)
 		}
 	}
+}
+
+// opIndex is the index of op(X)[i, j] in X stored by rows with stride ld,
+// op(X) = Xᵀ when trans.
+func opIndex(trans bool, ld, i, j int) int {
+	if trans {
+		return j*ld + i
+	}
+	return i*ld + j
+}
+
+// storeScaled stores alpha·s + beta·C[idx] at C[idx] in dtype dt, reading C
+// only when beta ≠ 0 (as BLAS does).
+func storeScaled(dt backend.Dtype, c []byte, idx int, s, alpha, beta float64) {
+	if alpha != 1 || beta != 0 {
+		old := 0.0
+		if beta != 0 {
+			old = beta * Load(dt, c, idx)
+		}
+		s = alpha*s + old
+	}
+	Store(dt, c, idx, s)
 }
 
 // Adam applies one Adam step; float32 and float64 only.
