@@ -11,20 +11,20 @@
 #   scripts/test-lanes.sh [MAKE]
 set -uo pipefail
 make=${1:-make}
+start=$SECONDS
 lane() { # lane NAME TARGET...: runs make TARGET... with NAME before each line
-	local name=$1
+	local name=$1 status
 	shift
 	"$make" --no-print-directory "$@" 2>&1 | sed -u "s/^/[$name] /"
-	return "${PIPESTATUS[0]}"
+	status=${PIPESTATUS[0]}
+	echo "test: the $name lane ended after $((SECONDS - start)) s (exit status $status)"
+	return "$status"
 }
-start=$SECONDS
 lane go unit fuzz &
 go_pid=$!
 lane lessons site grader-verify cuda &
 lessons_pid=$!
 status=0
 wait "$go_pid" || { echo "test: the go lane failed (make unit fuzz)"; status=1; }
-echo "test: go lane done after $((SECONDS - start)) s"
 wait "$lessons_pid" || { echo "test: the lessons lane failed (make site grader-verify cuda)"; status=1; }
-echo "test: lessons lane done after $((SECONDS - start)) s"
 exit "$status"
