@@ -44,6 +44,11 @@ func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
 //go:noescape
 func packRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, masks *[4]uint16)
 
+// addToFloat64AVX is implemented in reduce_amd64.s.
+//
+//go:noescape
+func addToFloat64AVX(acc *float64, row *float32, n int)
+
 // adamAVX is implemented in adam_amd64.s.
 //
 //go:noescape

@@ -26,6 +26,10 @@ func packRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, masks *
 	panic("kernels: AVX-512 packing not available")
 }
 
+func addToFloat64AVX(acc *float64, row *float32, n int) {
+	panic("kernels: AVX column sum not available")
+}
+
 var useAVX = false
 
 func adamAVX(p, grad, m, v *float32, n int, c *[8]float32) {

@@ -190,6 +190,28 @@ func TestSgemmOffsets(t *testing.T) {
 	}
 }
 
+// nanSlice is n NaNs: a packing buffer whose every lane must be written.
+func nanSlice(n int) []float32 {
+	d := make([]float32, n)
+	for i := range d {
+		d[i] = float32(math.NaN())
+	}
+	return d
+}
+
+// checkPacked fails unless d holds n groups of ld values with lane j of
+// group p bit for bit want(p, j).
+func checkPacked(t *testing.T, what string, d []float32, ld, n int, want func(p, j int) float32) {
+	t.Helper()
+	for p := range n {
+		for j := range ld {
+			if got, w := d[p*ld+j], want(p, j); math.Float32bits(got) != math.Float32bits(w) {
+				t.Fatalf("%s: d[%d·%d+%d] = %g, want %g", what, p, ld, j, got, w)
+			}
+		}
+	}
+}
+
 // TestPackTransposed checks the packing of operand slivers, with the AVX
 // transpose and without it, against the definition: every ragged row and
 // column count around the transpose's 4-row, 8-column blocks, and the
@@ -207,22 +229,14 @@ func TestPackTransposed(t *testing.T) {
 				for _, n := range []int{1, 7, 8, 9, 16, 23, 256} {
 					lds := n + 3
 					src := randSlice(r, rows*lds)
-					d := make([]float32, n*ldd)
-					for i := range d {
-						d[i] = float32(math.NaN())
-					}
+					d := nanSlice(n * ldd)
 					packTransposed(d, ldd, src, lds, rows, n)
-					for p := range n {
-						for i := range ldd {
-							want := float32(0)
-							if i < rows {
-								want = src[i*lds+p]
-							}
-							if got := d[p*ldd+i]; math.Float32bits(got) != math.Float32bits(want) {
-								t.Fatalf("avx %v ldd %d rows %d n %d: d[%d·%d+%d] = %g, want %g", avx, ldd, rows, n, p, ldd, i, got, want)
-							}
+					checkPacked(t, fmt.Sprintf("avx %v ldd %d rows %d n %d", avx, ldd, rows, n), d, ldd, n, func(p, i int) float32 {
+						if i < rows {
+							return src[i*lds+p]
 						}
-					}
+						return 0
+					})
 				}
 			}
 		}
@@ -239,22 +253,14 @@ func TestPackRows(t *testing.T) {
 			for _, n := range []int{1, 5, 256} {
 				lds := ld + 3
 				src := randSlice(r, (n-1)*lds+width)
-				d := make([]float32, n*ld)
-				for i := range d {
-					d[i] = float32(math.NaN())
-				}
+				d := nanSlice(n * ld)
 				packRows(d, ld, src, lds, width, n)
-				for p := range n {
-					for j := range ld {
-						want := float32(0)
-						if j < width {
-							want = src[p*lds+j]
-						}
-						if got := d[p*ld+j]; math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("ld %d width %d n %d: d[%d·%d+%d] = %g, want %g", ld, width, n, p, ld, j, got, want)
-						}
+				checkPacked(t, fmt.Sprintf("ld %d width %d n %d", ld, width, n), d, ld, n, func(p, j int) float32 {
+					if j < width {
+						return src[p*lds+j]
 					}
-				}
+					return 0
+				})
 			}
 		}
 	}
