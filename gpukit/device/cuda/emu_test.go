@@ -175,12 +175,13 @@ func emuBinary(t *testing.T, p program) string {
 			fmt.Fprintf(&dispatch, "        if (name == %q) { found = true; gpukit_launch(grid, %d, %v, [&] { %s(args); }); }\n", e, blockSize, barriers, e)
 		}
 		cu := filepath.Join(emuDir, p.String()+".cc")
-		if err := os.WriteFile(cu, []byte(emuShim+src+fmt.Sprintf(emuMain, dispatch.String())), 0o644); err != nil {
+		text := []byte(emuShim + src + fmt.Sprintf(emuMain, dispatch.String()))
+		if err := os.WriteFile(cu, text, 0o644); err != nil {
 			b.err = err
 			return
 		}
 		args := []string{"-std=c++20", "-O1", "-ffp-contract=off", "-pthread", "-w"}
-		cached := emuCached(cxx, args, cu)
+		cached := emuCached(cxx, args, text)
 		if cached != "" {
 			if fi, err := os.Stat(cached); err == nil && fi.Mode().IsRegular() {
 				now := time.Now()
@@ -211,7 +212,8 @@ func emuBinary(t *testing.T, p program) string {
 // for emuCacheAge are removed at the end of a run.
 const emuCacheAge = 14 * 24 * time.Hour
 
-func emuCacheDir() string {
+// emuCacheDir is the cache folder, made once per run; "" without a cache.
+var emuCacheDir = sync.OnceValue(func() string {
 	dir := os.Getenv("GPUKIT_EMU_CACHE")
 	if dir == "off" {
 		return ""
@@ -227,7 +229,7 @@ func emuCacheDir() string {
 		return ""
 	}
 	return dir
-}
+})
 
 // emuCompilerVersion is what g++ --version prints: part of every cache key.
 var emuCompilerVersion = sync.OnceValue(func() string {
@@ -242,12 +244,11 @@ var emuCompilerVersion = sync.OnceValue(func() string {
 	return string(out)
 })
 
-// emuCached is the cache path of the binary g++ makes from the source file
-// cu with args, or "" without a cache.
-func emuCached(cxx string, args []string, cu string) string {
+// emuCached is the cache path of the binary g++ makes from the source text
+// src with args, or "" without a cache.
+func emuCached(cxx string, args []string, src []byte) string {
 	dir, version := emuCacheDir(), emuCompilerVersion()
-	src, err := os.ReadFile(cu)
-	if dir == "" || version == "" || err != nil {
+	if dir == "" || version == "" {
 		return ""
 	}
 	h := sha256.New()
