@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The cases of gpukit/cmd/benchtorch in PyTorch (CPU, float32), one line
 per case: name<TAB>median seconds. Each case runs once to warm up, then
-REPS times. With --serve, it sets up the one case named by --only, warms
-it up, prints "ready", then runs it once per line of standard input and
-prints that run's seconds (scripts/bench-torch.sh alternates it with
-gpukit's that way).
+REPS times. The training steps (mlp_adam_step, gpt_step) copy back the
+parameters they had at setup before each timed run, untimed, so that
+every timed step starts from the same state (see
+gpukit/cmd/benchtorch/main.go). With --serve, it sets up the one case
+named by --only, warms it up, prints "ready", then runs it once per line
+of standard input and prints that run's seconds (scripts/bench-torch.sh
+alternates it with gpukit's that way).
 
     python3 scripts/bench_torch.py [--threads 2] [--reps 7] [--only a,b] [--serve]
 """
@@ -15,6 +18,18 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+
+def restorable(run, module):
+    """run, with a reset that copies back module's parameters as they are now."""
+    saved = [p.detach().clone() for p in module.parameters()]
+
+    def reset():
+        with torch.no_grad():
+            for p, s in zip(module.parameters(), saved):
+                p.copy_(s)
+    run.reset = reset
+    return run
 
 
 def cases():
@@ -70,7 +85,7 @@ def cases():
             F.mse_loss(m(x), target).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-        return run
+        return restorable(run, m)
 
     def gpt_step():
         # lesson 07's GPT, "big": as gpukit/cmd/benchtorch/gpt.go
@@ -113,7 +128,7 @@ def cases():
             F.cross_entropy(g(ids, mask).view(-1, vocab), targets).backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-        return run
+        return restorable(run, g)
 
     return [matmul, add, gelu_fwd, softmax, layernorm_fwd_bwd, gelu_fwd_bwd, cross_entropy_fwd_bwd, mlp_adam_step, gpt_step]
 
@@ -132,16 +147,19 @@ def main():
         if only and make.__name__ not in only:
             continue
         run = make()
+        reset = getattr(run, "reset", lambda: None)
         run()
         if a.serve:
             print("ready", flush=True)
             for _ in sys.stdin:
+                reset()
                 t0 = time.perf_counter()
                 run()
                 print(f"{time.perf_counter() - t0:.6g}", flush=True)
             return
         ts = []
         for _ in range(a.reps):
+            reset()
             t0 = time.perf_counter()
             run()
             ts.append(time.perf_counter() - t0)

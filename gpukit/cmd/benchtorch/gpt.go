@@ -40,7 +40,7 @@ func (g *gpt) Forward(ids *tensor.Tensor) *tensor.Tensor {
 	return g.head.Forward(n)
 }
 
-func gptStep(on, gen tensor.Option) (run, done func()) {
+func gptStep(on, gen tensor.Option) (run, reset, done func()) {
 	g := &gpt{emb: nn.NewEmbedding(gptVocab, gptDim, on, gen), ln: nn.NewLayerNorm(gptDim, on, gen),
 		head: nn.NewLinear(gptDim, gptVocab, true, on, gen)}
 	for range gptLayers {
@@ -54,6 +54,7 @@ func gptStep(on, gen tensor.Option) (run, done func()) {
 	check(err)
 	ids := tensor.Randint(0, gptVocab, []int{gptBatch, gptSeq}, on, gen)
 	targets := tensor.Randint(0, gptVocab, []int{gptBatch * gptSeq}, on, gen)
+	reset, forget := restorable(nn.Parameters(g))
 	return func() {
 			logits := g.Forward(ids)
 			flat := logits.View(-1, gptVocab)
@@ -64,7 +65,8 @@ func gptStep(on, gen tensor.Option) (run, done func()) {
 			opt.Step()
 			opt.ZeroGrad(true)
 			loss.Release()
-		}, func() {
+		}, reset, func() {
+			forget()
 			opt.Release()
 			nn.Release(g)
 			releaseAll(ids, targets)()

@@ -4,6 +4,12 @@
 //	name<TAB>median seconds
 //
 // Each case runs once to warm up, then -reps times; the median is printed.
+// The training steps (mlp_adam_step, gpt_step) restore their parameters
+// to the values they had at setup before each timed run, untimed: a step's
+// cost depends on the values it trains (a model whose softmax grows
+// confident computes on subnormal floats, which x86 cores handle in slow
+// microcode), so every timed step starts from the same state, as in
+// scripts/bench_torch.py.
 // With -serve, it sets up the one case named by -only, warms it up, prints
 // "ready", then runs it once per line read from standard input and prints
 // that run's seconds: scripts/bench-torch.sh drives it and
@@ -50,9 +56,10 @@ func main() {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.name) {
 			continue
 		}
-		run, done := c.setup()
+		run, reset, done := c.setup()
 		run() // warm-up: the caching allocator holds the blocks from here on
 		timed := func() float64 {
+			reset()
 			dev.Synchronize()
 			start := time.Now()
 			run()
@@ -79,8 +86,29 @@ func main() {
 }
 
 type benchCase struct {
-	name  string
-	setup func() (run, done func())
+	name string
+	// setup returns the timed run, a reset called untimed before each
+	// timed run, and what releases the case's tensors.
+	setup func() (run, reset, done func())
+}
+
+// stateless is the reset of a case whose runs leave nothing behind.
+func stateless() {}
+
+// restorable snapshots params and returns the reset that copies the
+// snapshot back into them, and what releases the snapshot.
+func restorable(params []*tensor.Tensor) (reset, release func()) {
+	saved := make([]*tensor.Tensor, len(params))
+	for i, p := range params {
+		saved[i] = p.Detach().Clone()
+	}
+	return func() {
+		tensor.NoGrad(func() {
+			for i, p := range params {
+				p.CopyFrom(saved[i])
+			}
+		})
+	}, releaseAll(saved...)
 }
 
 func check(err error) {
@@ -103,41 +131,41 @@ func cases(on, gen tensor.Option) []benchCase {
 	randn := func(shape ...int) *tensor.Tensor { return tensor.Randn(shape, on, gen) }
 	param := func(shape ...int) *tensor.Tensor { return tensor.Randn(shape, on, gen, tensor.RequiresGrad()) }
 	return []benchCase{
-		{"matmul", func() (func(), func()) {
+		{"matmul", func() (func(), func(), func()) {
 			a, b := randn(1024, 1024), randn(1024, 1024)
-			return func() { a.Matmul(b).Release() }, releaseAll(a, b)
+			return func() { a.Matmul(b).Release() }, stateless, releaseAll(a, b)
 		}},
-		{"add", func() (func(), func()) {
+		{"add", func() (func(), func(), func()) {
 			a, b := randn(4096, 4096), randn(4096, 4096)
-			return func() { a.Add(b).Release() }, releaseAll(a, b)
+			return func() { a.Add(b).Release() }, stateless, releaseAll(a, b)
 		}},
-		{"gelu_fwd", func() (func(), func()) {
+		{"gelu_fwd", func() (func(), func(), func()) {
 			a := randn(4096, 4096)
-			return func() { a.Gelu().Release() }, releaseAll(a)
+			return func() { a.Gelu().Release() }, stateless, releaseAll(a)
 		}},
-		{"softmax", func() (func(), func()) {
+		{"softmax", func() (func(), func(), func()) {
 			a := randn(4096, 4096)
-			return func() { a.Softmax(-1).Release() }, releaseAll(a)
+			return func() { a.Softmax(-1).Release() }, stateless, releaseAll(a)
 		}},
-		{"layernorm_fwd_bwd", func() (func(), func()) {
+		{"layernorm_fwd_bwd", func() (func(), func(), func()) {
 			x, w, b, g := param(8192, 1024), param(1024), param(1024), randn(8192, 1024)
 			return func() {
 				y := tensor.LayerNorm(x, []int{1024}, w, b, 1e-5)
 				y.Backward(tensor.WithGradient(g))
 				y.Release()
 				clearGrads(x, w, b)
-			}, releaseAll(x, w, b, g)
+			}, stateless, releaseAll(x, w, b, g)
 		}},
-		{"gelu_fwd_bwd", func() (func(), func()) {
+		{"gelu_fwd_bwd", func() (func(), func(), func()) {
 			x, g := param(8192, 1024), randn(8192, 1024)
 			return func() {
 				y := x.Gelu()
 				y.Backward(tensor.WithGradient(g))
 				y.Release()
 				clearGrads(x)
-			}, releaseAll(x, g)
+			}, stateless, releaseAll(x, g)
 		}},
-		{"cross_entropy_fwd_bwd", func() (func(), func()) {
+		{"cross_entropy_fwd_bwd", func() (func(), func(), func()) {
 			x := param(8192, 1000)
 			t := tensor.Randint(0, 1000, []int{8192}, on, gen)
 			return func() {
@@ -145,13 +173,14 @@ func cases(on, gen tensor.Option) []benchCase {
 				l.Backward()
 				l.Release()
 				clearGrads(x)
-			}, releaseAll(x, t)
+			}, stateless, releaseAll(x, t)
 		}},
-		{"mlp_adam_step", func() (func(), func()) {
+		{"mlp_adam_step", func() (func(), func(), func()) {
 			m := nn.NewSequential(nn.NewLinear(1024, 4096, true, on, gen), nn.NewGELU(), nn.NewLinear(4096, 1024, true, on, gen))
 			opt, err := optim.NewAdam(nn.Parameters(m), optim.DefaultAdam())
 			check(err)
 			x, target := randn(512, 1024), randn(512, 1024)
+			reset, forget := restorable(nn.Parameters(m))
 			return func() {
 					y := m.Forward(x)
 					l := tensor.MSELoss(y, target)
@@ -160,13 +189,14 @@ func cases(on, gen tensor.Option) []benchCase {
 					opt.ZeroGrad(true)
 					l.Release()
 					y.Release()
-				}, func() {
+				}, reset, func() {
+					forget()
 					opt.Release()
 					nn.Release(m)
 					releaseAll(x, target)()
 				}
 		}},
-		{"gpt_step", func() (func(), func()) {
+		{"gpt_step", func() (func(), func(), func()) {
 			return gptStep(on, gen)
 		}},
 	}
