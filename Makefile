@@ -11,6 +11,13 @@ PORT ?= 8888
 FUZZTIME ?= 300x
 GO ?= go
 SITE_DIR ?= site
+# The Go checks build with -trimpath: without it the clone's folder is part
+# of every package's build-cache key, so each fresh clone (every CI run)
+# compiles the whole module again, under -race, -tags cuda and the fuzzers'
+# instrumentation alike. -count=1 runs every test every time: with the
+# folder out of the key, a fresh clone would otherwise reuse the results of
+# an earlier one.
+GOTEST ?= $(GO) test -trimpath -count=1
 
 .PHONY: lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
@@ -66,7 +73,7 @@ fmt:
 # grader/hidden holds hidden tests that compile only beside a student's file;
 # exercises/ holds stubs whose tests fail until a student solves them.
 vet:
-	$(GO) vet $$($(GO) list ./... | grep -v '/grader/hidden/')
+	$(GO) vet -trimpath $$($(GO) list ./... | grep -v '/grader/hidden/')
 
 # The notebooks are generated from lessons/*.md; this fails when they drift.
 nbcheck:
@@ -74,9 +81,12 @@ nbcheck:
 
 # exercises/ and solutions/ are checked by grader-verify: the stubs fail
 # their public tests by design.
+# A race-enabled binary sleeps a second before it exits (GORACE's
+# atexit_sleep_ms, for goroutines still running to report races): after a
+# test binary's last test that finds nothing, and costs a second a package.
 unit:
-	$(GO) test -race ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
-	$(GO) test $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
+	GORACE=atexit_sleep_ms=0 $(GOTEST) -race ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
+	$(GOTEST) $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 	/usr/bin/python3 scripts/gpu_judge_test.py -q
@@ -87,9 +97,9 @@ unit:
 # (go.dev/issue/75804, fixed in Go 1.27).
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
-		for target in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+		for target in $$($(GOTEST) -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 			echo "fuzz: $$pkg $$target ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/gpukit-fuzz.log 2>&1 || \
+			$(GOTEST) -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg >/tmp/gpukit-fuzz.log 2>&1 || \
 				{ cat /tmp/gpukit-fuzz.log; exit 1; }; \
 		done; \
 	done
@@ -100,9 +110,9 @@ fuzz:
 cuda:
 	@if [ -f /usr/include/cuda.h ] || [ -n "$${CUDA_PATH:-}" ]; then \
 		echo "cuda: go build -tags cuda ./... && go vet -tags cuda ./... && NVRTC compiles every kernel"; \
-		$(GO) build -tags cuda ./... && $(GO) vet -tags cuda $$($(GO) list ./... | grep -v /grader/hidden/) && \
-		tmp=$$(mktemp -d) && $(GO) test -tags cuda -c -o "$$tmp" ./gpukit/... && rm -rf "$$tmp" && \
-		$(GO) test -tags nvrtc ./gpukit/device/cuda/; \
+		$(GO) build -trimpath -tags cuda ./... && $(GO) vet -trimpath -tags cuda $$($(GO) list ./... | grep -v /grader/hidden/) && \
+		tmp=$$(mktemp -d) && $(GOTEST) -tags cuda -c -o "$$tmp" ./gpukit/... && rm -rf "$$tmp" && \
+		$(GOTEST) -tags nvrtc ./gpukit/device/cuda/; \
 	else \
 		echo "SKIP cuda build: CUDA headers not installed (run: sudo bash scripts/install-cuda-headers.sh)"; \
 	fi
