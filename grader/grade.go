@@ -416,7 +416,10 @@ func newRedactor(pkg string, hidden *hiddenTests) *redactor {
 	return r
 }
 
-var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/`)
+// tempPath is where a build's sources lay: its temporary folder, which
+// compiler messages name, or the module path, which -trimpath puts in the
+// binary for stack traces.
+var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/|\b` + regexp.QuoteMeta(submissionModule) + `/`)
 
 func (r *redactor) clean(s string) string {
 	s = tempPath.ReplaceAllString(s, "")
