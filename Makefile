@@ -77,7 +77,7 @@ vet:
 
 # The notebooks are generated from lessons/*.md; this fails when they drift.
 nbcheck:
-	$(GO) run ./scripts/nbgen -check
+	$(GO) run -trimpath ./scripts/nbgen -check
 
 # exercises/ and solutions/ are checked by grader-verify: the stubs fail
 # their public tests by design.
@@ -139,7 +139,7 @@ gpu-check-dry:
 # points (each test run twice) and every stub scores zero on the hidden
 # tests (grader/README.md); --jobs defaults to the number of CPUs.
 grader-verify:
-	$(GO) run ./grader/cmd/grader verify
+	$(GO) run -trimpath ./grader/cmd/grader verify
 
 # Executes every notebook once; the executed copies stay in $(SITE_DIR)/executed
 # for the site.
