@@ -474,7 +474,7 @@ func TestRedactor(t *testing.T) {
 	})
 	got := r.clean("ok\nfound: secret := \"a long distinctive line of the hidden test\" here\n}\n/tmp/x/grader-123/mod/toy/h_test.go:3: boom\n" +
 		"toy.hidden_0123_helperOfH(...)\n\th_test.go:4 +0x1d\ntoy.TestH(0xc000)\n\tzz_grader_main_0123abcd_test.go:12\n" +
-		"got a toy.(*hidden_0123_config) and a hidden_0123_config{n:1}; toy.helperOfH is the student's; x_hidden_0123_y\n"+
+		"got a toy.(*hidden_0123_config) and a hidden_0123_config{n:1}; toy.helperOfH is the student's; x_hidden_0123_y\n" +
 		"toy.Sum(...)\n\tgrader.local/submission/toy/sum.go:5 +0x2\n\tgrader.local/submission/toy/h_test.go:9 +0x3")
 	assert.Equal(t, "ok\n[a line quoting the hidden tests was removed]\n}\n[hidden test]: boom\n"+
 		"[hidden](...)\n\t[hidden test] +0x1d\ntoy.TestH(0xc000)\n\t[hidden test]\n"+
