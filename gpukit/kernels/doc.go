@@ -26,6 +26,11 @@
 //     pair has its own loop with the op resolved outside it. Work over ~64K
 //     elements is cut into flat element ranges that the goroutines claim
 //     in turn (parallelFor), the caller first.
+//   - The goroutines that help a caller stay awake for 5 ms after their
+//     last piece and take the next call's pieces without being woken, as
+//     OpenMP's threads spin before they sleep (parallel.go): a training
+//     step calls its kernels back to back, and a woken thread is slow to
+//     get a core of its own on a virtual machine.
 //   - Copy turns a strided view into a contiguous array; when the source is
 //     transposed it works in 64×64 tiles of 16×16 micro-blocks so every cache
 //     line read or written is used in full (AVX shuffles on amd64).

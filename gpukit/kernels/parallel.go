@@ -128,7 +128,7 @@ func awaitJob() *job {
 				spinning.Add(-1)
 				return j
 			}
-			runtime.Gosched() // whatever else is runnable goes first
+			yieldCPU()
 		}
 		spinning.Add(-1)
 	}
@@ -177,7 +177,7 @@ func parallelPieces(n, w, pieces, align int, fn func(lo, hi int)) {
 	// The helpers' last pieces: wait awake for a while, then asleep.
 	if maySpin() {
 		for deadline := time.Now().Add(spinFor); j.done.Load() < int64(count) && time.Now().Before(deadline); {
-			runtime.Gosched()
+			yieldCPU()
 		}
 	}
 	<-j.finished
