@@ -5,7 +5,10 @@
 # torch.set_num_threads for PyTorch), median of REPS runs after one
 # warm-up. The two sides alternate run by run, so that a change in the
 # machine's load touches both alike; each timed run directly follows an
-# untimed one on the same side, so neither pays for waking an idle core.
+# untimed one on the same side, so neither pays for waking an idle core;
+# the training steps put their parameters back before each run, so every
+# timed step computes on the same values (a model that trains on computes
+# on more and more subnormal floats, slower on both sides).
 # Prints one table of times and ratios (PyTorch's time / gpukit's: above
 # 1, gpukit is faster) and the load average before and after. Not part of
 # make test.

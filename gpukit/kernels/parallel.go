@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -35,7 +37,7 @@ func workers(size, minPer int) int {
 // whole call.
 const piecesPerWorker = 4
 
-// spinFor is how long a helper goroutine stays awake after its last piece,
+// defaultSpin is how long a helper goroutine stays awake after its last piece,
 // looking for the next call's work, and how long a caller waits awake for
 // its helpers' last pieces. A training step runs its kernels with
 // microseconds to a few milliseconds of serial work between them; a
@@ -45,11 +47,43 @@ const piecesPerWorker = 4
 // pause, one ran only once the other had finished, or both took twice as
 // long), so an 8192×1000 cross-entropy forward and backward took 14 to 26
 // ms (median 21) after a 0.3 s pause and 13 ms back to back. With helpers
-// that stay awake for 5 ms it takes 14 and 11 ms. OpenMP's threads, on
+// that stay awake for 5 ms it takes 13.8 and 13.2 ms. OpenMP's threads, on
 // which PyTorch's CPU kernels run, spin the same way before they sleep:
 // libgomp's GOMP_SPINCOUNT, 300,000 spins by default (the GCC manual,
 // "GOMP_SPINCOUNT").
-const spinFor = 5 * time.Millisecond
+//
+// GPUKIT_SPIN sets it, as a duration from 0 to 1s ("0" never waits awake):
+// lower it where the cores are shared with other busy processes (make test
+// runs its two lanes with 0), as OMP_WAIT_POLICY=passive does for OpenMP.
+const defaultSpin = 5 * time.Millisecond
+
+// spinNanos is the setting in force (an atomic, so tests may change it).
+var spinNanos atomic.Int64
+
+func init() {
+	d, err := spinSetting(os.Getenv("GPUKIT_SPIN"))
+	if err != nil {
+		// Reported once, as libgomp reports a wrong OMP_WAIT_POLICY.
+		fmt.Fprintln(os.Stderr, err)
+	}
+	spinNanos.Store(int64(d))
+}
+
+// spinSetting reads GPUKIT_SPIN's value; for a wrong one it returns the
+// default and an error that says so.
+func spinSetting(v string) (time.Duration, error) {
+	if v == "" {
+		return defaultSpin, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > time.Second {
+		return defaultSpin, fmt.Errorf("kernels: GPUKIT_SPIN=%q is not a duration from 0 to 1s (such as 5ms or 0); helpers wait awake for %v", v, defaultSpin)
+	}
+	return d, nil
+}
+
+// spinFor is how long to wait awake.
+func spinFor() time.Duration { return time.Duration(spinNanos.Load()) }
 
 // A job is one parallelFor call: count pieces of chunk indices, claimed in
 // order by the caller and by up to the given number of helpers.
@@ -108,9 +142,10 @@ func help(j *job) {
 	}
 }
 
-// maySpin reports whether a goroutine may wait awake: not when there are
-// more Ps than CPUs, where spinning would take a CPU from one that works.
-func maySpin() bool { return runtime.GOMAXPROCS(0) <= runtime.NumCPU() }
+// maySpin reports whether a goroutine may wait awake: not when spinFor is
+// 0, nor when there are more Ps than CPUs, where spinning would take a CPU
+// from one that works.
+func maySpin() bool { return spinFor() > 0 && runtime.GOMAXPROCS(0) <= runtime.NumCPU() }
 
 // awaitJob returns the offered job that has a helper's place left, looking
 // for up to spinFor when maySpin, or nil.
@@ -123,7 +158,7 @@ func awaitJob() *job {
 	}
 	if maySpin() {
 		spinning.Add(1)
-		for deadline := time.Now().Add(spinFor); time.Now().Before(deadline); {
+		for deadline := time.Now().Add(spinFor()); time.Now().Before(deadline); {
 			if j := wanted(); j != nil {
 				spinning.Add(-1)
 				return j
@@ -176,7 +211,7 @@ func parallelPieces(n, w, pieces, align int, fn func(lo, hi int)) {
 	offered.CompareAndSwap(j, nil)
 	// The helpers' last pieces: wait awake for a while, then asleep.
 	if maySpin() {
-		for deadline := time.Now().Add(spinFor); j.done.Load() < int64(count) && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(spinFor()); j.done.Load() < int64(count) && time.Now().Before(deadline); {
 			yieldCPU()
 		}
 	}

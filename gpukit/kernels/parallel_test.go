@@ -17,6 +17,7 @@ import (
 // of its indices exactly once, in pieces aligned as asked, whoever helps.
 func TestParallelPiecesCoversEachIndexOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	defer spinNanos.Store(spinNanos.Swap(int64(defaultSpin)))
 	callers, calls := 6, 60
 	if raceEnabled {
 		calls = 15
@@ -63,6 +64,7 @@ func TestParallelPiecesCoversEachIndexOnce(t *testing.T) {
 // goroutines.
 func TestHelpersGoToSleep(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.NumCPU()))) // helpers spin
+	defer spinNanos.Store(spinNanos.Swap(int64(defaultSpin)))
 	before := runtime.NumGoroutine()
 	for range 20 {
 		parallelFor(1000, 4, 1, func(lo, hi int) {})
@@ -73,6 +75,32 @@ func TestHelpersGoToSleep(t *testing.T) {
 	}
 	require.True(t, asleep(), "helpers awake: %d; goroutines: %d, %d before", spinning.Load(), runtime.NumGoroutine(), before)
 	assert.Nil(t, offered.Load(), "a finished call is still offered to helpers")
+}
+
+func TestSpinSetting(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"", defaultSpin, true},
+		{"0", 0, true},
+		{"250us", 250 * time.Microsecond, true},
+		{"1s", time.Second, true},
+		{"5", defaultSpin, false},       // no unit
+		{"-1ms", defaultSpin, false},    // negative
+		{"2s", defaultSpin, false},      // above the cap
+		{"fast", defaultSpin, false},    // not a duration
+		{"1e400ms", defaultSpin, false}, // overflows
+	} {
+		got, err := spinSetting(tt.value)
+		assert.Equal(t, tt.want, got, "GPUKIT_SPIN=%q", tt.value)
+		if tt.ok {
+			assert.NoError(t, err, "GPUKIT_SPIN=%q", tt.value)
+		} else {
+			assert.ErrorContains(t, err, "kernels: GPUKIT_SPIN=", "GPUKIT_SPIN=%q", tt.value)
+		}
+	}
 }
 
 // BenchmarkParallelForBackToBack times the calls of a training step: a
