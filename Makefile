@@ -80,10 +80,10 @@ nbcheck:
 	$(GO) run -trimpath ./scripts/nbgen -check
 
 # exercises/ and solutions/ are checked by grader-verify: the stubs fail
-# their public tests by design.
-# A race-enabled binary sleeps a second before it exits (GORACE's
-# atexit_sleep_ms, for goroutines still running to report races): after a
-# test binary's last test that finds nothing, and costs a second a package.
+# their public tests by design. A race-enabled binary sleeps a second
+# before it exits (GORACE's atexit_sleep_ms, for goroutines still running
+# to report races): after a test binary's last test that sleep finds
+# nothing, and it cost a second a package.
 unit:
 	GORACE=atexit_sleep_ms=0 $(GOTEST) -race ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
 	$(GOTEST) $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')

@@ -116,6 +116,7 @@ func TestSandboxEnvironment(t *testing.T) {
 			}})
 			require.NoError(t, err)
 			assert.Contains(t, string(out.output), "GOMAXPROCS=1")
+			assert.Contains(t, string(out.output), "GPUKIT_SPIN=0")
 			assert.Contains(t, string(out.output), "done")
 			assert.NotContains(t, string(out.output), "tok-4f9c1d")
 		})
