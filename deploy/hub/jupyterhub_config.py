@@ -133,4 +133,8 @@ c.Spawner.environment = {
     "GOTOOLCHAIN": "local",
     "PATH": os.path.join(course_dir, "bin") + ":/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin",
     "JUPYTER_PATH": os.path.join(course_dir, "share", "jupyter"),
+    # Go gives a server whose CPU quota is 1 core two Ps (it rounds the
+    # quota up, to at least 2): gpukit's kernel helpers must not spend the
+    # quota waiting awake for more work (gpukit/kernels/README.md).
+    "GPUKIT_SPIN": "0",
 }
