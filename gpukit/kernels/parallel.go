@@ -48,9 +48,10 @@ const piecesPerWorker = 4
 // long), so an 8192×1000 cross-entropy forward and backward took 14 to 26
 // ms (median 21) after a 0.3 s pause and 13 ms back to back. With helpers
 // that stay awake for 5 ms it takes 13.8 and 13.2 ms. OpenMP's threads, on
-// which PyTorch's CPU kernels run, spin the same way before they sleep:
-// libgomp's GOMP_SPINCOUNT, 300,000 spins by default (the GCC manual,
-// "GOMP_SPINCOUNT").
+// which PyTorch's CPU kernels run (Debian's PyTorch 1.13:
+// torch.__config__.parallel_info() names OpenMP, libtorch_cpu.so links
+// libgomp), spin the same way before they sleep: GOMP_SPINCOUNT, 300,000
+// spins by default (gcc.gnu.org/onlinedocs/libgomp/GOMP_005fSPINCOUNT.html).
 //
 // GPUKIT_SPIN sets it, as a duration from 0 to 1s ("0" never waits awake):
 // lower it where the cores are shared with other busy processes (make test
