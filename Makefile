@@ -17,7 +17,8 @@ SITE_DIR ?= site
 # instrumentation alike. -count=1 runs every test every time: with the
 # folder out of the key, a fresh clone would otherwise reuse the results of
 # an earlier one.
-GOTEST ?= $(GO) test -trimpath -count=1
+GOBUILDFLAGS := -trimpath
+GOTEST ?= $(GO) test $(GOBUILDFLAGS) -count=1
 
 .PHONY: lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
@@ -73,11 +74,11 @@ fmt:
 # grader/hidden holds hidden tests that compile only beside a student's file;
 # exercises/ holds stubs whose tests fail until a student solves them.
 vet:
-	$(GO) vet -trimpath $$($(GO) list ./... | grep -v '/grader/hidden/')
+	$(GO) vet $(GOBUILDFLAGS) $$($(GO) list ./... | grep -v '/grader/hidden/')
 
 # The notebooks are generated from lessons/*.md; this fails when they drift.
 nbcheck:
-	$(GO) run -trimpath ./scripts/nbgen -check
+	$(GO) run $(GOBUILDFLAGS) ./scripts/nbgen -check
 
 # exercises/ and solutions/ are checked by grader-verify: the stubs fail
 # their public tests by design. A race-enabled binary sleeps a second
@@ -110,7 +111,7 @@ fuzz:
 cuda:
 	@if [ -f /usr/include/cuda.h ] || [ -n "$${CUDA_PATH:-}" ]; then \
 		echo "cuda: go build -tags cuda ./... && go vet -tags cuda ./... && NVRTC compiles every kernel"; \
-		$(GO) build -trimpath -tags cuda ./... && $(GO) vet -trimpath -tags cuda $$($(GO) list ./... | grep -v /grader/hidden/) && \
+		$(GO) build $(GOBUILDFLAGS) -tags cuda ./... && $(GO) vet $(GOBUILDFLAGS) -tags cuda $$($(GO) list ./... | grep -v /grader/hidden/) && \
 		tmp=$$(mktemp -d) && $(GOTEST) -tags cuda -c -o "$$tmp" ./gpukit/... && rm -rf "$$tmp" && \
 		$(GOTEST) -tags nvrtc ./gpukit/device/cuda/; \
 	else \
@@ -139,7 +140,7 @@ gpu-check-dry:
 # points (each test run twice) and every stub scores zero on the hidden
 # tests (grader/README.md); --jobs defaults to the number of CPUs.
 grader-verify:
-	$(GO) run -trimpath ./grader/cmd/grader verify
+	$(GO) run $(GOBUILDFLAGS) ./grader/cmd/grader verify
 
 # Executes every notebook once; the executed copies stay in $(SITE_DIR)/executed
 # for the site.
