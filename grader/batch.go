@@ -104,6 +104,9 @@ func (g *Grader) Batch(ctx context.Context, ex *Exercise, dir string, opts Batch
 		}
 		fmt.Fprintf(opts.Progress, "batch: skipped %d students already in %s (%s); --regrade grades them again\n", len(skipped), opts.CSV, names)
 	}
+	// Whatever the batch leaves in the grader's build cache, the cache
+	// stays within MaxBuildCache.
+	defer TrimBuildCache()
 	var mu sync.Mutex
 	var firstErr error
 	work := make(chan string)

@@ -7,10 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,96 +28,34 @@ type source struct {
 	data []byte
 }
 
-// binary is a built test binary, alone in its folder, and the exit code
-// that means "passed" for each of its tests.
+// binary is a built test binary, alone in its folder, and how its tests
+// are run: each with testArgs(name, timeout), each reporting its verdict
+// (Note [A verdict only a test that ran can give]).
 type binary struct {
-	path  string
-	codes map[string]int // test name → exit code of a pass
+	path    string
+	timeout time.Duration
 }
 
 // maxSourceBytes bounds one submitted file.
 const maxSourceBytes = 1 << 20
 
-// forbiddenImports may not appear in a student's file: they could reach the
-// grader's machinery (test framework, raw system calls, the binary's own
-// memory or files embedded at build time) instead of solving the exercise.
-var forbiddenImports = map[string]string{
-	"C":             "cgo",
-	"unsafe":        "raw memory access",
-	"reflect":       "raw memory access through unsafe pointers",
-	"text/template": "reflection",
-	"html/template": "reflection",
-	"syscall":       "raw system calls",
-	"embed":         "embedding files at build time",
-	"plugin":        "loading code",
-	"os/exec":       "running programs",
-	"os/signal":     "signal handling",
-	"testing":       "the test framework is the grader's",
-	"runtime/debug": "runtime internals",
-	"net":           "networking",
-	"net/http":      "networking",
-}
-
-var forbiddenPrefixes = []string{"testing/", "golang.org/x/sys/", "net/", "runtime/cgo", "internal/", "vendor/", "cmd/"}
-
-// forbiddenDirective matches compiler directives a student file may not use.
-// A line directive (//line at the start of a line, /*line anywhere) would
-// make the compiler blame another file for the student's errors.
-var forbiddenDirective = regexp.MustCompile(`(?m)^\s*//(go:(linkname|embed|cgo_[a-z_]+|build)|\s*\+build|line )|/\*line\s`)
-
 // checkStudentFile returns why a submitted file cannot be compiled as part
-// of the exercise's package, or "".
-func checkStudentFile(name string, data []byte, pkg string) string {
+// of the exercise's package, or "": too large, does not parse, another
+// package, or an import or directive the policy refuses (Note [Allow, do
+// not deny]).
+func checkStudentFile(name string, data []byte, pkg string, p policy) string {
 	if len(data) > maxSourceBytes {
 		return fmt.Sprintf("%s is larger than %d bytes", name, maxSourceBytes)
 	}
-	f, err := parser.ParseFile(token.NewFileSet(), name, data, parser.ImportsOnly|parser.ParseComments)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, name, data, parser.ParseComments|parser.SkipObjectResolution)
 	if err != nil {
 		return fmt.Sprintf("%s does not parse: %v", name, err)
 	}
 	if f.Name.Name != pkg {
 		return fmt.Sprintf("%s declares package %s; the exercise's package is %s", name, f.Name.Name, pkg)
 	}
-	for _, imp := range f.Imports {
-		path, _ := strconv.Unquote(imp.Path.Value)
-		why, bad := forbiddenImports[path]
-		for _, p := range forbiddenPrefixes {
-			if strings.HasPrefix(path, p) {
-				why, bad = "not allowed in an exercise", true
-			}
-		}
-		if bad {
-			return fmt.Sprintf("%s imports %q (%s), which graded code may not use", name, path, why)
-		}
-	}
-	if m := forbiddenDirective.Find(data); m != nil {
-		return fmt.Sprintf("%s uses the directive %q, which graded code may not use", name, strings.TrimSpace(string(m)))
-	}
-	return ""
-}
-
-// randomCodes gives each test a distinct exit code in 3..125 (1 and 2 are
-// the test framework's failure and panic codes; 126 and above are the
-// shell's and signals').
-func randomCodes(tests []string) (map[string]int, error) {
-	pool := make([]int, 0, 123)
-	for c := 3; c <= 125; c++ {
-		pool = append(pool, c)
-	}
-	if len(tests) > len(pool) {
-		return nil, fmt.Errorf("grader: %d tests; at most %d can be graded in one exercise", len(tests), len(pool))
-	}
-	codes := make(map[string]int, len(tests))
-	for _, t := range tests {
-		i, err := rand.Int(rand.Reader, big.NewInt(int64(len(pool))))
-		if err != nil {
-			return nil, fmt.Errorf("grader: %w", err)
-		}
-		k := int(i.Int64())
-		codes[t] = pool[k]
-		pool = append(pool[:k], pool[k+1:]...)
-	}
-	return codes, nil
+	return p.checkSource(fset, name, f)
 }
 
 func randomIdent() (string, error) {
@@ -147,51 +85,164 @@ func tempBase() string {
 	}
 }
 
-// mainFile is the generated TestMain. Its identifiers carry a random
-// suffix, so package code cannot name them; it refuses changed test flags
-// (a package init can rewrite os.Args) and exits with the code of the one
-// test that -test.run names, only when that test passed.
-func mainFile(pkg string, codes map[string]int) (source, error) {
-	id, err := randomIdent()
-	if err != nil {
-		return source{}, err
-	}
+// testArgs are the arguments of the process that runs test name, exactly;
+// the generated TestMain refuses any other (Note [A verdict only a test
+// that ran can give]).
+func testArgs(name string, timeout time.Duration) []string {
+	return []string{"-test.run", "^" + name + "$", "-test.v=test2json", "-test.count=1",
+		"-test.paniconexit0", "-test.timeout", timeout.String()}
+}
+
+// Note [A verdict only a test that ran can give]
+//
+// A test passes when the test itself says so, after it ran, with the run's
+// secret; nothing else about the process is trusted (not m.Run's result,
+// which a skipped or unmatched test also gives, not its exit status, not
+// its output). The grader renames each graded test function (TestSum
+// becomes graded_<id>_TestSum, a name no student can know) and generates
+// a TestSum that registers a cleanup, then calls it. The cleanup runs
+// after the test and its subtests ended, also after t.FailNow and after a
+// panic (which marks the test failed first); it writes "pass TestSum
+// <secret>" to the verdict pipe (fd 4) only when the test neither failed
+// nor was skipped and the process is still as the grader started it: the
+// arguments exactly testArgs, every flag at the value the grader passed
+// or at its default (after flag.Parse, and again at the verdict), and
+// GOMAXPROCS 1 when the grader set it. TestMain reads the secret from fd 3
+// (a pipe the grader writes once and closes: a per-run secret, never in
+// the binary, its arguments or its environment; without it no test runs,
+// so the binary cannot be run again from inside a test), checks the same
+// before m.Run, and writes "done <secret>" after m.Run when all still holds and
+// m.Run returned 0. The grader counts a pass only with both lines, the
+// right secret and the test's own PASS event. The student's code cannot
+// write to those pipes, read the secret, change the arguments or flags,
+// or raise GOMAXPROCS: it may import none of os, flag, runtime, syscall,
+// unsafe or reflect (Note [Allow, do not deny]).
+
+// mainFile is the generated TestMain and a wrapper for each test of tests
+// (each calls graded_<id>_<test>). Its identifiers carry the random id,
+// so package code cannot name them.
+func mainFile(pkg, id string, tests []string, timeout time.Duration, serial bool) source {
 	var b strings.Builder
-	fmt.Fprintf(&b, "package %s\n\nimport (\n\tflag%[2]s \"flag\"\n\tos%[2]s \"os\"\n\ttesting%[2]s \"testing\"\n)\n\n", pkg, id)
-	fmt.Fprintf(&b, "var codes%s = map[string]int{\n", id)
-	names := make([]string, 0, len(codes))
-	for n := range codes {
-		names = append(names, n)
+	fmt.Fprintf(&b, "package %s\n\nimport (\n\tflag%[2]s \"flag\"\n\tos%[2]s \"os\"\n\truntime%[2]s \"runtime\"\n\tstrings%[2]s \"strings\"\n\ttesting%[2]s \"testing\"\n)\n\n", pkg, id)
+	fmt.Fprintf(&b, "var secret%s string\n\n", id)
+	for _, t := range tests {
+		fmt.Fprintf(&b, "func %[2]s(t *testing%[1]s.T) {\n\tt.Cleanup(func() { verdict%[1]s(t, %[2]q) })\n\tgraded_%[1]s_%[2]s(t)\n}\n\n", id, t)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(&b, "\t%q: %d,\n", "^"+n+"$", codes[n])
+	args := testArgs("NAME", timeout)
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
 	}
-	fmt.Fprintf(&b, `}
+	fmt.Fprintf(&b, `// changed%[1]s says what differs from the process the grader started
+// to run test name, or "".
+func changed%[1]s(name string) string {
+	want := []string{%[2]s}
+	for i := range want {
+		want[i] = strings%[1]s.ReplaceAll(want[i], "NAME", name)
+	}
+	got := os%[1]s.Args[1:]
+	if len(got) != len(want) {
+		return "arguments"
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return "arguments"
+		}
+	}
+	passed := map[string]string{"test.run": "^" + name + "$", "test.v": "test2json", "test.count": "1",
+		"test.paniconexit0": "true", "test.timeout": %[3]q}
+	why := ""
+	flag%[1]s.VisitAll(func(f *flag%[1]s.Flag) {
+		want, ok := passed[f.Name]
+		if !ok {
+			want = f.DefValue
+		}
+		if f.Value.String() != want {
+			why = "flag " + f.Name
+		}
+	})
+	if why == "" && flag%[1]s.NArg() != 0 {
+		why = "arguments"
+	}
+	if why == "" && %[4]t && runtime%[1]s.GOMAXPROCS(0) != 1 {
+		why = "GOMAXPROCS"
+	}
+	return why
+}
+
+// verdict%[1]s reports that test name passed, when it did, after it ran.
+func verdict%[1]s(t *testing%[1]s.T, name string) {
+	if t.Failed() || t.Skipped() || secret%[1]s == "" {
+		return
+	}
+	if why := changed%[1]s(name); why != "" {
+		os%[1]s.Stderr.WriteString("grader: the test process was changed while the test ran (" + why + "); nothing was graded\n")
+		return
+	}
+	os%[1]s.NewFile(4, "verdict").WriteString("pass " + name + " " + secret%[1]s + "\n")
+}
 
 func TestMain(m *testing%[1]s.M) {
 	flag%[1]s.Parse()
-	value := func(name string) string {
-		if f := flag%[1]s.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	code, ok := codes%[1]s[value("test.run")]
-	if !ok || value("test.skip") != "" || value("test.list") != "" || value("test.count") != "1" ||
-		value("test.short") != "false" || value("test.paniconexit0") != "true" ||
-		value("test.bench") != "" || value("test.fuzz") != "" || flag%[1]s.NArg() != 0 {
-		os%[1]s.Stderr.WriteString("grader: the test flags were changed before the tests ran; nothing was graded\n")
+	name := strings%[1]s.TrimSuffix(strings%[1]s.TrimPrefix(flag%[1]s.Lookup("test.run").Value.String(), "^"), "$")
+	if why := changed%[1]s(name); why != "" {
+		os%[1]s.Stderr.WriteString("grader: the test flags were changed before the tests ran (" + why + "); nothing was graded\n")
 		os%[1]s.Exit(1)
 	}
-	if m.Run() != 0 {
+	buf := make([]byte, 65)
+	n, _ := os%[1]s.NewFile(3, "secret").Read(buf)
+	if n != 64 {
+		// Run again by the code under test (/proc/self/exe), or by hand.
+		os%[1]s.Stderr.WriteString("grader: this test binary runs only under the grader\n")
 		os%[1]s.Exit(1)
+	}
+	secret%[1]s = string(buf[:n])
+	code := m.Run()
+	if why := changed%[1]s(name); code == 0 && why == "" && secret%[1]s != "" {
+		os%[1]s.NewFile(4, "verdict").WriteString("done " + secret%[1]s + "\n")
 	}
 	os%[1]s.Exit(code)
 }
-`, id)
-	return source{name: "zz_grader_main_" + id[:8] + "_test.go", data: []byte(b.String())}, nil
+`, id, strings.Join(quoted, ", "), timeout.String(), serial)
+	return source{name: "zz_grader_main_" + id[:8] + "_test.go", data: []byte(b.String())}
 }
+
+// renameTests gives each test function of tests declared in the test files
+// the name graded_<id>_<test>: mainFile declares the test under its own
+// name. Only the declaration changes, in place (same lines); a graded test
+// that other code calls does not compile (verify says so).
+func renameTests(files []source, tests []string, id string) []source {
+	out := make([]source, len(files))
+	for i, f := range files {
+		out[i] = f
+		if !strings.HasSuffix(f.name, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		af, err := parser.ParseFile(fset, f.name, f.data, parser.SkipObjectResolution)
+		if err != nil {
+			continue // the compiler will say what is wrong
+		}
+		var b strings.Builder
+		last := 0
+		for _, d := range af.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !contains(tests, fn.Name.Name) {
+				continue
+			}
+			at := fset.Position(fn.Name.Pos()).Offset
+			b.Write(f.data[last:at])
+			b.WriteString("graded_" + id + "_")
+			last = at
+		}
+		b.Write(f.data[last:])
+		out[i] = source{f.name, []byte(b.String())}
+	}
+	return out
+}
+
+// gradedName matches the prefix renameTests gives, which stack traces show.
+var gradedName = regexp.MustCompile(`\bgraded_[0-9a-f]{24}_`)
 
 var (
 	compilerError = regexp.MustCompile(`(?m)^(\S+\.go):\d+(?::\d+)?: (.*)$`)
@@ -240,7 +291,7 @@ type buildResult struct {
 // build compiles files (the package's non-test files and its tests) plus a
 // generated TestMain for tests into a binary under a new temporary folder,
 // and deletes every source before returning.
-func (b *builder) build(ctx context.Context, pkg string, files []source, tests []string, studentFiles []string) (*buildResult, error) {
+func (b *builder) build(ctx context.Context, pkg string, files []source, tests []string, studentFiles []string, limits Limits) (*buildResult, error) {
 	work, err := os.MkdirTemp(tempBase(), "grader-")
 	if err != nil {
 		return nil, fmt.Errorf("grader: %w", err)
@@ -277,14 +328,12 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	if err != nil {
 		return fail(fmt.Errorf("grader: the course's go.sum: %w", err))
 	}
-	codes, err := randomCodes(tests)
+	id, err := randomIdent()
 	if err != nil {
 		return fail(err)
 	}
-	main, err := mainFile(pkg, codes)
-	if err != nil {
-		return fail(err)
-	}
+	main := mainFile(pkg, id, tests, limits.Test, limits.Serial)
+	files = renameTests(files, tests, id)
 	pkgDir := filepath.Join(mod, pkg)
 	if err := os.Mkdir(pkgDir, 0o700); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
@@ -344,12 +393,12 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 		}
 		return res, nil
 	}
-	// Execute-only: the test process cannot read its own binary to look
-	// for the exit codes.
+	// Execute-only: the test process cannot read its own binary (which
+	// also makes it non-dumpable: /proc/self/mem is root's).
 	if err := os.Chmod(binPath, 0o111); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
-	res.bin = &binary{path: binPath, codes: codes}
+	res.bin = &binary{path: binPath, timeout: limits.Test}
 	return res, nil
 }
 
@@ -368,7 +417,12 @@ func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp strin
 		return "", errors.New("grader: prlimit not found; install util-linux (apt-get install util-linux)")
 	}
 	cpu := max(1, int(b.limits.Time/time.Second))
-	argv := append([]string{prlimit, "--as=" + strconv.FormatInt(b.limits.Memory, 10), "--cpu=" + strconv.Itoa(cpu), "--core=0", "--", goPath}, args...)
+	// No file of the build may pass buildFileSize: a 512 MiB array
+	// constant compiles to a 512 MiB archive, which the build cache would
+	// keep after every grading (the prefix of the hidden names makes each
+	// grading's package new).
+	argv := append([]string{prlimit, "--as=" + strconv.FormatInt(b.limits.Memory, 10), "--cpu=" + strconv.Itoa(cpu),
+		"--fsize=" + strconv.FormatInt(buildFileSize, 10), "--core=0", "--", goPath}, args...)
 	ctx, cancel := context.WithTimeout(ctx, b.limits.Time)
 	defer cancel()
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -391,8 +445,21 @@ func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp strin
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("grader: starting go %s: %w", args[0], err)
+	}
+	if os.Geteuid() == 0 {
+		// What this build put in the grader's cache beyond
+		// bigCacheEntry is the submission's own (no package of the
+		// course comes near it): never used again, it goes.
+		defer func() {
+			if cache, err := buildCache(); err == nil {
+				removeCacheEntries(cache, func(info fs.FileInfo) bool {
+					return !info.ModTime().Before(started.Add(-time.Second)) && info.Size() > bigCacheEntry
+				})
+			}
+		}()
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -419,7 +486,75 @@ func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp strin
 
 // overBuildLimit matches what the go command prints when a compiler
 // process ran out of its address space or CPU time.
-var overBuildLimit = regexp.MustCompile(`out of memory|cannot allocate memory|signal: killed|CPU time limit exceeded|signal: cpu time|SIGXCPU`)
+var overBuildLimit = regexp.MustCompile(`out of memory|cannot allocate memory|signal: killed|CPU time limit exceeded|signal: cpu time|SIGXCPU|file size limit exceeded|SIGXFSZ|file too large`)
+
+// buildFileSize bounds each file a build writes (RLIMIT_FSIZE): the
+// course's largest test binary is about 20 MiB, its largest cached
+// package 13 MiB.
+const buildFileSize = 128 << 20
+
+// bigCacheEntry: a file the build put in the cache larger than this is
+// removed after the build.
+const bigCacheEntry = 32 << 20
+
+// MaxBuildCache is the size the grader's build cache is trimmed to after
+// each batch (TrimBuildCache), the entries used longest ago going first.
+const MaxBuildCache = 2 << 30
+
+// removeCacheEntries removes the regular files of the build cache dir that
+// drop says to; it follows no symlink.
+func removeCacheEntries(dir string, drop func(fs.FileInfo) bool) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && drop(info) {
+			os.Remove(p)
+		}
+		return nil
+	})
+}
+
+// TrimBuildCache trims the grader's own build cache (root's, the one its
+// builds use as buildUID) to MaxBuildCache, removing the files used
+// longest ago first (the go command refreshes a used entry's time). A
+// grader that is not root uses the user's cache, which it leaves alone.
+func TrimBuildCache() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	dir, err := buildCache()
+	if err != nil {
+		return err
+	}
+	type entry struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var entries []entry
+	var total int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			entries = append(entries, entry{p, info.Size(), info.ModTime()})
+			total += info.Size()
+		}
+		return nil
+	})
+	sort.Slice(entries, func(i, j int) bool { return entries[i].mod.Before(entries[j].mod) })
+	for _, e := range entries {
+		if total <= MaxBuildCache {
+			break
+		}
+		if os.Remove(e.path) == nil {
+			total -= e.size
+		}
+	}
+	return nil
+}
 
 // capDACReadSearch is CAP_DAC_READ_SEARCH (linux/capability.h).
 const capDACReadSearch = 2

@@ -28,6 +28,10 @@ type cgroups struct {
 
 const cgroupRoot = "/sys/fs/cgroup"
 
+// cpuPeriodMicros is the period of a test's CPU quota, which is as long:
+// one CPU.
+const cpuPeriodMicros = 100000
+
 // findCgroups returns the grader's cgroups, or why they cannot be used.
 // They are read once per process, before any test starts: on cgroup v1 a
 // thread of the grader stands in a test's cgroup while it starts the test
@@ -69,6 +73,16 @@ func readCgroups() (*cgroups, error) {
 		}
 		c.own[ctl], c.base[ctl] = own, base
 	}
+	// The cpu controller is optional: without it a test's CPU time is
+	// bounded by RLIMIT_CPU and its processes by the pids limit, but not
+	// its share of the machine.
+	if p, ok := paths["cpu"]; ok {
+		own := filepath.Join(cgroupRoot, "cpu", p)
+		base := filepath.Join(own, "gpumem-grader")
+		if err := os.Mkdir(base, 0o755); err == nil || errors.Is(err, os.ErrExist) {
+			c.own["cpu"], c.base["cpu"] = own, base
+		}
+	}
 	return c, nil
 }
 
@@ -87,8 +101,12 @@ func v2Cgroups(dir string) (*cgroups, error) {
 			return nil, fmt.Errorf("cgroup v2: the %s controller is not delegated to %s", ctl, dir)
 		}
 	}
+	controllers := "+memory +pids"
+	if contains(have, "cpu") {
+		controllers += " +cpu"
+	}
 	enable := func(d string) error {
-		return os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+memory +pids"), 0)
+		return os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte(controllers), 0)
 	}
 	if err := enable(dir); err != nil {
 		return nil, fmt.Errorf("cgroup v2: enabling memory and pids below %s: %w", dir, err)
@@ -152,17 +170,25 @@ func (c *cgroups) newTest(uid int, memory int64, procs int) (*testCgroup, error)
 	}
 	mem, pids := strconv.FormatInt(memory, 10), strconv.Itoa(procs)
 	var writes [][2]string
+	// One CPU for all the test's processes together: a test runs one
+	// thread of Go code (GOMAXPROCS=1), and whatever else it starts (200
+	// busy shells, say) shares that CPU instead of the machine, so a
+	// classmate graded beside it keeps the other cores.
+	period := strconv.Itoa(cpuPeriodMicros)
 	if c.v2 {
 		d := t.dirs[""]
-		writes = [][2]string{{d + "/memory.max", mem}, {d + "/memory.swap.max", "0"}, {d + "/pids.max", pids}}
+		writes = [][2]string{{d + "/memory.max", mem}, {d + "/memory.swap.max", "0"}, {d + "/pids.max", pids}, {d + "/cpu.max", period + " " + period}}
 	} else {
 		d := t.dirs["memory"]
 		writes = [][2]string{{d + "/memory.limit_in_bytes", mem}, {d + "/memory.memsw.limit_in_bytes", mem}, {t.dirs["pids"] + "/pids.max", pids}}
+		if cpu, ok := t.dirs["cpu"]; ok {
+			writes = append(writes, [2]string{cpu + "/cpu.cfs_period_us", period}, [2]string{cpu + "/cpu.cfs_quota_us", period})
+		}
 	}
 	for _, w := range writes {
 		err := os.WriteFile(w[0], []byte(w[1]), 0)
-		if err != nil && errors.Is(err, os.ErrNotExist) && (strings.HasSuffix(w[0], ".swap.max") || strings.HasSuffix(w[0], ".memsw.limit_in_bytes")) {
-			continue // no swap accounting: no swap to limit
+		if err != nil && errors.Is(err, os.ErrNotExist) && (strings.HasSuffix(w[0], ".swap.max") || strings.HasSuffix(w[0], ".memsw.limit_in_bytes") || strings.HasSuffix(w[0], "/cpu.max")) {
+			continue // no swap accounting: no swap to limit; no cpu controller: RLIMIT_CPU only
 		}
 		if err != nil {
 			t.remove()

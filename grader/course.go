@@ -237,12 +237,17 @@ func testPrefixed(name, prefix string) bool {
 
 // Spec is an exercise's grade.json.
 type Spec struct {
-	Exercise       string     `json:"exercise"`
-	Package        string     `json:"package"`
-	StudentFiles   []string   `json:"student_files"`
-	TimeoutSeconds int        `json:"timeout_seconds,omitempty"`
-	MemoryMB       int        `json:"memory_mb,omitempty"`
-	Tests          []TestSpec `json:"tests"`
+	Exercise       string   `json:"exercise"`
+	Package        string   `json:"package"`
+	StudentFiles   []string `json:"student_files"`
+	TimeoutSeconds int      `json:"timeout_seconds,omitempty"`
+	MemoryMB       int      `json:"memory_mb,omitempty"`
+	// Imports are the packages a student file may import (DefaultImports
+	// when nil); Names, objects of other packages it may use
+	// (DefaultNames when nil). Note [Allow, do not deny].
+	Imports []string   `json:"imports,omitempty"`
+	Names   []string   `json:"names,omitempty"`
+	Tests   []TestSpec `json:"tests"`
 }
 
 // TestSpec is one graded test of a Spec.
@@ -311,6 +316,9 @@ func (s *Spec) check() error {
 	}
 	if s.MemoryMB < 0 || s.MemoryMB > maxMemoryMB {
 		return fmt.Errorf("memory_mb %d is outside 1..%d", s.MemoryMB, maxMemoryMB)
+	}
+	if err := checkNames(s.Imports, s.Names); err != nil {
+		return err
 	}
 	if len(s.Tests) == 0 || len(s.Tests) > maxTests {
 		return fmt.Errorf("%d tests; an exercise grades 1 to %d", len(s.Tests), maxTests)

@@ -2,6 +2,8 @@ package grader
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -99,6 +101,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	}
 	start := time.Now()
 	spec := ex.Spec
+	allow := policyFor(spec)
 	var notes []string
 
 	// The student's files, or the stub for each that is missing or cannot
@@ -107,7 +110,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	for _, f := range spec.StudentFiles {
 		data, problem := findSubmitted(dir, f)
 		if problem == "" {
-			problem = checkStudentFile(f, data, spec.Package)
+			problem = checkStudentFile(f, data, spec.Package, allow)
 		}
 		if problem != "" {
 			notes = append(notes, problem+"; graded as the untouched stub (no points for what it implements)")
@@ -133,6 +136,8 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	red := newRedactor(spec.Package, hidden)
 
 	res := &Result{Exercise: ex.Name, MaxScore: spec.MaxScore(), Status: "graded"}
+	limits := limitsFor(spec)
+	limits.Serial = true
 	var built *buildResult
 	for attempt := 0; ; attempt++ {
 		files, err := g.packageFiles(ex, studentData, hidden.files)
@@ -145,14 +150,15 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			built = nil
 			break
 		}
-		built, err = g.builder().build(ctx, spec.Package, files, tests, spec.StudentFiles)
+		built, err = g.builder().build(ctx, spec.Package, files, tests, spec.StudentFiles, limits)
 		if err != nil {
 			return nil, err
 		}
 		if built.bin != nil {
-			// It compiled; before any of it runs, refuse what reaches
-			// memory it was not handed.
-			problems, err := g.builder().unsafeUses(ctx, spec.Package, nonTest(files), spec.StudentFiles)
+			// It compiled; before any of it runs, refuse every use of
+			// what the exercise does not allow (Note [Allow, do not
+			// deny]), however the code reached it.
+			problems, err := g.builder().policyUses(ctx, allow, spec.Package, nonTest(files), spec.StudentFiles)
 			if err != nil {
 				os.RemoveAll(built.workDir)
 				return nil, err
@@ -177,7 +183,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 			// cycle, a package that cannot be loaded, the build's limits):
 			// the stub, which verify builds, says whether that is the
 			// code's fault or the grader's.
-			if err := g.buildsWithStubs(ctx, ex, hidden.files, tests); err != nil {
+			if err := g.buildsWithStubs(ctx, ex, hidden.files, tests, limits); err != nil {
 				return nil, err
 			}
 		}
@@ -201,8 +207,6 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	if built != nil {
 		defer os.RemoveAll(built.workDir)
 	}
-	limits := limitsFor(spec)
-	limits.Serial = true
 	for _, t := range spec.Tests {
 		tr := TestResult{Name: t.Name, MaxScore: t.Points, Visibility: t.Visibility, Description: t.Description}
 		if built == nil || built.bin == nil {
@@ -235,12 +239,12 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 // buildsWithStubs returns an error when the exercise does not build with
 // every student file the stub: the grader's failure (a module missing from
 // the cache, say), not a submission's.
-func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string) error {
+func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string, limits Limits) error {
 	files, err := g.packageFiles(ex, nil, tests)
 	if err != nil {
 		return err
 	}
-	built, err := g.builder().build(ctx, ex.Spec.Package, files, names, ex.Spec.StudentFiles)
+	built, err := g.builder().build(ctx, ex.Spec.Package, files, names, ex.Spec.StudentFiles, limits)
 	if err != nil {
 		return err
 	}
@@ -321,12 +325,16 @@ func findSubmitted(dir, name string) ([]byte, string) {
 // runTest runs one test of bin in its own process and fills tr.
 func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits Limits, red *redactor, tr *TestResult) error {
 	log := newTestLog(name)
+	secret, err := randomSecret()
+	if err != nil {
+		return err
+	}
 	out, err := g.Sandbox.Run(ctx, run{
 		binary: bin.path,
-		args: []string{"-test.run", "^" + name + "$", "-test.v=test2json", "-test.count=1",
-			"-test.paniconexit0", "-test.timeout", limits.Test.String()},
+		args:   testArgs(name, bin.timeout),
 		limits: limits,
 		output: log,
+		secret: secret,
 	})
 	if err != nil {
 		return err
@@ -335,7 +343,7 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 	tr.Seconds = roundSeconds(out.elapsed)
 	var why string
 	switch {
-	case out.exitCode == bin.codes[name] && log.passed && !out.timedOut && !out.flooded:
+	case reported(out.report, name, secret) && out.exitCode == 0 && log.passed && !out.timedOut && !out.flooded:
 		tr.Status = "passed"
 	case out.timedOut || log.saw(msgTimedOut):
 		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
@@ -358,7 +366,7 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 	case out.signal != 0:
 		tr.Status, why = "crashed", "the test process was killed by "+out.signal.String()
 	case log.passed:
-		tr.Status, why = "failed", fmt.Sprintf("the test process ended with status %d instead of reporting its result; no points", out.exitCode)
+		tr.Status, why = "failed", "the test did not report its own pass (Note [A verdict only a test that ran can give] in the grader's README); no points"
 	default:
 		tr.Status = "failed"
 	}
@@ -377,6 +385,23 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 	}
 	tr.Output = truncate(stripControl(red.clean(b.String())), maxFeedback)
 	return nil
+}
+
+// randomSecret is the secret of one test process: 64 hex digits (Note [A
+// verdict only a test that ran can give]).
+func randomSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("grader: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// reported reports whether the test process's verdict pipe says, with the
+// run's secret, that test name passed and that TestMain finished after it.
+func reported(report []byte, name, secret string) bool {
+	lines := strings.Split(string(report), "\n")
+	return contains(lines, "pass "+name+" "+secret) && contains(lines, "done "+secret)
 }
 
 // redactor keeps the hidden tests out of feedback: it removes every line
@@ -423,6 +448,7 @@ var tempPath = regexp.MustCompile(`(/[^\s:]*)?/grader-[0-9]+/mod/|\b` + regexp.Q
 
 func (r *redactor) clean(s string) string {
 	s = tempPath.ReplaceAllString(s, "")
+	s = gradedName.ReplaceAllString(s, "")
 	if r == nil {
 		return s
 	}
@@ -604,7 +630,8 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		studentFiles = ex.Spec.StudentFiles
 	}
 	res := &Result{Exercise: ex.Name, Status: "graded"}
-	built, err := g.builder().build(ctx, ex.Package, files, names, studentFiles)
+	limits := limitsFor(ex.Spec)
+	built, err := g.builder().build(ctx, ex.Package, files, names, studentFiles, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -613,7 +640,6 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		res.Status = "compile_error"
 		res.Output = stripControl("Your code does not compile:\n" + indent(built.errors))
 	}
-	limits := limitsFor(ex.Spec)
 	for _, name := range names {
 		tr := TestResult{Name: name}
 		if ex.Spec != nil {

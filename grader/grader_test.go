@@ -163,14 +163,19 @@ type hostileCase struct {
 var onlyReverse = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": 3}
 var nothing = map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": 0}
 
+// hostileCases are graded with the fixture's allowlist widened to the
+// packages they need (wideImports): they attack the layers below it (the
+// verdict, the sandbox, the build, the feedback), which must hold on their
+// own. TestAllowlistRefusesHostile checks that the real allowlist refuses
+// every one of them that needs more than an exercise allows.
 var hostileCases = []hostileCase{
 	{"fake-pass", onlyReverse, "actual  : -1", false},
 	{"exit0-init", nothing, "exited with status 0 before the test ran", true},
 	{"exit0-midtest", onlyReverse, "os.Exit(0)", false},
-	{"flag-redirect", onlyReverse, "", false},
+	{"flag-redirect", nothing, "test flags were changed", false},
 	{"flag-skip", nothing, "test flags were changed", false},
-	{"testmain", onlyReverse, `imports "testing"`, false},
-	{"syscall-exit", onlyReverse, `imports "syscall"`, false},
+	{"testmain", onlyReverse, "your package declares a name the grader uses", false},
+	{"syscall-exit", onlyReverse, "", false},
 	{"infinite-loop", onlyReverse, "did not finish within 3s", false},
 	{"fork-bomb", onlyReverse, "", false},
 	{"alloc-20g", onlyReverse, "out of memory", true},
@@ -182,14 +187,42 @@ var hostileCases = []hostileCase{
 	{"wrong-package", onlyReverse, "declares package main; the exercise's package is toy", false},
 	{"output-flood", onlyReverse, "printed more than", false},
 	{"goexit", onlyReverse, "", false},
-	{"reflect-memory", onlyReverse, `imports "reflect"`, true},
+	{"reflect-memory", onlyReverse, `imports "reflect": uses a package this exercise does not allow`, true},
 	{"proc-mem", onlyReverse, "", true},
 	{"escapes", onlyReverse, "✓ TestSum 3/3", false},
-	{"self-import", nothing, "import cycle not allowed", false},
+	{"self-import", onlyReverse, `imports "grader.local/submission/toy": uses a package this exercise does not allow`, false},
 	{"line-import", onlyReverse, "", false},
 	{"name-clash", onlyReverse, "your package declares a name the grader uses", false},
 	{"hidden-helper", onlyReverse, "undefined: tallyOfTheHiddenTests", false},
 	{"signature", nothing, "the grader's tests do not compile with your code", false},
+	// The attacks of issue 32, each of which gave the plain stub full
+	// marks (or leaked the hidden tests) through a TestMain that trusted
+	// m.Run, the exit status and flags it checked one by one. Sum is right
+	// in gomaxprocs and test-cpu: a process the code changed earns
+	// nothing, whatever it computes.
+	{"fuzzworker", nothing, "test flags were changed", true},
+	{"gomaxprocs", nothing, "(GOMAXPROCS)", false},
+	{"test-cpu", nothing, "test flags were changed", false},
+	{"flag-set-race", map[string]int{"TestSum": 0, "TestSumEmpty": 0, "TestReverse": -1}, "", true}, // Reverse is right: whether its test ran first is a race
+	{"rerun-exe", onlyReverse, "grader: this test binary runs only under the grader", true},
+	{"tty-shm", onlyReverse, "", true},
+}
+
+// wideImports widen the fixture's allowlist for hostileCases.
+var wideImports = append([]string{"bufio", "flag", "io", "os", "os/exec", "path/filepath", "runtime", "strconv", "syscall", "testing"}, DefaultImports...)
+
+// widenAllowlist rewrites the fixture's grade.json to allow imports.
+func widenAllowlist(t testing.TB, c *Course, imports []string) {
+	t.Helper()
+	path := filepath.Join(c.Root, "grader", "hidden", "01-toy", "grade.json")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var spec map[string]any
+	require.NoError(t, json.Unmarshal(data, &spec))
+	spec["imports"] = imports
+	data, err = json.Marshal(spec)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
 }
 
 // hostileSubmissions lays the cases out as a batch: one folder per case.
@@ -214,6 +247,7 @@ func hostileSubmissions(t *testing.T, c *Course, cases []hostileCase) string {
 func TestHostileSubmissions(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
+	widenAllowlist(t, c, wideImports)
 	g, notices := newGrader(t, c, SandboxAuto)
 	if !g.Sandbox.Namespaced() {
 		// Without bubblewrap an endless writer fills the real disk until
@@ -232,8 +266,50 @@ func TestHostileSubmissionsWithoutBubblewrap(t *testing.T) {
 		t.Skip("short")
 	}
 	c := fixtureCourse(t)
+	widenAllowlist(t, c, wideImports)
 	g, _ := newGrader(t, c, SandboxLimits)
 	runHostile(t, g, c, limitsCases())
+	// What a test left in the machine's shared folders went with it.
+	for _, f := range []string{"/dev/shm/gpumem-left-behind", "/tmp/gpumem-left-behind"} {
+		if os.Geteuid() == 0 {
+			assert.NoFileExists(t, f)
+		}
+	}
+}
+
+// The allowlist refuses, before anything is built, every hostile
+// submission that needs a package an exercise does not allow (all but
+// those that attack with plain Go: fake output, endless loops, huge
+// allocations, compiler bombs, name clashes); those graded in full under
+// the real allowlist earn nothing for Sum and see the list.
+func TestAllowlistRefusesHostile(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir("testdata/hostile")
+	require.NoError(t, err)
+	var refused []string
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("testdata", "hostile", e.Name(), "sum.go"))
+		if err != nil {
+			continue
+		}
+		if why := checkStudentFile("sum.go", data, "toy", policyFor(nil)); strings.Contains(why, notAllowed) {
+			refused = append(refused, e.Name())
+		}
+	}
+	// goexit and gomaxprocs import runtime, which runtime.GC makes
+	// importable: the type check refuses their runtime.Goexit and
+	// runtime.GOMAXPROCS (graded below and in TestPolicyUses).
+	assert.ElementsMatch(t, []string{"busy-children", "exit0-init", "exit0-midtest", "fill-disk", "flag-redirect", "flag-set-race",
+		"flag-skip", "fork-bomb", "fuzzworker", "line-import", "proc-mem", "read-hidden", "reflect-memory",
+		"rerun-exe", "self-import", "syscall-exit", "test-cpu", "testmain", "tty-shm"}, refused)
+
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	var cases []hostileCase
+	for _, name := range []string{"fuzzworker", "gomaxprocs", "flag-set-race", "rerun-exe", "busy-children", "goexit"} {
+		cases = append(cases, hostileCase{name, onlyReverse, notAllowed + " (allowed: bytes, encoding/binary, errors, fmt, " + ModulePath + "/gpukit/..., math", false})
+	}
+	runHostile(t, g, c, cases)
 }
 
 // limitsCases are the hostile cases run without namespaces too: the rest
@@ -291,7 +367,9 @@ func runHostile(t *testing.T, g *Grader, c *Course, cases []hostileCase) {
 			os.WriteFile(filepath.Join(dump, hc.name+".txt"), []byte(text), 0o644)
 		}
 		for test, want := range hc.points {
-			assert.Equal(t, want, atoi(row[col[test]]), "%s: %s\n%s", hc.name, test, text)
+			if want >= 0 { // -1: either
+				assert.Equal(t, want, atoi(row[col[test]]), "%s: %s\n%s", hc.name, test, text)
+			}
 		}
 		if hc.feedback != "" {
 			assert.Contains(t, text, hc.feedback, hc.name)
@@ -537,14 +615,27 @@ func TestCheckStudentFile(t *testing.T) {
 		{"package toy\nfunc F() {}\n", ""},
 		{"package toy\nimport \"fmt\"\nvar _ = fmt.Sprint\n", ""},
 		{"package other\n", "declares package other"},
-		{"package toy\nimport \"unsafe\"\n", `imports "unsafe"`},
+		{"package toy\nimport \"github.com/gpumem/course/gpukit/tensor\"\nvar _ = tensor.New\n", ""},
+		{"package toy\nimport \"runtime\"\nfunc F() { runtime.GC() }\n", ""}, // for runtime.GC; the type check refuses the rest
+		{"package toy\nimport \"unsafe\"\n", `imports "unsafe": uses a package this exercise does not allow (allowed: bytes, encoding/binary,`},
+		{"package toy\nimport \"os\"\n", `imports "os": uses a package this exercise does not allow`},
+		{"package toy\nimport \"flag\"\n", `imports "flag"`},
+		{"package toy\nimport \"os/exec\"\n", `imports "os/exec"`},
+		{"package toy\nimport \"io\"\n", `imports "io"`},
+		{"package toy\nimport \"C\"\n", `imports "C"`},
 		{"package toy\nimport \"golang.org/x/sys/unix\"\n", `imports "golang.org/x/sys/unix"`},
+		{"package toy\nimport \"github.com/gpumem/course/internal/atomicfile\"\n", `imports "github.com/gpumem/course/internal/atomicfile"`},
 		{"package toy\nimport _ \"embed\"\n//go:embed x\nvar s string\n", `imports "embed"`},
-		{"package toy\n//go:linkname f runtime.f\nfunc f()\n", "//go:linkname"},
+		{"package toy\n//go:linkname f runtime.f\nfunc f()\n", `the directive "//go:linkname" (line 2)`},
+		{"package toy\n//go:noinline\nfunc f() {}\n", `"//go:noinline"`},
+		{"package toy\nfunc f() {\n\t//go:nosplit\n}\n", `"//go:nosplit" (line 3)`},
 		{"//go:build ignore\n\npackage toy\n", "//go:build"},
+		{"// +build ignore\n\npackage toy\n", "+build"},
+		{"package toy\n//line other.go:1\nfunc f() {}\n", "//line"},
+		{"package toy\nfunc f() { /*line other.go:1*/ }\n", "/*line"},
 		{"package toy\nimport \"fmt\nfunc F() {}\n", "does not parse"},
 	} {
-		got := checkStudentFile("f.go", []byte(tc.src), "toy")
+		got := checkStudentFile("f.go", []byte(tc.src), "toy", policyFor(nil))
 		if tc.want == "" {
 			assert.Empty(t, got, tc.src)
 		} else {
@@ -553,18 +644,28 @@ func TestCheckStudentFile(t *testing.T) {
 	}
 }
 
-// Reflect hands out unsafe pointers without naming unsafe, also through a
-// value of a reflect type that another package returns: the type check
-// refuses every use of reflect and unsafe, whatever the imports say.
-func TestUnsafeUses(t *testing.T) {
+// The type check refuses every object and every type of a package the
+// exercise does not allow, however the code reached it: through a value
+// another package hands out (reflect.Type in a json error), a method of
+// such a value, a generic instantiated with it; and the gpukit functions
+// that open paths (refusedAPI).
+func TestPolicyUses(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxLimits)
 	given, err := os.ReadFile(filepath.Join(c.Root, "exercises", "01-toy", "given.go"))
 	require.NoError(t, err)
-	for _, tc := range []struct{ src, want string }{
-		{"package toy\n\nimport \"fmt\"\n\nfunc Sum(xs []int) (int, error) { return len(fmt.Sprint(xs)), nil }\n", ""},
-		{`package toy
+	withJSON := policyFor(&Spec{Imports: append([]string{"encoding/json"}, DefaultImports...)})
+	for _, tc := range []struct {
+		allow     policy
+		src, want string
+	}{
+		{policyFor(nil), "package toy\n\nimport \"fmt\"\n\nfunc Sum(xs []int) (int, error) { return len(fmt.Sprint(xs)), nil }\n", ""},
+		{policyFor(nil), "package toy\n\nimport \"runtime\"\n\nfunc Sum(xs []int) (int, error) { runtime.GC(); runtime.KeepAlive(xs); return 0, nil }\n", ""},
+		{policyFor(nil), "package toy\n\nimport \"runtime\"\n\nfunc Sum(xs []int) (int, error) { return runtime.GOMAXPROCS(4), nil }\n", "uses runtime.GOMAXPROCS (line 5): uses a package this exercise does not allow"},
+		{policyFor(nil), "package toy\n\nimport \"slices\"\n\nfunc Sum(xs []int) (int, error) { return len(slices.Clone(xs)), nil }\n", ""},
+		{policyFor(nil), "package toy\n\nimport \"time\"\n\nfunc Sum(xs []int) (int, error) { return len(time.Now().Location().String()) * 0, nil }\n", ""},
+		{withJSON, `package toy
 
 import "encoding/json"
 
@@ -578,8 +679,8 @@ func Sum(xs []int) (int, error) {
 	}
 	return 0, nil
 }
-`, "uses a value of type unsafe.Pointer (line 9)"},
-		{`package toy
+`, "(line 9): uses a package this exercise does not allow"},
+		{withJSON, `package toy
 
 import "encoding/json"
 
@@ -590,10 +691,20 @@ func Sum(xs []int) (int, error) {
 	return 0, nil
 }
 `, "reflect.Type"},
-		{"package toy\n\nimport \"reflect\"\n\nfunc Sum(xs []int) (int, error) { return int(reflect.ValueOf(&xs).Pointer()), nil }\n", "uses a value of type reflect.Value (line 5)"},
-		{"package toy\n\nimport \"unsafe\"\n\nfunc Sum(xs []int) (int, error) { return int(uintptr(unsafe.Pointer(&xs))), nil }\n", "uses a value of type unsafe.Pointer (line 5)"},
+		// A type of a package that is not allowed, handed out by one that
+		// is, is refused; so is a generic instantiated with it.
+		{withJSON, `package toy
+
+import "encoding/json"
+
+func Sum(xs []int) (int, error) {
+	d := json.NewDecoder(nil)
+	_ = d.Buffered()
+	return 0, nil
+}
+`, "io.Reader"},
 	} {
-		problems, err := g.builder().unsafeUses(context.Background(), "toy",
+		problems, err := g.builder().policyUses(context.Background(), tc.allow, "toy",
 			[]source{{"given.go", given}, {"sum.go", []byte(tc.src)}}, []string{"sum.go"})
 		require.NoError(t, err)
 		if tc.want == "" {
@@ -709,4 +820,43 @@ func TestGradeStrictUmask(t *testing.T) {
 	res, err := g.Grade(context.Background(), ex, sub)
 	require.NoError(t, err)
 	assert.Equal(t, res.MaxScore, res.Score, "%+v", res.Tests)
+}
+
+// A 512 MiB array constant compiles into a 512 MiB package: the build's
+// file-size limit stops it, and nothing of it stays in the grader's build
+// cache, however often it is graded (it once left 512 MiB each time).
+func TestBuildCacheKeepsNoHugePackage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the grader's own build cache is root's")
+	}
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	cache, err := buildCache()
+	require.NoError(t, err)
+	subs := hostileSubmissions(t, c, []hostileCase{{name: "const-512mib"}})
+	before := dirSize(cache)
+	for range 2 {
+		res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "const-512mib"))
+		require.NoError(t, err)
+		assert.Equal(t, 3, res.Score, "%s\n%+v", res.Output, res.Tests)
+	}
+	grew := dirSize(cache) - before
+	t.Logf("the build cache grew by %d MiB", grew>>20)
+	assert.Less(t, grew, int64(64<<20))
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -146,6 +146,7 @@ func (s *Sandbox) Describe() string {
 func (s *Sandbox) probe() {
 	s.once.Do(func() {
 		if s.mode == SandboxLimits {
+			s.warnReadable()
 			return
 		}
 		path, err := exec.LookPath("bwrap")
@@ -171,6 +172,7 @@ func (s *Sandbox) probe() {
 			return
 		}
 		s.probeErr = err
+		s.warnReadable()
 		if s.mode == SandboxAuto {
 			fmt.Fprintf(s.notices, "grader: notice: bubblewrap cannot run here (%v); tests run without a namespace sandbox, with rlimits, a timeout%s. Install Debian's bubblewrap and allow user namespaces for the full sandbox.\n",
 				err, map[bool]string{true: " and an unprivileged uid", false: ""}[s.uids != nil])
@@ -206,7 +208,14 @@ type run struct {
 	// output receives what the process prints, as it comes, up to
 	// Limits.Output bytes; when nil, outcome.output keeps it.
 	output io.Writer
+	// secret, when set, is written to a pipe the process reads as fd 3,
+	// and what it writes to fd 4 (up to maxReport bytes) comes back as
+	// outcome.report: Note [A verdict only a test that ran can give].
+	secret string
 }
+
+// maxReport bounds what a test process may report on fd 4.
+const maxReport = 4 << 10
 
 // outcome is what a process did.
 type outcome struct {
@@ -216,6 +225,7 @@ type outcome struct {
 	flooded   bool // printed more than Limits.Output
 	oomKilled bool // a process was killed for the memory of the test as a whole
 	output    []byte
+	report    []byte // what the process wrote to fd 4 (run.secret)
 	elapsed   time.Duration
 }
 
@@ -315,33 +325,75 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A session of its own: its own process group (killed as one) and no
+	// controlling terminal, so no test writes to the instructor's
+	// terminal through /dev/tty.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if uid >= 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), NoSetGroups: false}
 	}
+	var out outcome
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return outcome{}, fmt.Errorf("grader: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
+	var secretW, reportR *os.File
+	closeAll := func() {
+		for _, f := range append(cmd.ExtraFiles, pr, pw, secretW, reportR) {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if r.secret != "" {
+		secretR, sw, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return outcome{}, fmt.Errorf("grader: %w", err)
+		}
+		rr, reportW, err := os.Pipe()
+		if err != nil {
+			secretR.Close()
+			sw.Close()
+			closeAll()
+			return outcome{}, fmt.Errorf("grader: %w", err)
+		}
+		secretW, reportR = sw, rr
+		cmd.ExtraFiles = []*os.File{secretR, reportW} // fd 3 and fd 4
+	}
 	start := time.Now()
 	startCmd := cmd.Start
 	var cg *testCgroup
 	if s.cgroups != nil && uid >= 0 {
 		if cg, err = s.cgroups.newTest(uid, r.limits.AddressSpace, r.limits.Procs); err != nil {
-			pr.Close()
-			pw.Close()
+			closeAll()
 			return outcome{}, err
 		}
 		defer cg.remove()
 		startCmd = func() error { return cg.start(cmd) }
 	}
 	if err := startCmd(); err != nil {
-		pr.Close()
-		pw.Close()
+		closeAll()
 		return outcome{}, fmt.Errorf("grader: starting the test process: %w", err)
 	}
 	pw.Close()
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the child's ends
+	}
+	reportDone := make(chan struct{})
+	if r.secret != "" {
+		// 64 bytes never fill a pipe: this does not wait for the child.
+		secretW.WriteString(r.secret)
+		secretW.Close()
+		go func() {
+			defer close(reportDone)
+			out.report, _ = readCapped(reportR, maxReport, nil)
+			io.Copy(io.Discard, reportR)
+		}()
+	} else {
+		close(reportDone)
+	}
 	pgid := cmd.Process.Pid
 	killAll := func() {
 		syscall.Kill(-pgid, syscall.SIGKILL)
@@ -350,7 +402,6 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		}
 	}
 
-	var out outcome
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -375,13 +426,22 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	case <-ctx.Done():
 		killAll()
 		<-waitDone
+		pr.Close()
 		<-readDone
+		if reportR != nil {
+			reportR.Close()
+		}
+		<-reportDone
 		return outcome{}, ctx.Err()
 	}
 	out.elapsed = time.Since(start)
 	// Children that outlived the test (background processes, a fork
-	// bomb) go with their group and, as root, with their uid.
+	// bomb) go with their group and, as root, with their uid; and what
+	// the uid left in the machine's shared folders goes too.
 	killAll()
+	if uid >= 0 && s.bwrap == "" {
+		removeOwned(uid, "/dev/shm", "/tmp", os.TempDir())
+	}
 	select {
 	case <-readDone:
 	case <-time.After(5 * time.Second):
@@ -389,6 +449,14 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		// end and go on.
 		pr.Close()
 		<-readDone
+	}
+	if reportR != nil {
+		select {
+		case <-reportDone:
+		case <-time.After(time.Second):
+		}
+		reportR.Close()
+		<-reportDone
 	}
 	out.exitCode = cmd.ProcessState.ExitCode()
 	out.oomKilled = cg != nil && cg.oomKilled()
@@ -404,6 +472,71 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		out.signal = syscall.Signal(out.exitCode - 128)
 	}
 	return out, nil
+}
+
+// warnReadable says which hidden folders (the course, the caches) every
+// user can read: without namespaces a test, as root's fresh uid, sees the
+// host's files as any user does, the course's hidden tests and solutions
+// included.
+func (s *Sandbox) warnReadable() {
+	if s.uids == nil {
+		return // not root: tests run as the grader's user (check)
+	}
+	for _, h := range s.hide {
+		if othersCanRead(h) {
+			fmt.Fprintf(s.notices, "grader: notice: %s is readable by every user, so by the tests, which run without bubblewrap (the hidden tests and solutions included); make it private (chmod 700 on it or a folder above it)\n", h)
+		}
+	}
+}
+
+// othersCanRead reports whether a user who is neither the owner nor in the
+// group of path and of the folders above it can list path: every folder
+// on the way searchable by others, and path readable by others.
+func othersCanRead(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	info, err := os.Stat(abs)
+	if err != nil || info.Mode().Perm()&0o004 == 0 {
+		return false
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if filepath.Dir(d) == d {
+			return true
+		}
+	}
+}
+
+// removeOwned removes what uid owns directly in each folder of dirs (a
+// test's files in /tmp or /dev/shm, without bubblewrap's private ones).
+// Every process of uid is dead by then, so nothing changes the trees
+// while they go, and os.RemoveAll follows no symlink.
+func removeOwned(uid int, dirs ...string) {
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+				os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
 }
 
 // acquireUID takes a uid from the pool that no other grader on this machine
