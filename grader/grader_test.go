@@ -90,7 +90,10 @@ func TestVerifyFindsBrokenExercise(t *testing.T) {
 	c := fixtureCourse(t)
 	// A stub that already passes a test, and a solution that fails one.
 	sol := filepath.Join(c.Root, "solutions", "01-toy", "reverse.go")
-	require.NoError(t, os.WriteFile(sol, []byte("package toy\n\nfunc Reverse(xs []int) error { return nil }\n"), 0o644))
+	broken := "package toy\n\nfunc Reverse(xs []int) error { return nil }\n"
+	require.NoError(t, os.WriteFile(sol, []byte(broken), 0o644))
+	// The mutant of the old reverse.go no longer applies: one of this one.
+	writeFile(t, c.Root, "solutions/01-toy/mutants/reverse-stops-early.patch", replaceDiff("Mutant: one comment more.", "reverse.go", broken, broken+"// More.\n"))
 	stub := filepath.Join(c.Root, "exercises", "01-toy", "sum.go")
 	require.NoError(t, os.WriteFile(stub, []byte("package toy\n\nfunc Sum(xs []int) (int, error) { return 0, nil }\n"), 0o644))
 	g, _ := newGrader(t, c, SandboxAuto)

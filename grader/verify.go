@@ -241,8 +241,8 @@ func (v *verifier) exercise(ctx context.Context, name string) (verified, error) 
 		vr := &variants[i]
 		vars[i] = &graded{label: fmt.Sprintf("%s %s (%s)", vr.Kind(), vr.Name, vr.Says), variant: vr}
 		run(vars[i], func() (*Result, error) {
-			dir, err := overlay(filepath.Join(tmp, vr.Kind()+"-"+vr.Name), vr.Dir, ex.Spec.StudentFiles, ex.SolutionDir)
-			if err != nil {
+			dir := filepath.Join(tmp, vr.Kind()+"-"+vr.Name)
+			if err := ex.WriteVariant(*vr, dir); err != nil {
 				return nil, err
 			}
 			return v.again.Grade(ctx, ex, dir)
@@ -378,10 +378,12 @@ func overlay(dir, top string, studentFiles []string, base string) (string, error
 }
 
 // layoutProblems checks the exercise's folders against the format: the
-// stub, the reference and every variant hold the student files (and a
-// solution or variant nothing else), packages match, every graded test
-// exists, and no hidden test or given file declares a package-level
-// variable the student's code could change.
+// stub and the reference hold the student files (the reference nothing
+// else but its folders of variants, which hold only patches), every
+// variant says what it changes and applies to the reference, changing
+// only student files, packages match, every graded test exists, and no
+// hidden test or given file declares a package-level variable the
+// student's code could change.
 func layoutProblems(c *Course, ex *Exercise, variants []Variant) []string {
 	var problems []string
 	spec := ex.Spec
@@ -399,20 +401,22 @@ func layoutProblems(c *Course, ex *Exercise, variants []Variant) []string {
 	if pkg, err := packageOf(ex.Dir); err != nil || pkg != spec.Package {
 		problems = append(problems, fmt.Sprintf("%s is not package %s (grade.json's package)", rel(ex.Dir), spec.Package))
 	}
-	problems = append(problems, studentFilesOnly(rel(ex.SolutionDir), ex.SolutionDir, spec, true, true)...)
+	problems = append(problems, solutionFilesOnly(rel(ex.SolutionDir), ex.SolutionDir, spec)...)
+	for _, kind := range []string{extrasDir, mutantsDir} {
+		entries, _ := os.ReadDir(filepath.Join(ex.SolutionDir, kind))
+		for _, e := range entries {
+			if _, ok := variantName(e); !ok {
+				problems = append(problems, fmt.Sprintf("%s holds %s: it may hold only NAME%s files, unified diffs against the reference's student files", rel(filepath.Join(ex.SolutionDir, kind)), e.Name(), patchExt))
+			}
+		}
+	}
 	mutants, extras := 0, 0
 	for _, vr := range variants {
-		problems = append(problems, studentFilesOnly(rel(vr.Dir), vr.Dir, spec, false, false)...)
-		word := "// Extra: "
-		if vr.Mutant {
-			word = "// Mutant: "
+		if vr.Says == "" {
+			problems = append(problems, fmt.Sprintf("%s: it must open with a line \"%swhat it changes\" before the diff", ex.variantName(vr), vr.word()))
 		}
-		files, _ := goFiles(vr.Dir, false)
-		for _, f := range files {
-			data, err := os.ReadFile(filepath.Join(vr.Dir, f))
-			if first, _, _ := strings.Cut(string(data), "\n"); err != nil || !strings.HasPrefix(first, word) {
-				problems = append(problems, fmt.Sprintf("%s: it must open with a line \"%swhat it changes\"", rel(filepath.Join(vr.Dir, f)), word))
-			}
+		if _, err := ex.VariantFiles(vr); err != nil {
+			problems = append(problems, err.Error())
 		}
 		if vr.Mutant {
 			mutants++
@@ -460,10 +464,10 @@ func layoutProblems(c *Course, ex *Exercise, variants []Variant) []string {
 	return problems
 }
 
-// studentFilesOnly checks that dir holds some of the student files (all
-// of them when all is set) and nothing else but, where variants is set,
-// the extras and mutants folders.
-func studentFilesOnly(name, dir string, spec *Spec, all, variants bool) []string {
+// solutionFilesOnly checks that the reference solution's folder dir holds
+// all the student files and nothing else but the extras and mutants
+// folders.
+func solutionFilesOnly(name, dir string, spec *Spec) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", name, err)}
@@ -477,12 +481,12 @@ func studentFilesOnly(name, dir string, spec *Spec, all, variants bool) []string
 			if pkg, err := packageOf(filepath.Join(dir, e.Name())); err == nil && pkg != spec.Package {
 				problems = append(problems, fmt.Sprintf("%s/%s is package %s, not %s (grade.json's package)", name, e.Name(), pkg, spec.Package))
 			}
-		case e.IsDir() && variants && (e.Name() == extrasDir || e.Name() == mutantsDir):
+		case e.IsDir() && (e.Name() == extrasDir || e.Name() == mutantsDir):
 		default:
 			problems = append(problems, fmt.Sprintf("%s holds %s: it may hold only the student files %v (the grader lays them over the exercise)", name, e.Name(), spec.StudentFiles))
 		}
 	}
-	if all && found < len(spec.StudentFiles) || found == 0 {
+	if found < len(spec.StudentFiles) {
 		problems = append(problems, fmt.Sprintf("%s lacks student files: it holds %d of %v", name, found, spec.StudentFiles))
 	}
 	return problems

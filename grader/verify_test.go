@@ -3,6 +3,7 @@ package grader
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,19 +49,28 @@ func TestVerifyLayout(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(root, "solutions/01-toy/reverse.go")))
 		}, "solutions/01-toy lacks student files: it holds 1 of [sum.go reverse.go]"},
 		{"a mutant with a helper file", func(t *testing.T, root string) {
-			writeFile(t, root, "solutions/01-toy/mutants/sum-skips-last/helper.go", "package toy\n")
-		}, "solutions/01-toy/mutants/sum-skips-last holds helper.go"},
+			writeFile(t, root, "solutions/01-toy/mutants/helper.patch", "Mutant: a helper file.\n\n--- /dev/null\n+++ b/helper.go\n@@ -0,0 +1 @@\n+package toy\n")
+		}, "grader: solutions/01-toy/mutants/helper.patch changes helper.go, which is not one of the student files [sum.go reverse.go]"},
 		{"an empty mutant", func(t *testing.T, root string) {
-			require.NoError(t, os.MkdirAll(filepath.Join(root, "solutions/01-toy/mutants/empty"), 0o755))
-		}, "solutions/01-toy/mutants/empty lacks student files"},
+			writeFile(t, root, "solutions/01-toy/mutants/empty.patch", "Mutant: nothing at all.\n")
+		}, "grader: solutions/01-toy/mutants/empty.patch changes no file"},
 		{"a mutant that does not say its mistake", func(t *testing.T, root string) {
-			writeFile(t, root, "solutions/01-toy/mutants/silent/sum.go", toySum)
-		}, `solutions/01-toy/mutants/silent/sum.go: it must open with a line "// Mutant: what it changes"`},
-		{"an extra with one silent file of two", func(t *testing.T, root string) {
-			writeFile(t, root, "solutions/01-toy/extras/gc-and-helper/reverse.go", "package toy\n\nfunc Reverse(xs []int) error { return nil }\n")
-		}, `solutions/01-toy/extras/gc-and-helper/reverse.go: it must open with a line "// Extra: what it changes"`},
+			writeFile(t, root, "solutions/01-toy/mutants/silent.patch", replaceDiff("", "sum.go", toySum, "package toy\n"))
+		}, `solutions/01-toy/mutants/silent.patch: it must open with a line "Mutant: what it changes" before the diff`},
+		{"an extra that says it is a mutant", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/extras/misnamed.patch", replaceDiff("Mutant: a comment.", "sum.go", toySum, toySum+"// A comment.\n"))
+		}, `solutions/01-toy/extras/misnamed.patch: it must open with a line "Extra: what it changes" before the diff`},
+		{"a variant folder of whole files", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/mutants/old/sum.go", "// Mutant: the old format.\n\n"+toySum)
+		}, "solutions/01-toy/mutants holds old: it may hold only NAME.patch files, unified diffs against the reference's student files"},
+		{"a reference changed under its variants", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/sum.go", strings.Replace(toySum, "total := 0", "var total int", 1))
+		}, `grader: solutions/01-toy/mutants/sum-skips-last.patch: hunk 1 of sum.go (line 5, @@ -3,8 +3,8 @@) does not apply: line 5 of sum.go is "\tvar total int", the patch expects "\ttotal := 0" (the reference changed since the patch was made?)`},
+		{"a patch that is not a diff", func(t *testing.T, root string) {
+			writeFile(t, root, "solutions/01-toy/extras/prose.patch", "Extra: prose.\n\n--- a/sum.go\n+++ b/sum.go\nthen a story\n")
+		}, "grader: solutions/01-toy/extras/prose.patch:5: sum.go has no hunks (@@ ...)"},
 		{"too few mutants", func(t *testing.T, root string) {
-			require.NoError(t, os.RemoveAll(filepath.Join(root, "solutions/01-toy/mutants/sum-skips-last")))
+			require.NoError(t, os.Remove(filepath.Join(root, "solutions/01-toy/mutants/sum-skips-last.patch")))
 		}, "2 mutants in solutions/01-toy/mutants; an exercise needs at least 3"},
 		{"no extras", func(t *testing.T, root string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(root, "solutions/01-toy/extras")))
@@ -109,9 +119,9 @@ func TestVerifyHiddenTestsRewritten(t *testing.T) {
 func TestVerifyVariantsGraded(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
-	writeFile(t, c.Root, "solutions/01-toy/mutants/harmless/sum.go", "// Mutant: a comment that changes nothing.\n\n"+toySum)
-	writeFile(t, c.Root, "solutions/01-toy/mutants/broken/sum.go", "// Mutant: does not compile.\n\npackage toy\n\nfunc Sum(xs []int) (int, error) { return total(xs), nil }\n")
-	writeFile(t, c.Root, "solutions/01-toy/extras/wrong/reverse.go", "// Extra: not an extra at all.\n\npackage toy\n\nfunc Reverse(xs []int) error { return nil }\n")
+	writeFile(t, c.Root, "solutions/01-toy/mutants/harmless.patch", replaceDiff("Mutant: a comment that changes nothing.", "sum.go", toySum, "// A comment.\n"+toySum))
+	writeFile(t, c.Root, "solutions/01-toy/mutants/broken.patch", replaceDiff("Mutant: does not compile.", "sum.go", toySum, "package toy\n\nfunc Sum(xs []int) (int, error) { return total(xs), nil }\n"))
+	writeFile(t, c.Root, "solutions/01-toy/extras/wrong.patch", replaceDiff("Extra: not an extra at all.", "reverse.go", toyReverse, "package toy\n\nfunc Reverse(xs []int) error { return nil }\n"))
 	require.NoError(t, os.Remove(filepath.Join(c.Root, "exercises/01-toy/toy_test.go")))
 	rep, out := verifyFixture(t, c)
 	assert.Zero(t, rep.Verified, out)
@@ -131,8 +141,8 @@ func TestVerifyVariantsGraded(t *testing.T) {
 func TestVerifyUncaughtTests(t *testing.T) {
 	t.Parallel()
 	c := fixtureCourse(t)
-	require.NoError(t, os.RemoveAll(filepath.Join(c.Root, "solutions/01-toy/mutants/sum-refuses-empty")))
-	writeFile(t, c.Root, "solutions/01-toy/mutants/sum-doubles/sum.go", "// Mutant: counts every element twice.\n\n"+strings.Replace(toySum, "total += x", "total += 2 * x", 1))
+	require.NoError(t, os.Remove(filepath.Join(c.Root, "solutions/01-toy/mutants/sum-refuses-empty.patch")))
+	writeFile(t, c.Root, "solutions/01-toy/mutants/sum-doubles.patch", replaceDiff("Mutant: counts every element twice.", "sum.go", toySum, strings.Replace(toySum, "total += x", "total += 2 * x", 1)))
 	rep, out := verifyFixture(t, c)
 	assert.Equal(t, 1, rep.Verified, out)
 	assert.Equal(t, []string{"01-toy TestSumEmpty"}, rep.Uncaught)
@@ -163,14 +173,12 @@ func TestGradeAgainFindsUnstableTests(t *testing.T) {
 	assert.Equal(t, 7, res.Score)
 }
 
-// TestOverlay: a variant's files over the reference's, the reference's
-// over the exercise's.
+// TestOverlay: the reference's files over the exercise's.
 func TestOverlay(t *testing.T) {
 	c := fixtureCourse(t)
 	ex, err := c.Exercise("01-toy")
 	require.NoError(t, err)
-	files := []string{"sum.go", "reverse.go"}
-	dir, err := overlay(t.TempDir(), filepath.Join(ex.SolutionDir, "mutants", "reverse-stops-early"), files, ex.SolutionDir)
+	dir, err := overlay(t.TempDir(), ex.SolutionDir, toyFiles, ex.Dir)
 	require.NoError(t, err)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -178,22 +186,79 @@ func TestOverlay(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	assert.Equal(t, []string{"reverse.go", "sum.go"}, names, "the reference's folders of variants are not copied")
-	got, err := os.ReadFile(filepath.Join(dir, "reverse.go"))
-	require.NoError(t, err)
-	assert.Contains(t, string(got), "// Mutant: ")
-	got, err = os.ReadFile(filepath.Join(dir, "sum.go"))
+	assert.Equal(t, []string{"given.go", "reverse.go", "sum.go", "toy_test.go"}, names, "the reference's folders of variants are not copied")
+	got, err := os.ReadFile(filepath.Join(dir, "sum.go"))
 	require.NoError(t, err)
 	assert.Equal(t, toySum, string(got))
+}
 
-	dir, err = overlay(t.TempDir(), ex.SolutionDir, files, ex.Dir)
+// TestWriteVariant: the variants are the patches of extras/ and mutants/,
+// each kind sorted by name, saying what they change; a variant's
+// submission is the reference's student files with its patch applied.
+func TestWriteVariant(t *testing.T) {
+	c := fixtureCourse(t)
+	writeFile(t, c.Root, "solutions/01-toy/mutants/sum-skips-last-too.patch", replaceDiff("Mutant: sorts after sum-skips-last\non two lines.\n\nA note.", "sum.go", toySum, "package toy\n"))
+	ex, err := c.Exercise("01-toy")
 	require.NoError(t, err)
-	for _, f := range []string{"given.go", "toy_test.go"} {
-		assert.FileExists(t, filepath.Join(dir, f))
+	variants, err := ex.Variants()
+	require.NoError(t, err)
+	var got []string
+	for _, v := range variants {
+		got = append(got, v.Kind()+" "+v.Name+": "+v.Says)
 	}
-	got, err = os.ReadFile(filepath.Join(dir, "sum.go"))
+	assert.Equal(t, []string{
+		"extras gc-and-helper: the collector runs before returning, and an unused helper.",
+		"extras hidden-names: helpers named like the hidden tests' helper and like a package they import.",
+		"mutant reverse-stops-early: the swaps stop one pair before the middle.",
+		"mutant sum-refuses-empty: an empty slice is treated as an error instead of summing to zero.",
+		"mutant sum-skips-last: the loop stops one element short (off by one).",
+		"mutant sum-skips-last-too: sorts after sum-skips-last on two lines.",
+	}, got)
+	assert.Equal(t, filepath.Join(ex.SolutionDir, "mutants", "reverse-stops-early.patch"), variants[2].Patch)
+
+	dir := filepath.Join(t.TempDir(), "reverse-stops-early")
+	require.NoError(t, ex.WriteVariant(variants[2], dir))
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Equal(t, toySum, string(got))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"reverse.go", "sum.go"}, names)
+	data, err := os.ReadFile(filepath.Join(dir, "reverse.go"))
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(toyReverse, "i < j;", "i < j-1;", 1), string(data))
+	data, err = os.ReadFile(filepath.Join(dir, "sum.go"))
+	require.NoError(t, err)
+	assert.Equal(t, toySum, string(data), "a file the patch leaves is the reference's")
+}
+
+// TestWriteVariantsCommand: solutions/write-variants.go (which go.mod's
+// ignore keeps out of go build ./... and go vet ./...) builds and writes
+// each mutant of a real exercise as a submission folder.
+func TestWriteVariantsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go run builds the command")
+	}
+	t.Parallel()
+	out := t.TempDir()
+	cmd := exec.Command("go", "run", "../solutions/write-variants.go", "--exercise", "01-shared-storage", "--out", out)
+	got, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", got)
+	assert.Contains(t, string(got), "mutants of 01-shared-storage written to "+out)
+	c, err := OpenCourse("..")
+	require.NoError(t, err)
+	ex, err := c.Exercise("01-shared-storage")
+	require.NoError(t, err)
+	variants, err := ex.Variants()
+	require.NoError(t, err)
+	for _, v := range variants {
+		if v.Mutant {
+			assert.FileExists(t, filepath.Join(out, v.Name, "share.go"))
+		} else {
+			assert.NoDirExists(t, filepath.Join(out, v.Name), "extras only with --kind extras")
+		}
+	}
 }
 
 // TestReleaseHasNoInstructorFiles: the student edition holds no solution,
@@ -213,7 +278,8 @@ func TestReleaseHasNoInstructorFiles(t *testing.T) {
 		if d.Type().IsRegular() {
 			data, err := os.ReadFile(p)
 			require.NoError(t, err)
-			assert.NotContains(t, string(data), "// Mutant: ", rel)
+			assert.NotContains(t, string(data), "Mutant: ", rel)
+			assert.False(t, strings.HasSuffix(rel, ".patch"), rel)
 			assert.NotContains(t, string(data), "secretMarkerOfTheHiddenTests", rel)
 		}
 		return nil
