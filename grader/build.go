@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpumem/course/grader/sandbox"
 )
 
 // source is one file of the package to build.
@@ -66,25 +68,6 @@ func randomIdent() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// tempBase is the folder for the grader's temporary folders: the system's,
-// unless the grader runs as root and some folder on that path is closed to
-// other users (the tests' uids must reach their binary), then /tmp.
-func tempBase() string {
-	dir := os.TempDir()
-	if os.Geteuid() != 0 {
-		return dir
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		info, err := os.Stat(d)
-		if err != nil || info.Mode().Perm()&0o001 == 0 {
-			return "/tmp"
-		}
-		if filepath.Dir(d) == d {
-			return dir
-		}
-	}
-}
-
 // testArgs are the arguments of the process that runs test name, exactly;
 // the generated TestMain refuses any other (Note [A verdict only a test
 // that ran can give]).
@@ -124,7 +107,10 @@ func testArgs(name string, timeout time.Duration) []string {
 func mainFile(pkg, id string, tests []string, timeout time.Duration, serial bool) source {
 	var b strings.Builder
 	fmt.Fprintf(&b, "package %s\n\nimport (\n\tflag%[2]s \"flag\"\n\tos%[2]s \"os\"\n\truntime%[2]s \"runtime\"\n\tstrings%[2]s \"strings\"\n\ttesting%[2]s \"testing\"\n)\n\n", pkg, id)
-	fmt.Fprintf(&b, "var secret%s string\n\n", id)
+	// The verdict pipe is opened once and held for the process's life:
+	// an *os.File that is dropped is closed by the collector, which would
+	// close fd 4 under the next write.
+	fmt.Fprintf(&b, "var (\n\tsecret%[1]s  string\n\tverdicts%[1]s *os%[1]s.File\n)\n\n", id)
 	for _, t := range tests {
 		fmt.Fprintf(&b, "func %[2]s(t *testing%[1]s.T) {\n\tt.Cleanup(func() { verdict%[1]s(t, %[2]q) })\n\tgraded_%[1]s_%[2]s(t)\n}\n\n", id, t)
 	}
@@ -179,7 +165,7 @@ func verdict%[1]s(t *testing%[1]s.T, name string) {
 		os%[1]s.Stderr.WriteString("grader: the test process was changed while the test ran (" + why + "); nothing was graded\n")
 		return
 	}
-	os%[1]s.NewFile(4, "verdict").WriteString("pass " + name + " " + secret%[1]s + "\n")
+	verdicts%[1]s.WriteString("pass " + name + " " + secret%[1]s + "\n")
 }
 
 func TestMain(m *testing%[1]s.M) {
@@ -190,8 +176,11 @@ func TestMain(m *testing%[1]s.M) {
 		os%[1]s.Exit(1)
 	}
 	buf := make([]byte, 65)
-	n, _ := os%[1]s.NewFile(3, "secret").Read(buf)
-	if n != 64 {
+	secretPipe := os%[1]s.NewFile(3, "secret")
+	n, _ := secretPipe.Read(buf)
+	secretPipe.Close()
+	verdicts%[1]s = os%[1]s.NewFile(4, "verdict")
+	if n != 64 || verdicts%[1]s == nil {
 		// Run again by the code under test (/proc/self/exe), or by hand.
 		os%[1]s.Stderr.WriteString("grader: this test binary runs only under the grader\n")
 		os%[1]s.Exit(1)
@@ -199,7 +188,7 @@ func TestMain(m *testing%[1]s.M) {
 	secret%[1]s = string(buf[:n])
 	code := m.Run()
 	if why := changed%[1]s(name); code == 0 && why == "" && secret%[1]s != "" {
-		os%[1]s.NewFile(4, "verdict").WriteString("done " + secret%[1]s + "\n")
+		verdicts%[1]s.WriteString("done " + secret%[1]s + "\n")
 	}
 	os%[1]s.Exit(code)
 }
@@ -266,7 +255,7 @@ var DefaultBuildLimits = BuildLimits{Memory: 2 << 30, Time: 5 * time.Minute}
 // to its build cache), with read access to everything (CAP_DAC_READ_SEARCH:
 // the course, the module cache, the toolchain) and write access only to
 // its build cache and the build's folder.
-const buildUID = uidBase - 1
+const buildUID = sandbox.BuildUID
 
 // builder compiles packages into test binaries in a temporary module.
 type builder struct {
@@ -291,8 +280,8 @@ type buildResult struct {
 // build compiles files (the package's non-test files and its tests) plus a
 // generated TestMain for tests into a binary under a new temporary folder,
 // and deletes every source before returning.
-func (b *builder) build(ctx context.Context, pkg string, files []source, tests []string, studentFiles []string, limits Limits) (*buildResult, error) {
-	work, err := os.MkdirTemp(tempBase(), "grader-")
+func (b *builder) build(ctx context.Context, pkg string, files []source, tests []string, studentFiles []string, limits sandbox.Limits) (*buildResult, error) {
+	work, err := os.MkdirTemp(sandbox.TempBase(), "grader-")
 	if err != nil {
 		return nil, fmt.Errorf("grader: %w", err)
 	}
@@ -479,7 +468,7 @@ func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp strin
 	case runErr != nil && overBuildLimit.MatchString(text) && !strings.Contains(text, "failed to reserve page summary memory"):
 		// (The Go runtime itself needs about 600 MiB of address space
 		// to start: below that, it is the limit that is wrong.)
-		return text, errBuildLimit{fmt.Sprintf("the compiler went past its limits (%d MiB of memory per process, %s)", b.limits.Memory>>20, b.limits.Time)}
+		return text, errBuildLimit{fmt.Sprintf("the compiler went past its limits (%d MiB of memory per process, files of %d MiB, %s)", b.limits.Memory>>20, buildFileSize>>20, b.limits.Time)}
 	}
 	return text, runErr
 }

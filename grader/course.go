@@ -265,7 +265,7 @@ const (
 	maxTimeoutSeconds     = 3600
 	maxMemoryMB           = 1 << 20
 	maxPoints             = 1000
-	maxTests              = 100 // the random exit codes (3..125) must stay distinct
+	maxTests              = 100
 )
 
 var (

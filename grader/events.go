@@ -13,7 +13,8 @@ import (
 // test, and which of the runtime's tell-tale messages appeared. The framing
 // lines ("=== RUN", "--- PASS", ...) start with the byte 0x16. Package code
 // can print such lines too, so the log only gives the feedback and
-// confirms a result; the exit code decides it.
+// confirms a result; the test's own report decides it (Note [A verdict
+// only a test that ran can give]).
 type testLog struct {
 	test      string // the graded test
 	current   string // the test the next output line belongs to

@@ -2,8 +2,11 @@ package grader
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -75,6 +78,34 @@ func FuzzTestLog(f *testing.F) {
 			}
 			if whole.passed && !strings.Contains(string(out), frameMark+"--- PASS: "+name) {
 				t.Fatalf("%q passed without a marked pass line in %q", name, out)
+			}
+		}
+	})
+}
+
+// FuzzCheckStudentFile checks that the static check of a submitted file
+// never panics, and that a file it accepts imports only what the policy
+// allows and holds no //go: directive.
+func FuzzCheckStudentFile(f *testing.F) {
+	f.Add([]byte("package toy\n\nimport \"fmt\"\n\nfunc Sum(xs []int) (int, error) { return len(fmt.Sprint(xs)), nil }\n"))
+	f.Add([]byte("package toy\n\nimport \"os\"\n\nfunc init() { os.Args = nil }\n"))
+	f.Add([]byte("//go:build ignore\n\npackage toy\n"))
+	f.Add([]byte("package toy\nfunc f() { /*line x.go:1*/ }\n"))
+	allow := policyFor(nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if checkStudentFile("sum.go", data, "toy", allow) != "" {
+			return
+		}
+		if strings.Contains(string(data), "//go:") && !strings.Contains(string(data), "\"") && !strings.Contains(string(data), "`") {
+			t.Fatalf("accepted a //go: directive:\n%s", data)
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), "sum.go", data, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("accepted a file that does not parse: %v", err)
+		}
+		for _, imp := range file.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); !allow.importAllowed(path) {
+				t.Fatalf("accepted import %q", path)
 			}
 		}
 	})

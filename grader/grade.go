@@ -14,12 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpumem/course/grader/sandbox"
 )
 
 // Grader grades submissions of one course.
 type Grader struct {
 	Course  *Course
-	Sandbox *Sandbox
+	Sandbox *sandbox.Sandbox
 	Go      string       // the go command; "go" when empty
 	Build   BuildLimits  // the zero value: DefaultBuildLimits
 	runs    int          // verify runs each test this many times (runAgain); 0: once
@@ -28,7 +30,7 @@ type Grader struct {
 
 // New returns a grader for course with a sandbox of the given mode; the
 // sandbox's notices go to notices.
-func New(course *Course, mode SandboxMode, notices io.Writer) (*Grader, error) {
+func New(course *Course, mode sandbox.Mode, notices io.Writer) (*Grader, error) {
 	hide := []string{course.Root}
 	for _, dir := range []string{os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")} {
 		if dir != "" {
@@ -38,7 +40,7 @@ func New(course *Course, mode SandboxMode, notices io.Writer) (*Grader, error) {
 	if cache, err := os.UserCacheDir(); err == nil {
 		hide = append(hide, cache)
 	}
-	sb, err := NewSandbox(mode, notices, hide...)
+	sb, err := sandbox.New(mode, notices, hide...)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +57,20 @@ func (g *Grader) builder() *builder {
 		limits = DefaultBuildLimits
 	}
 	return &builder{course: g.Course, goCmd: goCmd, limits: limits}
+}
+
+// limitsFor is what one test process of spec may use.
+func limitsFor(spec *Spec) sandbox.Limits {
+	wall := time.Duration(spec.Timeout()) * time.Second
+	return sandbox.Limits{
+		Test:         wall,
+		Wall:         wall + 3*time.Second,
+		CPU:          2*wall + 5*time.Second,
+		AddressSpace: int64(spec.Memory()) << 20,
+		Procs:        256,
+		FileSize:     64 << 20,
+		Output:       4 << 20,
+	}
 }
 
 // Result is the grade of one submission.
@@ -75,7 +91,7 @@ type TestResult struct {
 	Name        string  `json:"name"`
 	Score       int     `json:"score"`
 	MaxScore    int     `json:"max_score"`
-	Status      string  `json:"status"` // passed, failed, timeout, crashed, not_run
+	Status      Status  `json:"status"`
 	Output      string  `json:"output,omitempty"`
 	Visibility  string  `json:"visibility,omitempty"`
 	Description string  `json:"description,omitempty"`
@@ -83,7 +99,7 @@ type TestResult struct {
 }
 
 // Passed reports whether the test passed.
-func (t TestResult) Passed() bool { return t.Status == "passed" }
+func (t TestResult) Passed() bool { return t.Status == StatusPassed }
 
 // maxFeedback bounds the feedback of one test.
 const maxFeedback = 8 << 10
@@ -99,6 +115,7 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("grader: the submission %s is not a folder", dir)
 	}
+	g.Sandbox.WarnReadable()
 	start := time.Now()
 	spec := ex.Spec
 	allow := policyFor(spec)
@@ -207,21 +224,38 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	if built != nil {
 		defer os.RemoveAll(built.workDir)
 	}
-	for _, t := range spec.Tests {
+	notRun := "not implemented: the submission's files are missing or unusable (see the submission's output)"
+	if res.Status == "compile_error" {
+		notRun = "not run: the code does not compile (see the submission's output)"
+	}
+	var bin *binary
+	if built != nil {
+		bin = built.bin
+	}
+	if err := g.score(ctx, bin, spec.Tests, limits, red, notRun, res); err != nil {
+		return nil, err
+	}
+	res.Output = stripControl(strings.Join(notes, "\n\n"))
+	res.ExecutionTime = time.Since(start)
+	res.Seconds = roundSeconds(res.ExecutionTime)
+	return res, nil
+}
+
+// score runs each test of tests in bin (each in its own process; verify
+// runs it again) and adds its result and points to res. With no binary
+// (the code does not compile, or every student file is the stub), each
+// test is not run, with notRun as its feedback.
+func (g *Grader) score(ctx context.Context, bin *binary, tests []TestSpec, limits sandbox.Limits, red *redactor, notRun string, res *Result) error {
+	for _, t := range tests {
 		tr := TestResult{Name: t.Name, MaxScore: t.Points, Visibility: t.Visibility, Description: t.Description}
-		if built == nil || built.bin == nil {
-			tr.Status = "not_run"
-			if res.Status == "compile_error" {
-				tr.Output = "not run: the code does not compile (see the submission's output)"
-			} else {
-				tr.Output = "not implemented: the submission's files are missing or unusable (see the submission's output)"
-			}
+		if bin == nil {
+			tr.Status, tr.Output = StatusNotRun, notRun
 		} else {
-			if err := g.runTest(ctx, built.bin, t.Name, limits, red, &tr); err != nil {
-				return nil, err
+			if err := g.runTest(ctx, bin, t.Name, limits, red, &tr); err != nil {
+				return err
 			}
-			if err := g.runAgain(ctx, built.bin, limits, red, tr, res); err != nil {
-				return nil, err
+			if err := g.runAgain(ctx, bin, limits, red, tr, res); err != nil {
+				return err
 			}
 		}
 		if tr.Passed() {
@@ -230,16 +264,13 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		res.Score += tr.Score
 		res.Tests = append(res.Tests, tr)
 	}
-	res.Output = stripControl(strings.Join(notes, "\n\n"))
-	res.ExecutionTime = time.Since(start)
-	res.Seconds = roundSeconds(res.ExecutionTime)
-	return res, nil
+	return nil
 }
 
 // buildsWithStubs returns an error when the exercise does not build with
 // every student file the stub: the grader's failure (a module missing from
 // the cache, say), not a submission's.
-func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string, limits Limits) error {
+func (g *Grader) buildsWithStubs(ctx context.Context, ex *Exercise, tests []source, names []string, limits sandbox.Limits) error {
 	files, err := g.packageFiles(ex, nil, tests)
 	if err != nil {
 		return err
@@ -323,53 +354,26 @@ func findSubmitted(dir, name string) ([]byte, string) {
 }
 
 // runTest runs one test of bin in its own process and fills tr.
-func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits Limits, red *redactor, tr *TestResult) error {
+func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits sandbox.Limits, red *redactor, tr *TestResult) error {
 	log := newTestLog(name)
 	secret, err := randomSecret()
 	if err != nil {
 		return err
 	}
-	out, err := g.Sandbox.Run(ctx, run{
-		binary: bin.path,
-		args:   testArgs(name, bin.timeout),
-		limits: limits,
-		output: log,
-		secret: secret,
+	out, err := g.Sandbox.Run(ctx, sandbox.Run{
+		Binary: bin.path,
+		Args:   testArgs(name, bin.timeout),
+		Limits: limits,
+		Output: log,
+		Secret: secret,
 	})
 	if err != nil {
 		return err
 	}
 	log.Close()
-	tr.Seconds = roundSeconds(out.elapsed)
-	var why string
-	switch {
-	case reported(out.report, name, secret) && out.exitCode == 0 && log.passed && !out.timedOut && !out.flooded:
-		tr.Status = "passed"
-	case out.timedOut || log.saw(msgTimedOut):
-		tr.Status, why = "timeout", fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
-	case out.flooded:
-		tr.Status, why = "failed", fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
-	case out.oomKilled:
-		tr.Status, why = "crashed", fmt.Sprintf("the test ran out of memory (limit %d MiB for all its processes together)", limits.AddressSpace>>20)
-	case out.signal == syscall.SIGXCPU || out.signal == syscall.SIGKILL && out.elapsed < limits.Wall:
-		tr.Status, why = "crashed", fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.signal, limits.CPU)
-	case log.saw(msgThreads) || log.saw(msgNewOSProc):
-		tr.Status, why = "crashed", fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)
-	case log.saw(msgOutOfMemory) || log.saw(msgNoMemory):
-		tr.Status, why = "crashed", fmt.Sprintf("the test process ran out of memory (limit %d MiB)", limits.AddressSpace>>20)
-	case log.saw(msgExit0):
-		tr.Status, why = "failed", "the code called os.Exit(0) during the test; no points"
-	case !log.ran && out.exitCode == 0:
-		tr.Status, why = "failed", "the process exited with status 0 before the test ran (os.Exit in an init function?); no points"
-	case !log.ran:
-		tr.Status, why = "crashed", "the test did not start: the package failed while loading (a panic in an init function?)"
-	case out.signal != 0:
-		tr.Status, why = "crashed", "the test process was killed by "+out.signal.String()
-	case log.passed:
-		tr.Status, why = "failed", "the test did not report its own pass (Note [A verdict only a test that ran can give] in the grader's README); no points"
-	default:
-		tr.Status = "failed"
-	}
+	tr.Seconds = roundSeconds(out.Elapsed)
+	status, why := verdict(out, log, name, secret, limits)
+	tr.Status = status
 	text, outside := log.text.String(), log.outside.String()
 	var b strings.Builder
 	if why != "" {
@@ -378,13 +382,48 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits L
 	if t := strings.TrimRight(text, "\n"); t != "" {
 		b.WriteString(t + "\n")
 	}
-	if tr.Status != "passed" {
+	if tr.Status != StatusPassed {
 		if t := strings.TrimSpace(outside); t != "" {
 			b.WriteString(t + "\n")
 		}
 	}
 	tr.Output = truncate(stripControl(red.clean(b.String())), maxFeedback)
 	return nil
+}
+
+// verdict is a test's status, and why when it did not pass, from what its
+// process did: a pass only when the test itself reported it with the
+// run's secret (Note [A verdict only a test that ran can give]), the
+// process ended well and the test's events say it passed.
+func verdict(out sandbox.Outcome, log *testLog, name, secret string, limits sandbox.Limits) (Status, string) {
+	switch {
+	case reported(out.Report, name, secret) && out.ExitCode == 0 && log.passed && !out.TimedOut && !out.Flooded:
+		return StatusPassed, ""
+	case out.TimedOut || log.saw(msgTimedOut):
+		return StatusTimeout, fmt.Sprintf("stopped: the test did not finish within %s (an endless loop or a deadlock?)", limits.Test)
+	case out.Flooded:
+		return StatusFailed, fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
+	case out.OOMKilled:
+		return StatusCrashed, fmt.Sprintf("the test ran out of memory (limit %d MiB for all its processes together)", limits.AddressSpace>>20)
+	case out.Signal == syscall.SIGXCPU || out.Signal == syscall.SIGKILL && out.Elapsed < limits.Wall:
+		return StatusCrashed, fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.Signal, limits.CPU)
+	case log.saw(msgThreads) || log.saw(msgNewOSProc):
+		return StatusCrashed, fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)
+	case log.saw(msgOutOfMemory) || log.saw(msgNoMemory):
+		return StatusCrashed, fmt.Sprintf("the test process ran out of memory (limit %d MiB)", limits.AddressSpace>>20)
+	case log.saw(msgExit0):
+		return StatusFailed, "the code called os.Exit(0) during the test; no points"
+	case !log.ran && out.ExitCode == 0:
+		return StatusFailed, "the process exited with status 0 before the test ran (os.Exit in an init function?); no points"
+	case !log.ran:
+		return StatusCrashed, "the test did not start: the package failed while loading (a panic in an init function?)"
+	case out.Signal != 0:
+		return StatusCrashed, "the test process was killed by " + out.Signal.String()
+	case log.passed:
+		return StatusFailed, "the test did not report its own pass after it ran; no points"
+	default:
+		return StatusFailed, ""
+	}
 }
 
 // randomSecret is the secret of one test process: 64 hex digits (Note [A
@@ -640,26 +679,20 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		res.Status = "compile_error"
 		res.Output = stripControl("Your code does not compile:\n" + indent(built.errors))
 	}
-	for _, name := range names {
-		tr := TestResult{Name: name}
+	tests := make([]TestSpec, len(names))
+	for i, name := range names {
+		tests[i] = TestSpec{Name: name}
 		if ex.Spec != nil {
 			for _, t := range ex.Spec.Tests {
 				if t.Name == name {
-					tr.MaxScore, tr.Description = t.Points, t.Description
+					tests[i].Points, tests[i].Description = t.Points, t.Description
 				}
 			}
 		}
-		if built.bin == nil {
-			tr.Status = "not_run"
-		} else if err := g.runTest(ctx, built.bin, name, limits, nil, &tr); err != nil {
-			return nil, err
-		}
-		if tr.Passed() {
-			tr.Score = tr.MaxScore
-		}
-		res.Score += tr.Score
-		res.MaxScore += tr.MaxScore
-		res.Tests = append(res.Tests, tr)
+		res.MaxScore += tests[i].Points
+	}
+	if err := g.score(ctx, built.bin, tests, limits, nil, "", res); err != nil {
+		return nil, err
 	}
 	res.ExecutionTime = time.Since(start)
 	res.Seconds = roundSeconds(res.ExecutionTime)

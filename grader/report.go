@@ -108,13 +108,13 @@ func (r *Result) WriteText(w io.Writer, verb string) error {
 
 func statusWord(t TestResult) string {
 	switch t.Status {
-	case "passed":
+	case StatusPassed:
 		return ""
-	case "timeout":
+	case StatusTimeout:
 		return "(timed out)"
-	case "crashed":
+	case StatusCrashed:
 		return "(crashed)"
-	case "not_run":
+	case StatusNotRun:
 		return "(not run)"
 	}
 	return ""

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpumem/course/grader/sandbox"
 )
 
 // What verify asks of every exercise.
@@ -131,7 +133,7 @@ func (g *Grader) withRuns(n int) *Grader {
 
 // runAgain runs the test tr is the result of g.runs-1 more times on the
 // same binary and notes in res each run whose outcome differs from tr's.
-func (g *Grader) runAgain(ctx context.Context, bin *binary, limits Limits, red *redactor, tr TestResult, res *Result) error {
+func (g *Grader) runAgain(ctx context.Context, bin *binary, limits sandbox.Limits, red *redactor, tr TestResult, res *Result) error {
 	for i := 2; i <= g.runs; i++ {
 		again := TestResult{Name: tr.Name}
 		if err := g.runTest(ctx, bin, tr.Name, limits, red, &again); err != nil {

@@ -52,7 +52,7 @@ for s in ada bob; do
 	mkdir -p "$tmp/subs/$s"
 	for f in $files; do cp "$course/solutions/$exercise/$f" "$tmp/subs/$s/"; done
 done
-# The uid pool: 64 uids from 0x70000000 (grader/sandbox.go).
+# The uid pool: 64 uids from 0x70000000 (grader/sandbox/sandbox.go).
 uids=$(seq 1879048192 1879048255)
 batch() { # batch OUT: grades both students, at most 120 s
 	(cd "$course" && env -u TMPDIR timeout -k 15 120 "$tmp/grader" batch --exercise "$exercise" --submissions "$tmp/subs" --out "$1" --jobs 2) >"$tmp/batch.log" 2>&1

@@ -28,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/gpumem/course/grader"
+	"github.com/gpumem/course/grader/sandbox"
 	"github.com/gpumem/course/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
@@ -124,7 +125,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.sandbox, "sandbox", "auto", "auto (bubblewrap when it works), bwrap (required) or limits (rlimits only)")
 }
 
-func (c *common) open(stderr io.Writer, defaultMode grader.SandboxMode) (*grader.Grader, error) {
+func (c *common) open(stderr io.Writer, defaultMode sandbox.Mode) (*grader.Grader, error) {
 	var course *grader.Course
 	var err error
 	if c.course != "" {
@@ -141,7 +142,7 @@ func (c *common) open(stderr io.Writer, defaultMode grader.SandboxMode) (*grader
 	}
 	mode := defaultMode
 	if c.sandbox != "auto" {
-		if mode, err = grader.ParseSandboxMode(c.sandbox); err != nil {
+		if mode, err = sandbox.ParseMode(c.sandbox); err != nil {
 			return nil, errUsage{err.Error()}
 		}
 	}
@@ -156,7 +157,7 @@ func (c *common) open(stderr io.Writer, defaultMode grader.SandboxMode) (*grader
 }
 
 // openExercise opens the grader as open does and finds the exercise name.
-func (c *common) openExercise(stderr io.Writer, defaultMode grader.SandboxMode, name string) (*grader.Grader, *grader.Exercise, error) {
+func (c *common) openExercise(stderr io.Writer, defaultMode sandbox.Mode, name string) (*grader.Grader, *grader.Exercise, error) {
 	g, err := c.open(stderr, defaultMode)
 	if err != nil {
 		return nil, nil, err
@@ -185,7 +186,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage{"check takes one exercise name, like: grader check 01-shared-storage"}
 	}
 	// The code is the student's own: rlimits and a timeout, no namespaces.
-	g, ex, err := c.openExercise(stderr, grader.SandboxLimits, pos[0])
+	g, ex, err := c.openExercise(stderr, sandbox.ModeLimits, pos[0])
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	g, ex, err := c.openExercise(stderr, grader.SandboxAuto, *exercise)
+	g, ex, err := c.openExercise(stderr, sandbox.ModeAuto, *exercise)
 	if err != nil {
 		return err
 	}
@@ -297,7 +298,7 @@ func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	g, ex, err := c.openExercise(stderr, grader.SandboxAuto, *exercise)
+	g, ex, err := c.openExercise(stderr, sandbox.ModeAuto, *exercise)
 	if err != nil {
 		return err
 	}
@@ -337,7 +338,7 @@ func cmdBundle(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) > 0 || *exercise == "" {
 		return errUsage{"bundle needs --exercise NN-name"}
 	}
-	g, ex, err := c.openExercise(io.Discard, grader.SandboxLimits, *exercise)
+	g, ex, err := c.openExercise(io.Discard, sandbox.ModeLimits, *exercise)
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	g, err := c.open(stderr, grader.SandboxAuto)
+	g, err := c.open(stderr, sandbox.ModeAuto)
 	if err != nil {
 		return err
 	}
@@ -385,7 +386,7 @@ func cmdRelease(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 0 || *out == "" {
 		return errUsage{"release needs --out DIR"}
 	}
-	g, err := c.open(io.Discard, grader.SandboxLimits)
+	g, err := c.open(io.Discard, sandbox.ModeLimits)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package grader
+package sandbox
 
 import (
 	"os"

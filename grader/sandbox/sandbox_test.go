@@ -1,4 +1,4 @@
-package grader
+package sandbox
 
 import (
 	"context"
@@ -24,9 +24,9 @@ func TestSandboxUIDWithLeftovers(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the pool of uids is used only by a grader running as root")
 	}
-	for _, mode := range []SandboxMode{SandboxAuto, SandboxLimits} {
+	for _, mode := range []Mode{ModeAuto, ModeLimits} {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
-			s, err := NewSandbox(mode, nil)
+			s, err := New(mode, nil)
 			require.NoError(t, err)
 			uid, release, err := s.acquireUID(context.Background())
 			require.NoError(t, err)
@@ -65,13 +65,13 @@ func TestSandboxUIDWithLeftovers(t *testing.T) {
 			require.NoError(t, os.Chmod(dir, 0o755)) // the uid must reach the script
 			script := filepath.Join(dir, "forks")
 			require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.01 & done\nwait && echo forked\n"), 0o755))
-			out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+			out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
 				Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
 				AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16,
 			}})
 			require.NoError(t, err)
-			assert.Equal(t, 0, out.exitCode, "%s", out.output)
-			assert.Equal(t, "forked", strings.TrimSpace(string(out.output)))
+			assert.Equal(t, 0, out.ExitCode, "%s", out.Output)
+			assert.Equal(t, "forked", strings.TrimSpace(string(out.Output)))
 			// The sleeping leftover was killed when the uid was taken.
 			assert.Zero(t, liveTasks(uid))
 		})
@@ -94,15 +94,15 @@ func liveTasks(uid int) int {
 // which the grader starts).
 func TestSandboxEnvironment(t *testing.T) {
 	t.Setenv("GRADER_SECRET_TOKEN", "tok-4f9c1d")
-	modes := []SandboxMode{SandboxAuto}
+	modes := []Mode{ModeAuto}
 	if os.Geteuid() == 0 {
 		// Without namespaces only a separate uid keeps /proc/PID/environ
 		// of the grader closed.
-		modes = append(modes, SandboxLimits)
+		modes = append(modes, ModeLimits)
 	}
 	for _, mode := range modes {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
-			s, err := NewSandbox(mode, nil)
+			s, err := New(mode, nil)
 			require.NoError(t, err)
 			dir, err := os.MkdirTemp("", "grader-sandbox-test-")
 			require.NoError(t, err)
@@ -110,15 +110,15 @@ func TestSandboxEnvironment(t *testing.T) {
 			require.NoError(t, os.Chmod(dir, 0o755)) // the uid must reach the script
 			script := filepath.Join(dir, "env")
 			require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nenv\nfor f in /proc/[0-9]*/environ; do cat $f; done 2>/dev/null\necho done\n"), 0o755))
-			out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+			out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
 				Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
 				AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 20, Serial: true,
 			}})
 			require.NoError(t, err)
-			assert.Contains(t, string(out.output), "GOMAXPROCS=1")
-			assert.Contains(t, string(out.output), "GPUKIT_SPIN=0")
-			assert.Contains(t, string(out.output), "done")
-			assert.NotContains(t, string(out.output), "tok-4f9c1d")
+			assert.Contains(t, string(out.Output), "GOMAXPROCS=1")
+			assert.Contains(t, string(out.Output), "GPUKIT_SPIN=0")
+			assert.Contains(t, string(out.Output), "done")
+			assert.NotContains(t, string(out.Output), "tok-4f9c1d")
 		})
 	}
 }
@@ -157,16 +157,16 @@ func TestSandboxLockFiles(t *testing.T) {
 			f.Close()
 		}
 	})
-	s, err := NewSandbox(SandboxLimits, nil)
+	s, err := New(ModeLimits, nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := s.Run(ctx, run{binary: "/bin/true", limits: Limits{
+	out, err := s.Run(ctx, Run{Binary: "/bin/true", Limits: Limits{
 		Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
 		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16,
 	}})
 	require.NoError(t, err, "a student's plants in /tmp stopped the grader")
-	assert.Zero(t, out.exitCode)
+	assert.Zero(t, out.ExitCode)
 	entries, err := os.ReadDir(target)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "root created files through a planted symlink")
@@ -199,7 +199,7 @@ func TestSandboxOtherTestsBinary(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: tests run as separate uids only when the grader is root")
 	}
-	s, err := NewSandbox(SandboxLimits, nil)
+	s, err := New(ModeLimits, nil)
 	require.NoError(t, err)
 	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
 	require.NoError(t, err)
@@ -223,23 +223,23 @@ echo "not found"
 `), 0o755))
 	limits := Limits{Test: 10 * time.Second, Wall: 10 * time.Second, CPU: 10 * time.Second,
 		AddressSpace: 1 << 30, Procs: 16, FileSize: 1 << 20, Output: 1 << 16}
-	done := make(chan outcome, 1)
+	done := make(chan Outcome, 1)
 	go func() {
-		out, _ := s.Run(context.Background(), run{binary: victim, limits: limits})
+		out, _ := s.Run(context.Background(), Run{Binary: victim, Limits: limits})
 		done <- out
 	}()
-	out, err := s.Run(context.Background(), run{binary: thief, limits: limits})
+	out, err := s.Run(context.Background(), Run{Binary: thief, Limits: limits})
 	require.NoError(t, err)
-	assert.Contains(t, string(out.output), "found", "the thief did not see the victim: the test proves nothing")
-	assert.NotContains(t, string(out.output), "ran as", "a test ran another test's binary")
+	assert.Contains(t, string(out.Output), "found", "the thief did not see the victim: the test proves nothing")
+	assert.NotContains(t, string(out.Output), "ran as", "a test ran another test's binary")
 	v := <-done
-	assert.Contains(t, string(v.output), "ran as")
+	assert.Contains(t, string(v.Output), "ran as")
 }
 
 // In bubblewrap every tmpfs is sized and only /tmp and /dev/shm are
 // writable: tmpfs pages are memory that no rlimit counts.
 func TestSandboxTmpfsSized(t *testing.T) {
-	s, err := NewSandbox(SandboxAuto, nil)
+	s, err := New(ModeAuto, nil)
 	require.NoError(t, err)
 	if !s.Namespaced() {
 		t.Skip("bubblewrap cannot run here")
@@ -257,20 +257,20 @@ for d in / /dev /dev/shm /tmp /grader; do
 	echo "$d $n"
 done
 `), 0o755))
-	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+	out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
 		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
 		AddressSpace: 1 << 30, Procs: 16, FileSize: 8 << 20, Output: 1 << 16,
 	}})
 	require.NoError(t, err)
 	files := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out.output)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(string(out.Output)), "\n") {
 		var d string
 		var n int
 		if _, err := fmt.Sscan(line, &d, &n); err == nil {
 			files[d] = n
 		}
 	}
-	assert.Equal(t, map[string]int{"/": 0, "/dev": 0, "/dev/shm": shmSize / (4 << 20), "/tmp": 2, "/grader": 0}, files, "%s", out.output)
+	assert.Equal(t, map[string]int{"/": 0, "/dev": 0, "/dev/shm": shmSize / (4 << 20), "/tmp": 2, "/grader": 0}, files, "%s", out.Output)
 }
 
 // Memory is limited for a test as a whole where cgroups can be used:
@@ -278,7 +278,7 @@ done
 // past it are killed. (Elsewhere only each process is limited: the
 // README says so.)
 func TestSandboxCgroupMemory(t *testing.T) {
-	s, err := NewSandbox(SandboxLimits, nil)
+	s, err := New(ModeLimits, nil)
 	require.NoError(t, err)
 	if s.cgroups == nil {
 		t.Skipf("no cgroups here: %v", s.cgroupErr)
@@ -299,22 +299,80 @@ for i in 1 2 3 4; do
 done
 wait
 `), 0o755))
-	out, err := s.Run(context.Background(), run{binary: script, limits: Limits{
+	out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
 		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
 		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
 	}})
 	require.NoError(t, err)
-	held := strings.Count(string(out.output), "held")
-	assert.Less(t, held, 4, "four children held 800 MiB against 512 MiB: %s", out.output)
-	assert.True(t, out.oomKilled)
+	held := strings.Count(string(out.Output), "held")
+	assert.Less(t, held, 4, "four children held 800 MiB against 512 MiB: %s", out.Output)
+	assert.True(t, out.OOMKilled)
 	// A test within the limit is not disturbed.
 	one := filepath.Join(dir, "one")
 	require.NoError(t, os.WriteFile(one, []byte("#!/bin/sh\n"+python+" -c \"b = b'a' * (100 << 20); print('held')\"\n"), 0o755))
-	out, err = s.Run(context.Background(), run{binary: one, limits: Limits{
+	out, err = s.Run(context.Background(), Run{Binary: one, Limits: Limits{
 		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
 		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
 	}})
 	require.NoError(t, err)
-	assert.Contains(t, string(out.output), "held")
-	assert.False(t, out.oomKilled)
+	assert.Contains(t, string(out.Output), "held")
+	assert.False(t, out.OOMKilled)
+}
+
+// A test's processes together get one CPU: busy shells started by a test
+// (in sessions of their own, out of its process group) share its cgroup's
+// quota instead of taking a classmate's cores. The test reads its own
+// cgroup's quota, as the kernel applies it. (Whether the shells were
+// throttled depends on what else the machine runs: not tested.)
+func TestSandboxCPUShare(t *testing.T) {
+	s, err := New(ModeLimits, nil)
+	require.NoError(t, err)
+	if s.cgroups == nil {
+		t.Skipf("no cgroups here: %v", s.cgroupErr)
+	}
+	if _, ok := s.cgroups.base["cpu"]; !ok && !s.cgroups.v2 {
+		t.Skip("no cpu controller here")
+	}
+	dir, err := os.MkdirTemp("", "grader-sandbox-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	script := filepath.Join(dir, "quota")
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+setsid sh -c 'while :; do :; done' &
+path=$(grep -E '^[0-9]+:([a-z,]*,)?cpu(,[a-z,]*)?:' /proc/self/cgroup | cut -d: -f3)
+if [ -n "$path" ]; then
+	echo "quota $(cat /sys/fs/cgroup/cpu$path/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu$path/cpu.cfs_period_us)"
+else
+	echo "quota $(cat /sys/fs/cgroup$(grep '^0::' /proc/self/cgroup | cut -d: -f3)/cpu.max)"
+fi
+`), 0o755))
+	out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
+		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
+	}})
+	require.NoError(t, err)
+	assert.Contains(t, string(out.Output), "quota 100000 100000\n", "one CPU for the test's processes together")
+}
+
+// Without bubblewrap, as root, a test's uid reads what every user may: the
+// grader says so when the course is one of those folders.
+func TestSandboxWarnsReadableCourse(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("tests run as the grader's own user when it is not root")
+	}
+	open, closed := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Chmod(open, 0o755))
+	require.NoError(t, os.Chmod(closed, 0o700))
+	var notices strings.Builder
+	s, err := New(ModeLimits, &notices, open, closed)
+	require.NoError(t, err)
+	s.WarnReadable()
+	s.WarnReadable()
+	if !othersCanRead(filepath.Dir(open)) {
+		t.Skipf("%s is closed to others", filepath.Dir(open))
+	}
+	assert.Equal(t, 1, strings.Count(notices.String(), "is readable by every user"), notices.String())
+	assert.Contains(t, notices.String(), open)
+	assert.NotContains(t, notices.String(), closed)
 }

@@ -1,4 +1,4 @@
-package grader
+package sandbox
 
 import (
 	"bytes"
@@ -16,31 +16,31 @@ import (
 	"time"
 )
 
-// SandboxMode says how test processes are isolated.
-type SandboxMode int
+// Mode says how test processes are isolated.
+type Mode int
 
 const (
-	// SandboxAuto uses bubblewrap when it works here and Limits otherwise,
+	// ModeAuto uses bubblewrap when it works here and Limits otherwise,
 	// saying so once.
-	SandboxAuto SandboxMode = iota
-	// SandboxBwrap requires bubblewrap.
-	SandboxBwrap
-	// SandboxLimits uses rlimits, the timeout and, as root, a separate
+	ModeAuto Mode = iota
+	// ModeBwrap requires bubblewrap.
+	ModeBwrap
+	// ModeLimits uses rlimits, the timeout and, as root, a separate
 	// uid, without namespaces.
-	SandboxLimits
+	ModeLimits
 )
 
-// ParseSandboxMode reads "auto", "bwrap" or "limits".
-func ParseSandboxMode(s string) (SandboxMode, error) {
+// ParseMode reads "auto", "bwrap" or "limits".
+func ParseMode(s string) (Mode, error) {
 	switch s {
 	case "auto", "":
-		return SandboxAuto, nil
+		return ModeAuto, nil
 	case "bwrap":
-		return SandboxBwrap, nil
+		return ModeBwrap, nil
 	case "limits", "none":
-		return SandboxLimits, nil
+		return ModeLimits, nil
 	}
-	return 0, fmt.Errorf("grader: sandbox %q is not auto, bwrap or limits", s)
+	return 0, fmt.Errorf("sandbox: sandbox %q is not auto, bwrap or limits", s)
 }
 
 // Limits bound one test process.
@@ -60,28 +60,16 @@ type Limits struct {
 	Serial bool
 }
 
-func limitsFor(spec *Spec) Limits {
-	wall := time.Duration(spec.Timeout()) * time.Second
-	return Limits{
-		Test:         wall,
-		Wall:         wall + 3*time.Second,
-		CPU:          2*wall + 5*time.Second,
-		AddressSpace: int64(spec.Memory()) << 20,
-		Procs:        256,
-		FileSize:     64 << 20,
-		Output:       4 << 20,
-	}
-}
-
 // Sandbox runs test binaries. Its zero value is not usable; make one with
-// NewSandbox. It is safe for concurrent use.
+// New. It is safe for concurrent use.
 type Sandbox struct {
-	mode    SandboxMode
+	mode    Mode
 	notices io.Writer
 	prlimit string
 	hide    []string // host folders never mounted into the sandbox
 
 	once     sync.Once
+	warnOnce sync.Once
 	bwrap    string // path of a working bwrap, "" when not used
 	probeErr error
 
@@ -101,13 +89,17 @@ const (
 	uidCount = 64
 )
 
-// NewSandbox prepares a sandbox. Notices (bubblewrap not usable) go to
+// BuildUID is the uid that compiles submissions when the grader runs as
+// root: just below the tests' range, never one of theirs.
+const BuildUID = uidBase - 1
+
+// New prepares a sandbox. Notices (bubblewrap not usable) go to
 // notices, once. hide lists host folders (the course, the build cache) that
 // must never be visible to a test.
-func NewSandbox(mode SandboxMode, notices io.Writer, hide ...string) (*Sandbox, error) {
+func New(mode Mode, notices io.Writer, hide ...string) (*Sandbox, error) {
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
-		return nil, errors.New("grader: prlimit not found; install util-linux (apt-get install util-linux)")
+		return nil, errors.New("sandbox: prlimit not found; install util-linux (apt-get install util-linux)")
 	}
 	if notices == nil {
 		notices = io.Discard
@@ -145,8 +137,7 @@ func (s *Sandbox) Describe() string {
 // probe finds out once whether bubblewrap works here.
 func (s *Sandbox) probe() {
 	s.once.Do(func() {
-		if s.mode == SandboxLimits {
-			s.warnReadable()
+		if s.mode == ModeLimits {
 			return
 		}
 		path, err := exec.LookPath("bwrap")
@@ -172,8 +163,7 @@ func (s *Sandbox) probe() {
 			return
 		}
 		s.probeErr = err
-		s.warnReadable()
-		if s.mode == SandboxAuto {
+		if s.mode == ModeAuto {
 			fmt.Fprintf(s.notices, "grader: notice: bubblewrap cannot run here (%v); tests run without a namespace sandbox, with rlimits, a timeout%s. Install Debian's bubblewrap and allow user namespaces for the full sandbox.\n",
 				err, map[bool]string{true: " and an unprivileged uid", false: ""}[s.uids != nil])
 		}
@@ -189,8 +179,8 @@ func (s *Sandbox) Namespaced() bool {
 // Usable reports an error when the sandbox mode asked for cannot run here.
 func (s *Sandbox) Usable() error {
 	s.probe()
-	if s.mode == SandboxBwrap && s.bwrap == "" {
-		return fmt.Errorf("grader: bubblewrap required (--sandbox bwrap) but it cannot run: %v", s.probeErr)
+	if s.mode == ModeBwrap && s.bwrap == "" {
+		return fmt.Errorf("sandbox: bubblewrap required (--sandbox bwrap) but it cannot run: %v", s.probeErr)
 	}
 	return nil
 }
@@ -199,48 +189,48 @@ func (s *Sandbox) Usable() error {
 // shared memory.
 const shmSize = 4 << 20
 
-// run is one process to run: the binary (alone in its folder) and its
-// arguments.
-type run struct {
-	binary string
-	args   []string
-	limits Limits
-	// output receives what the process prints, as it comes, up to
-	// Limits.Output bytes; when nil, outcome.output keeps it.
-	output io.Writer
-	// secret, when set, is written to a pipe the process reads as fd 3,
+// Run is one process to run: a binary, alone in its folder, with its
+// arguments and limits.
+type Run struct {
+	Binary string
+	Args   []string
+	Limits Limits
+	// Output receives what the process prints, as it comes, up to
+	// Limits.Output bytes; when nil, Outcome.Output keeps it.
+	Output io.Writer
+	// Secret, when set, is written to a pipe the process reads as fd 3,
 	// and what it writes to fd 4 (up to maxReport bytes) comes back as
-	// outcome.report: Note [A verdict only a test that ran can give].
-	secret string
+	// Outcome.Report: the grader's per-run secret and the tests' verdicts.
+	Secret string
 }
 
 // maxReport bounds what a test process may report on fd 4.
 const maxReport = 4 << 10
 
-// outcome is what a process did.
-type outcome struct {
-	exitCode  int // -1 when killed by a signal
-	signal    syscall.Signal
-	timedOut  bool
-	flooded   bool // printed more than Limits.Output
-	oomKilled bool // a process was killed for the memory of the test as a whole
-	output    []byte
-	report    []byte // what the process wrote to fd 4 (run.secret)
-	elapsed   time.Duration
+// Outcome is what a process did.
+type Outcome struct {
+	ExitCode  int // -1 when killed by a signal
+	Signal    syscall.Signal
+	TimedOut  bool
+	Flooded   bool // printed more than Limits.Output
+	OOMKilled bool // a process was killed for the memory of the test as a whole
+	Output    []byte
+	Report    []byte // what the process wrote to fd 4 (Run.Secret)
+	Elapsed   time.Duration
 }
 
 // Run runs r and waits for it, its children and the grader's clean-up.
-func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
+func (s *Sandbox) Run(ctx context.Context, r Run) (Outcome, error) {
 	s.probe()
-	if s.mode == SandboxBwrap && s.bwrap == "" {
-		return outcome{}, s.Usable()
+	if s.mode == ModeBwrap && s.bwrap == "" {
+		return Outcome{}, s.Usable()
 	}
 	uid := -1
 	if s.uids != nil {
 		var release func()
 		var err error
 		if uid, release, err = s.acquireUID(ctx); err != nil {
-			return outcome{}, err
+			return Outcome{}, err
 		}
 		defer release()
 	}
@@ -248,19 +238,19 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	// that holds a link to it: no other test, finding the path in
 	// /proc/PID/cmdline, can run it. Without bubblewrap the test works in
 	// that folder too (with it, in a private tmpfs).
-	private, err := os.MkdirTemp(tempBase(), "grader-run-")
+	private, err := os.MkdirTemp(TempBase(), "grader-run-")
 	if err != nil {
-		return outcome{}, fmt.Errorf("grader: %w", err)
+		return Outcome{}, fmt.Errorf("sandbox: %w", err)
 	}
 	defer os.RemoveAll(private)
 	if uid >= 0 {
 		if err := os.Chown(private, uid, uid); err != nil {
-			return outcome{}, fmt.Errorf("grader: %w", err)
+			return Outcome{}, fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	binary := filepath.Join(private, filepath.Base(r.binary))
-	if err := os.Link(r.binary, binary); err != nil {
-		return outcome{}, fmt.Errorf("grader: %w", err)
+	binary := filepath.Join(private, filepath.Base(r.Binary))
+	if err := os.Link(r.Binary, binary); err != nil {
+		return Outcome{}, fmt.Errorf("sandbox: %w", err)
 	}
 
 	// RLIMIT_NPROC counts every task of the real uid, zombies included
@@ -272,12 +262,12 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	if owner < 0 {
 		owner = os.Getuid()
 	}
-	procs := r.limits.Procs + chargedTasks(owner)
+	procs := r.Limits.Procs + chargedTasks(owner)
 	argv := []string{s.prlimit,
-		"--cpu=" + strconv.Itoa(int(r.limits.CPU/time.Second)),
-		"--as=" + strconv.FormatInt(r.limits.AddressSpace, 10),
+		"--cpu=" + strconv.Itoa(int(r.Limits.CPU/time.Second)),
+		"--as=" + strconv.FormatInt(r.Limits.AddressSpace, 10),
 		"--nproc=" + strconv.Itoa(procs),
-		"--fsize=" + strconv.FormatInt(r.limits.FileSize, 10),
+		"--fsize=" + strconv.FormatInt(r.Limits.FileSize, 10),
 		"--core=0",
 		"--"}
 	dir := private
@@ -287,7 +277,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	// gpukit's kernel helpers do not wait awake for more work (they would
 	// spend the test's CPU time while other tests run beside it).
 	extra := []string{"GPUKIT_SPIN=0"}
-	if r.limits.Serial {
+	if r.Limits.Serial {
 		extra = append(extra, "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
 	}
 	env := append([]string{"HOME=" + private, "TMPDIR=" + private, "PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, extra...)
@@ -307,7 +297,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		// rlimit counts.
 		argv = append(argv, "--ro-bind", private, "/grader", "--proc", "/proc", "--dev", "/dev",
 			"--size", strconv.FormatInt(shmSize, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
-			"--size", strconv.FormatInt(r.limits.FileSize, 10), "--tmpfs", "/tmp",
+			"--size", strconv.FormatInt(r.Limits.FileSize, 10), "--tmpfs", "/tmp",
 			"--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp",
 			"--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
 			"--setenv", "LANG", "C.UTF-8")
@@ -320,7 +310,7 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	} else {
 		argv = append(argv, binary)
 	}
-	argv = append(argv, r.args...)
+	argv = append(argv, r.Args...)
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -332,10 +322,10 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	if uid >= 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), NoSetGroups: false}
 	}
-	var out outcome
+	var out Outcome
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return outcome{}, fmt.Errorf("grader: %w", err)
+		return Outcome{}, fmt.Errorf("sandbox: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var secretW, reportR *os.File
@@ -346,18 +336,18 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 			}
 		}
 	}
-	if r.secret != "" {
+	if r.Secret != "" {
 		secretR, sw, err := os.Pipe()
 		if err != nil {
 			closeAll()
-			return outcome{}, fmt.Errorf("grader: %w", err)
+			return Outcome{}, fmt.Errorf("sandbox: %w", err)
 		}
 		rr, reportW, err := os.Pipe()
 		if err != nil {
 			secretR.Close()
 			sw.Close()
 			closeAll()
-			return outcome{}, fmt.Errorf("grader: %w", err)
+			return Outcome{}, fmt.Errorf("sandbox: %w", err)
 		}
 		secretW, reportR = sw, rr
 		cmd.ExtraFiles = []*os.File{secretR, reportW} // fd 3 and fd 4
@@ -366,29 +356,29 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	startCmd := cmd.Start
 	var cg *testCgroup
 	if s.cgroups != nil && uid >= 0 {
-		if cg, err = s.cgroups.newTest(uid, r.limits.AddressSpace, r.limits.Procs); err != nil {
+		if cg, err = s.cgroups.newTest(uid, r.Limits.AddressSpace, r.Limits.Procs); err != nil {
 			closeAll()
-			return outcome{}, err
+			return Outcome{}, err
 		}
 		defer cg.remove()
 		startCmd = func() error { return cg.start(cmd) }
 	}
 	if err := startCmd(); err != nil {
 		closeAll()
-		return outcome{}, fmt.Errorf("grader: starting the test process: %w", err)
+		return Outcome{}, fmt.Errorf("sandbox: starting the test process: %w", err)
 	}
 	pw.Close()
 	for _, f := range cmd.ExtraFiles {
 		f.Close() // the child's ends
 	}
 	reportDone := make(chan struct{})
-	if r.secret != "" {
+	if r.Secret != "" {
 		// 64 bytes never fill a pipe: this does not wait for the child.
-		secretW.WriteString(r.secret)
+		secretW.WriteString(r.Secret)
 		secretW.Close()
 		go func() {
 			defer close(reportDone)
-			out.report, _ = readCapped(reportR, maxReport, nil)
+			out.Report, _ = readCapped(reportR, maxReport, nil)
 			io.Copy(io.Discard, reportR)
 		}()
 	} else {
@@ -405,8 +395,8 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		out.output, out.flooded = readCapped(pr, r.limits.Output, r.output)
-		if out.flooded {
+		out.Output, out.Flooded = readCapped(pr, r.Limits.Output, r.Output)
+		if out.Flooded {
 			killAll()
 		}
 		io.Copy(io.Discard, pr) // until every writer is gone
@@ -414,13 +404,13 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 	}()
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- cmd.Wait() }()
-	timer := time.NewTimer(r.limits.Wall)
+	timer := time.NewTimer(r.Limits.Wall)
 	defer timer.Stop()
 	var waitErr error
 	select {
 	case waitErr = <-waitDone:
 	case <-timer.C:
-		out.timedOut = true
+		out.TimedOut = true
 		killAll()
 		waitErr = <-waitDone
 	case <-ctx.Done():
@@ -432,9 +422,9 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 			reportR.Close()
 		}
 		<-reportDone
-		return outcome{}, ctx.Err()
+		return Outcome{}, ctx.Err()
 	}
-	out.elapsed = time.Since(start)
+	out.Elapsed = time.Since(start)
 	// Children that outlived the test (background processes, a fork
 	// bomb) go with their group and, as root, with their uid; and what
 	// the uid left in the machine's shared folders goes too.
@@ -458,30 +448,36 @@ func (s *Sandbox) Run(ctx context.Context, r run) (outcome, error) {
 		reportR.Close()
 		<-reportDone
 	}
-	out.exitCode = cmd.ProcessState.ExitCode()
-	out.oomKilled = cg != nil && cg.oomKilled()
+	out.ExitCode = cmd.ProcessState.ExitCode()
+	out.OOMKilled = cg != nil && cg.oomKilled()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.signal = ws.Signal()
+		out.Signal = ws.Signal()
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return out, fmt.Errorf("grader: waiting for the test process: %w", waitErr)
+		return out, fmt.Errorf("sandbox: waiting for the test process: %w", waitErr)
 	}
 	// bwrap reports a child killed by a signal as 128+signal.
-	if out.signal == 0 && out.exitCode > 128 && out.exitCode < 128+65 && s.bwrap != "" {
-		out.signal = syscall.Signal(out.exitCode - 128)
+	if out.Signal == 0 && out.ExitCode > 128 && out.ExitCode < 128+65 && s.bwrap != "" {
+		out.Signal = syscall.Signal(out.ExitCode - 128)
 	}
 	return out, nil
 }
 
-// warnReadable says which hidden folders (the course, the caches) every
-// user can read: without namespaces a test, as root's fresh uid, sees the
-// host's files as any user does, the course's hidden tests and solutions
-// included.
-func (s *Sandbox) warnReadable() {
-	if s.uids == nil {
-		return // not root: tests run as the grader's user (check)
+// WarnReadable says, once, on the notices, which hidden folders (the
+// course, the caches) every user can read, when tests run without
+// bubblewrap as root's fresh uids: such a test sees the host's files as
+// any user does, the course's hidden tests and solutions included. The
+// grader calls it before it grades others' code.
+func (s *Sandbox) WarnReadable() {
+	s.probe()
+	if s.uids == nil || s.bwrap != "" {
+		return // bubblewrap mounts none of them; not root: tests run as the grader's user
 	}
+	s.warnOnce.Do(s.warnReadable)
+}
+
+func (s *Sandbox) warnReadable() {
 	for _, h := range s.hide {
 		if othersCanRead(h) {
 			fmt.Fprintf(s.notices, "grader: notice: %s is readable by every user, so by the tests, which run without bubblewrap (the hidden tests and solutions included); make it private (chmod 700 on it or a folder above it)\n", h)
@@ -539,6 +535,25 @@ func removeOwned(uid int, dirs ...string) {
 	}
 }
 
+// TempBase is the folder for the grader's temporary folders: the system's,
+// unless the grader runs as root and some folder on that path is closed to
+// other users (the tests' uids must reach their binary), then /tmp.
+func TempBase() string {
+	dir := os.TempDir()
+	if os.Geteuid() != 0 {
+		return dir
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		info, err := os.Stat(d)
+		if err != nil || info.Mode().Perm()&0o001 == 0 {
+			return "/tmp"
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
 // acquireUID takes a uid from the pool that no other grader on this machine
 // holds either: each uid is held through an exclusive lock on a file, so
 // two graders never share a uid, its process limit or its clean-up.
@@ -553,7 +568,7 @@ func (s *Sandbox) acquireUID(ctx context.Context) (int, func(), error) {
 		lock, err := openUIDLock(uid)
 		if err != nil {
 			s.uids <- uid
-			return 0, nil, fmt.Errorf("grader: %w", err)
+			return 0, nil, fmt.Errorf("sandbox: %w", err)
 		}
 		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			// Another grader holds it: try the next one a little later.
@@ -585,23 +600,23 @@ var lockDir = "/run/gpumem-grader"
 // must be a folder of root's, closed to others; no symlink is followed.
 func openUIDLock(uid int) (*os.File, error) {
 	if err := os.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("grader: the lock folder: %w", err)
+		return nil, fmt.Errorf("sandbox: the lock folder: %w", err)
 	}
 	dfd, err := syscall.Open(lockDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+		return nil, fmt.Errorf("sandbox: the lock folder %s: %w", lockDir, err)
 	}
 	defer syscall.Close(dfd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(dfd, &st); err != nil {
-		return nil, fmt.Errorf("grader: the lock folder %s: %w", lockDir, err)
+		return nil, fmt.Errorf("sandbox: the lock folder %s: %w", lockDir, err)
 	}
 	if st.Uid != 0 || st.Mode&0o077 != 0 {
-		return nil, fmt.Errorf("grader: the lock folder %s must be root's and closed to others (mode 0700); it is uid %d's, mode %o", lockDir, st.Uid, st.Mode&0o777)
+		return nil, fmt.Errorf("sandbox: the lock folder %s must be root's and closed to others (mode 0700); it is uid %d's, mode %o", lockDir, st.Uid, st.Mode&0o777)
 	}
 	fd, err := syscall.Openat(dfd, fmt.Sprintf("uid-%d.lock", uid), syscall.O_RDWR|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("grader: the lock file of uid %d: %w", uid, err)
+		return nil, fmt.Errorf("sandbox: the lock file of uid %d: %w", uid, err)
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(lockDir, fmt.Sprintf("uid-%d.lock", uid))), nil
 }
@@ -696,4 +711,29 @@ func killUID(uid int) {
 		}
 		time.Sleep(time.Duration(1+i/100*2) * time.Millisecond)
 	}
+}
+
+// Leftovers returns, for each uid of the pool that no grader holds now,
+// how many of its tasks are alive: after grading, every count is zero (a
+// uid another grader holds is that grader's business).
+func Leftovers() (map[int]int, error) {
+	left := map[int]int{}
+	for i := range uidCount {
+		uid := uidBase + i
+		lock, err := openUIDLock(uid)
+		if err != nil {
+			return nil, err
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			n := 0
+			procUIDs(func(_, u, threads int, zombie bool) {
+				if u == uid && !zombie {
+					n += threads
+				}
+			})
+			left[uid] = n
+		}
+		lock.Close()
+	}
+	return left, nil
 }

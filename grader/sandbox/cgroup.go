@@ -1,4 +1,4 @@
-package grader
+package sandbox
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,12 +98,12 @@ func v2Cgroups(dir string) (*cgroups, error) {
 	}
 	have := strings.Fields(string(data))
 	for _, ctl := range []string{"memory", "pids"} {
-		if !contains(have, ctl) {
+		if !slices.Contains(have, ctl) {
 			return nil, fmt.Errorf("cgroup v2: the %s controller is not delegated to %s", ctl, dir)
 		}
 	}
 	controllers := "+memory +pids"
-	if contains(have, "cpu") {
+	if slices.Contains(have, "cpu") {
 		controllers += " +cpu"
 	}
 	enable := func(d string) error {
@@ -164,7 +165,7 @@ func (c *cgroups) newTest(uid int, memory int64, procs int) (*testCgroup, error)
 		removeCgroupTree(dir)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.remove()
-			return nil, fmt.Errorf("grader: cgroup: %w", err)
+			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 		t.dirs[ctl] = dir
 	}
@@ -192,7 +193,7 @@ func (c *cgroups) newTest(uid int, memory int64, procs int) (*testCgroup, error)
 		}
 		if err != nil {
 			t.remove()
-			return nil, fmt.Errorf("grader: cgroup: %w", err)
+			return nil, fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 	}
 	return t, nil
@@ -226,7 +227,7 @@ func (t *testCgroup) start(cmd *exec.Cmd) error {
 		if firstErr != nil {
 			// This thread is stuck in a test's cgroup: let the runtime
 			// end it rather than run other goroutines there.
-			return fmt.Errorf("grader: cgroup: moving a thread back: %w", firstErr)
+			return fmt.Errorf("sandbox: cgroup: moving a thread back: %w", firstErr)
 		}
 		runtime.UnlockOSThread()
 		return nil
@@ -236,7 +237,7 @@ func (t *testCgroup) start(cmd *exec.Cmd) error {
 			if berr := back(); berr != nil {
 				return berr
 			}
-			return fmt.Errorf("grader: cgroup: %w", err)
+			return fmt.Errorf("sandbox: cgroup: %w", err)
 		}
 		moved[ctl] = true
 	}
