@@ -135,6 +135,10 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		}
 		studentData[f] = data
 	}
+	if others := otherSources(dir, spec.StudentFiles); len(others) > 0 {
+		notes = append(notes, fmt.Sprintf("The grader compiles only %s; these files of the submission were not compiled: %s (move what you wrote there into %[1]s)",
+			strings.Join(spec.StudentFiles, ", "), strings.Join(others, ", ")))
+	}
 	hiddenFuncs, err := testFuncs(ex.HiddenDir, spec.Package)
 	if err != nil {
 		return nil, err
@@ -312,6 +316,32 @@ func (g *Grader) packageFiles(ex *Exercise, student map[string][]byte, tests []s
 		}
 	}
 	return append(files, tests...), nil
+}
+
+// otherSources lists the source files of the submission in dir (Go, assembly,
+// C, object files) that are not student files: the grader never reads them
+// (only the files the spec names reach the build), and says so, since a
+// student who put a helper there would otherwise not know why it is
+// undefined. At most 20 are named.
+func otherSources(dir string, studentFiles []string) []string {
+	var others []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || len(others) >= 20 {
+			return nil
+		}
+		if d.IsDir() && p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__MACOSX") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(d.Name()) {
+		case ".go", ".s", ".S", ".c", ".h", ".cc", ".cpp", ".syso":
+			if d.Type().IsRegular() && !contains(studentFiles, d.Name()) {
+				rel, _ := filepath.Rel(dir, p)
+				others = append(others, rel)
+			}
+		}
+		return nil
+	})
+	return others
 }
 
 // findSubmitted reads the file called name from the submission: at its top,

@@ -870,3 +870,28 @@ func dirSize(dir string) int64 {
 	})
 	return n
 }
+
+// Only the files the spec names reach the build: other sources of the
+// submission (a helper file, assembly) are named in the feedback, and a
+// right answer beside them keeps full marks.
+func TestOtherFilesNamedNotCompiled(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	sub := filepath.Join(t.TempDir(), "ada")
+	for _, f := range []string{"sum.go", "reverse.go"} {
+		data, err := os.ReadFile(filepath.Join(c.Root, "solutions", "01-toy", f))
+		require.NoError(t, err)
+		writeFile(t, sub, f, string(data))
+	}
+	writeFile(t, sub, "helper.go", "package toy\n\nimport \"os\"\n\nfunc init() { os.Exit(0) }\n")
+	writeFile(t, sub, "asm/exit_amd64.s", "TEXT ·exit(SB),0,$0\n")
+	writeFile(t, sub, "README.txt", "my notes\n")
+	res, err := g.Grade(context.Background(), ex, sub)
+	require.NoError(t, err)
+	assert.Equal(t, res.MaxScore, res.Score, "%s\n%+v", res.Output, res.Tests)
+	assert.Contains(t, res.Output, "these files of the submission were not compiled: asm/exit_amd64.s, helper.go")
+	assert.NotContains(t, res.Output, "README.txt")
+}
