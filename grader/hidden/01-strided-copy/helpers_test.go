@@ -1,9 +1,11 @@
 package strided
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
@@ -79,4 +81,37 @@ func noCollector(t *testing.T) {
 		debug.SetGCPercent(gc)
 		debug.SetMemoryLimit(limit)
 	})
+}
+
+// kernelLog records, as a tensor.Observer, the device kernels that ops
+// launch while it is installed.
+type kernelLog struct{ launches []tensor.Launch }
+
+func (l *kernelLog) Allocated(*tensor.Storage) {}
+func (l *kernelLog) Freed(*tensor.Storage)     {}
+func (l *kernelLog) Launched(k tensor.Launch)  { l.launches = append(l.launches, k) }
+
+// reading is the names of the logged kernels that read t's storage.
+func (l *kernelLog) reading(t *tensor.Tensor) []string {
+	var names []string
+	for _, k := range l.launches {
+		for _, in := range k.Inputs {
+			if in != nil && in.SameStorage(t) {
+				names = append(names, k.Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// fastest is the shortest of n timed runs of f.
+func fastest(n int, f func()) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range n {
+		start := time.Now()
+		f()
+		best = min(best, time.Since(start))
+	}
+	return best
 }
