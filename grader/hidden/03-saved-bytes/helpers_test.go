@@ -60,3 +60,11 @@ func noCollector(t *testing.T) {
 		debug.SetMemoryLimit(limit)
 	})
 }
+
+// tensorLog counts, as a tensor.Observer, the storages allocated and the
+// kernels launched while it is installed.
+type tensorLog struct{ allocated, launched int }
+
+func (l *tensorLog) Allocated(*tensor.Storage) { l.allocated++ }
+func (l *tensorLog) Freed(*tensor.Storage)     {}
+func (l *tensorLog) Launched(tensor.Launch)    { l.launched++ }

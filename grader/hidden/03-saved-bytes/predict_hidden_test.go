@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func TestTrain(t *testing.T) {
@@ -61,14 +63,45 @@ func TestRoundingAndErrors(t *testing.T) {
 		mode Mode
 	}{
 		{Shape{0, 4, 4, 4}, Train},
+		{Shape{4, 0, 4, 4}, Train}, // In is below 1 too, though no saved tensor has its size
+		{Shape{4, -2, 4, 4}, EvalDropout},
 		{Shape{4, 4, -1, 4}, NoGrad},
 		{Shape{4, 4, 4, 0}, FrozenFirst},
 		{Shape{math.MaxInt / 2, 4, math.MaxInt / 2, 4}, Train},
 		{Shape{math.MaxInt64 / 2, 1, 1, 3}, EvalDropout},
+		{Shape{1 << 31, 1, 1, 1 << 31}, FrozenFirst}, // Batch·Hidden fits, y's Batch·Out·4 bytes do not
 		{Shape{4, 4, 4, 4}, Mode(42)},
+		{Shape{4, 4, 4, 4}, Mode(-1)},
 	} {
 		if got, err := Predict(c.s, c.mode); err == nil {
 			t.Errorf("Predict(%+v, %v) = %d, want an error", c.s, c.mode, got)
+		}
+	}
+}
+
+// Predict predicts: it allocates no tensor and launches no kernel, on any
+// device (running Model.Loss on a meta device and measuring it is not a
+// prediction).
+func TestPredictsWithoutRunning(t *testing.T) {
+	noCollector(t)
+	for _, c := range []struct {
+		s    Shape
+		mode Mode
+	}{
+		{Shape{64, 32, 128, 10}, Train},
+		{Shape{3, 5, 7, 2}, EvalDropout},
+		{Shape{200, 3, 300, 40}, DetachHidden},
+	} {
+		seen := &tensorLog{}
+		previous := tensor.SetObserver(seen)
+		got, err := Predict(c.s, c.mode)
+		tensor.SetObserver(previous)
+		if err != nil {
+			t.Errorf("%v %+v: %v", c.mode, c.s, err)
+			continue
+		}
+		if seen.allocated > 0 || seen.launched > 0 {
+			t.Errorf("%v %+v: Predict allocated %d tensors and launched %d kernels to answer %d: predict from autograd's rules, without running anything", c.mode, c.s, seen.allocated, seen.launched, got)
 		}
 	}
 }
