@@ -96,3 +96,37 @@ func noCollector(t *testing.T) {
 		debug.SetMemoryLimit(limit)
 	})
 }
+
+// opLog records, as a tensor.Observer, every kernel launched while it is
+// installed, and so keeps every tensor an op wrote reachable, as a
+// profiler that keeps its records does: memory that comes back only when
+// the collector finds a tensor unreachable does not come back while it
+// listens.
+type opLog struct{ launches []tensor.Launch }
+
+func (l *opLog) Allocated(*tensor.Storage) {}
+func (l *opLog) Freed(*tensor.Storage)     {}
+func (l *opLog) Launched(k tensor.Launch)  { l.launches = append(l.launches, k) }
+
+// listen installs a new opLog until the test ends.
+func listen(t *testing.T) *opLog {
+	l := &opLog{}
+	previous := tensor.SetObserver(l)
+	t.Cleanup(func() { tensor.SetObserver(previous) })
+	return l
+}
+
+// recording is the names of the logged ops that read x and recorded a
+// graph (their output requires grad).
+func (l *opLog) recording(x *tensor.Tensor) []string {
+	var names []string
+	for _, k := range l.launches {
+		for _, in := range k.Inputs {
+			if in != nil && in.SameStorage(x) && k.Out != nil && k.Out.RequiresGrad() {
+				names = append(names, k.Name)
+				break
+			}
+		}
+	}
+	return names
+}

@@ -133,3 +133,41 @@ func TestEdgeCases(t *testing.T) {
 	}
 	runtime.KeepAlive(dev)
 }
+
+// Evaluation records no graph: the ops that read the validation inputs run
+// under NoGrad (their outputs do not require grad), even if a recorded
+// graph would be freed with the validation loss.
+func TestEvaluationRecordsNothing(t *testing.T) {
+	noCollector(t)
+	p := problem{n: 64, in: 8, hidden: 32, out: 2, steps: 3}
+	_, m, d := p.setup(t)
+	ops := listen(t)
+	if _, err := Fit(m, d, p.steps, 0.05); err != nil {
+		t.Fatal(err)
+	}
+	if names := ops.recording(d.ValX); len(names) > 0 {
+		t.Errorf("evaluation recorded a graph: %v on the validation inputs require grad; evaluate inside tensor.NoGrad", names)
+	}
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(d)
+}
+
+// Memory comes back through Release (or through the graph being freed),
+// not through the collector: while a profiler keeps every tensor that an
+// op wrote reachable, allocated memory and live blocks after Fit are still
+// as before. A loop that releases nothing and calls tensor.CollectGarbage
+// each step leaves them allocated.
+func TestReleasedNotCollected(t *testing.T) {
+	noCollector(t)
+	p := problem{n: 64, in: 8, hidden: 32, out: 2, steps: 4}
+	dev, m, d := p.setup(t)
+	allocated, live := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]
+	ops := listen(t)
+	if _, err := Fit(m, d, p.steps, 0.05); err != nil {
+		t.Fatal(err)
+	}
+	unchanged(t, "while a profiler holds every op's output", dev, allocated, live)
+	runtime.KeepAlive(ops)
+	runtime.KeepAlive(m)
+	runtime.KeepAlive(d)
+}
