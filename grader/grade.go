@@ -135,7 +135,11 @@ func (g *Grader) Grade(ctx context.Context, ex *Exercise, dir string) (*Result, 
 		}
 		studentData[f] = data
 	}
-	if others := otherSources(dir, spec.StudentFiles); len(others) > 0 {
+	given, err := exerciseFiles(ex.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if others := otherSources(dir, append(given, spec.StudentFiles...)); len(others) > 0 {
 		notes = append(notes, fmt.Sprintf("The grader compiles only %s; these files of the submission were not compiled: %s (move what you wrote there into %[1]s)",
 			strings.Join(spec.StudentFiles, ", "), strings.Join(others, ", ")))
 	}
@@ -318,12 +322,27 @@ func (g *Grader) packageFiles(ex *Exercise, student map[string][]byte, tests []s
 	return append(files, tests...), nil
 }
 
+// exerciseFiles lists the Go files of the exercise's folder: the stubs,
+// the given files and the public tests.
+func exerciseFiles(dir string) ([]string, error) {
+	var names []string
+	for _, tests := range []bool{false, true} {
+		list, err := goFiles(dir, tests)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, list...)
+	}
+	return names, nil
+}
+
 // otherSources lists the source files of the submission in dir (Go, assembly,
-// C, object files) that are not student files: the grader never reads them
-// (only the files the spec names reach the build), and says so, since a
-// student who put a helper there would otherwise not know why it is
-// undefined. At most 20 are named.
-func otherSources(dir string, studentFiles []string) []string {
+// C, object files) that are neither student files nor files of the
+// exercise (known): the grader never reads them (only the files the spec
+// names reach the build), and says so, since a student who put a helper
+// there would otherwise not know why it is undefined. At most 20 are
+// named.
+func otherSources(dir string, known []string) []string {
 	var others []string
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || len(others) >= 20 {
@@ -334,7 +353,7 @@ func otherSources(dir string, studentFiles []string) []string {
 		}
 		switch filepath.Ext(d.Name()) {
 		case ".go", ".s", ".S", ".c", ".h", ".cc", ".cpp", ".syso":
-			if d.Type().IsRegular() && !contains(studentFiles, d.Name()) {
+			if d.Type().IsRegular() && !contains(known, d.Name()) {
 				rel, _ := filepath.Rel(dir, p)
 				others = append(others, rel)
 			}

@@ -889,6 +889,7 @@ func TestOtherFilesNamedNotCompiled(t *testing.T) {
 	writeFile(t, sub, "helper.go", "package toy\n\nimport \"os\"\n\nfunc init() { os.Exit(0) }\n")
 	writeFile(t, sub, "asm/exit_amd64.s", "TEXT ·exit(SB),0,$0\n")
 	writeFile(t, sub, "README.txt", "my notes\n")
+	writeFile(t, sub, "toy_test.go", "package toy\n") // the exercise's own: not named
 	res, err := g.Grade(context.Background(), ex, sub)
 	require.NoError(t, err)
 	assert.Equal(t, res.MaxScore, res.Score, "%s\n%+v", res.Output, res.Tests)
