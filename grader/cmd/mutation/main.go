@@ -34,9 +34,13 @@
 // exercise and every survivor, not-covered and timed-out mutant with its
 // source line.
 //
-// The tests run as grading runs them: GOMAXPROCS=1
-// GODEBUG=asyncpreemptoff=1, CGO_ENABLED=0, offline (GOFLAGS=-mod=mod
-// -vet=off GOPROXY=off GOWORK=off). Exit status: 0 when every exercise
+// The tests run on one thread (GOMAXPROCS=1, as grading runs them), built
+// as grading builds them: CGO_ENABLED=0, offline (GOFLAGS=-mod=mod -vet=off
+// GOPROXY=off GOWORK=off). Unlike grading, asynchronous preemption stays
+// on: gremlins kills only the go command of a mutant that times out, and a
+// test binary spinning without function calls on one thread with
+// asynchronous preemption off never reaches its own -timeout, so it would
+// spin on after gremlins moved on. Exit status: 0 when every exercise
 // reaches the target, 1 when one does not or could not be run, 2 for a
 // usage error.
 package main
@@ -385,8 +389,8 @@ type spec struct {
 }
 
 // env is the environment of every go command in a temporary module: the
-// grader's build settings (offline, no cgo) and its test settings (one
-// thread, no asynchronous preemption; grader/README.md).
+// grader's build settings (offline, no cgo) and one thread for the tests
+// (grader/README.md; asynchronous preemption stays on, above).
 func env() []string {
 	drop := map[string]bool{"GOFLAGS": true, "GOPROXY": true, "GOWORK": true, "GOSUMDB": true,
 		"CGO_ENABLED": true, "GOMAXPROCS": true, "GODEBUG": true}
@@ -397,7 +401,7 @@ func env() []string {
 		}
 	}
 	return append(out, "GOFLAGS=-mod=mod -vet=off", "GOPROXY=off", "GOWORK=off", "GOSUMDB=off",
-		"CGO_ENABLED=0", "GOMAXPROCS=1", "GODEBUG=asyncpreemptoff=1")
+		"CGO_ENABLED=0", "GOMAXPROCS=1")
 }
 
 // layout writes the graded build of exercise ex into dir: a module
@@ -540,6 +544,11 @@ func runExercise(ctx context.Context, opt options, ex, gremlins, dir string, log
 		io.Copy(io.Discard, pr)
 	}()
 	err = cmd.Run()
+	// A test binary whose go command gremlins killed for a timeout may
+	// still run; it is in gremlins' process group.
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	pw.Close()
 	<-done
 	if err != nil {
