@@ -84,9 +84,12 @@ nbcheck:
 # their public tests by design. A race-enabled binary sleeps a second
 # before it exits (GORACE's atexit_sleep_ms, for goroutines still running
 # to report races): after a test binary's last test that sleep finds
-# nothing, and it cost a second a package.
+# nothing, and it cost a second a package. The grader's package grades its
+# fixture course dozens of times under the race detector: 400 s here on a
+# loaded two-core machine, past go test's default ten minutes on one three
+# times slower, so the limit is 30 minutes (a hang still ends).
 unit:
-	GORACE=atexit_sleep_ms=0 $(GOTEST) -race ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
+	GORACE=atexit_sleep_ms=0 $(GOTEST) -race -timeout 30m ./gpukit/... $$($(GO) list ./grader/... | grep -v /grader/hidden/)
 	$(GOTEST) $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
