@@ -125,6 +125,26 @@ func TestHiddenTopOpSummedOverCalls(t *testing.T) {
 	require.Equal(t, int64(1<<20+3<<20), report.PeakBytes, "x, y and the result of Exp")
 }
 
+// Ties go to the first: the earlier phase, and the op that first appears
+// in the table (KeyAverages' order), not the last one, not the first name
+// in alphabetical order.
+func TestHiddenTiesGoToTheFirst(t *testing.T) {
+	noCollector(t)
+	dev := hiddenDev(t)
+	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
+	phases := []Phase{
+		{"zeta", func() { n := x.Neg(); n.Release() }}, // 1 MiB
+		{"alpha", func() { e := x.Exp(); e.Release() }}, // 1 MiB too
+	}
+	report, err := FindPeak(dev, phases)
+	require.NoError(t, err)
+	require.Equal(t, "zeta", report.PeakPhase, "two phases peak at the same bytes: the earlier one is the peak phase")
+	require.Equal(t, int64(2<<20), report.PeakBytes, "x and one result of 1 MiB")
+	require.Equal(t, "tensor::Neg", report.TopOp, "two ops have the same self device memory: the one that first appears in the table (it ran first)")
+	require.Equal(t, int64(1<<20), report.TopOpBytes)
+	runtime.KeepAlive(x)
+}
+
 func TestHiddenNoPhases(t *testing.T) {
 	noCollector(t)
 	dev := hiddenDev(t)
