@@ -138,6 +138,38 @@ func TestPlanBudget(t *testing.T) {
 	checkPlan(t, []int{2, 2}, 0.30, budget)
 }
 
+// TestPlanAsManyAsRows: with a batch of 4 rows Plan tries up to 4
+// micro-batches (fewer than MaxMicro), 4 included; the limit is the
+// bubble that only 4 reach.
+func TestPlanAsManyAsRows(t *testing.T) {
+	noCollector(t)
+	fresh := func() ([]parallel.Stage, *tensor.Tensor) {
+		stages, err := MetaStages(hiddenWidth, 2, 2)
+		require.NoError(t, err)
+		return stages, tensor.Randn([]int{4, hiddenWidth}, tensor.On(stages[0].Device))
+	}
+	// The test's own search on fresh cards, in Plan's order, up to 4
+	// micro-batches with GPipe.
+	ref, rx := fresh()
+	fewer := 1.0 // the lowest bubble below 4 micro-batches
+	for m := 1; m < 4; m++ {
+		for _, o := range []parallel.Order{parallel.GPipe, parallel.OneFOneB} {
+			fewer = min(fewer, hiddenMeasure(t, ref, rx, m, o).Bubble)
+		}
+	}
+	want := hiddenMeasure(t, ref, rx, 4, parallel.GPipe)
+	require.Less(t, want.Bubble, fewer, "4 micro-batches idle less than fewer")
+
+	stages, x := fresh()
+	m, o, st, err := Plan(stages, x, want.Bubble, 1<<30)
+	if !assert.NoError(t, err, "a batch of 4 rows, at most %.1f%% idle: 4 micro-batches (as many as rows) meet it", 100*want.Bubble) {
+		return
+	}
+	assert.Equal(t, 4, m, "a batch of 4 rows: the fewest micro-batches that meet the limit is 4, as many as rows")
+	assert.Equal(t, parallel.GPipe, o, "the first order that meets the limit")
+	assert.Equal(t, want, st, "what the chosen plan's step measured")
+}
+
 // TestPlanNone: limits nothing meets, beside ones that are met.
 func TestPlanNone(t *testing.T) {
 	noCollector(t)
