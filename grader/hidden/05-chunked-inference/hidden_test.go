@@ -168,6 +168,77 @@ func TestBadArguments(t *testing.T) {
 	if _, err := Infer(d, in[:100], 64, 2, stats(64, &seen), 1<<20); err == nil || !strings.Contains(err.Error(), "row") {
 		t.Errorf("100 values are not whole rows of 64: got %v, want an error about rows", err)
 	}
+	for _, w := range []struct{ in, out int }{{0, 2}, {-64, 2}, {64, 0}, {64, -2}} {
+		p, err := inferOrPanic(d, in, w.in, w.out, 1<<20)
+		if p != nil {
+			t.Errorf("input width %d, output width %d: Infer panicked (%v); want an error: widths must be positive", w.in, w.out, p)
+		} else if err == nil {
+			t.Errorf("input width %d, output width %d: no error; want one: widths must be positive", w.in, w.out)
+		}
+	}
+}
+
+// TestLargestChunk: where the allocator counts the blocks exactly (at
+// most 1 MiB, or a whole 2 MiB), a budget that holds a chunk's two blocks
+// exactly gives chunks of exactly that many rows, and a wide output is
+// counted too. Each input is a whole number of such chunks.
+func TestLargestChunk(t *testing.T) {
+	noCollector(t)
+	for _, c := range []struct {
+		what              string
+		inWidth, outWidth int
+		budget            int64
+		chunk             int
+	}{
+		{"128 values in and out, 512 B a row each", 128, 128, 102400, 100},
+		{"an input block of exactly 1 MiB", 256, 128, 1<<20 + 512<<10, 1024},
+		{"an input block of exactly 2 MiB", 512, 2, 2<<20 + 8192, 1024},
+		{"2 values in, 1024 out (a wide output)", 2, 1024, 1 << 20, 255},
+	} {
+		d := card(t, 64<<20)
+		d.ResetPeakStats()
+		in := input(3*c.chunk, c.inWidth)
+		seen, largest := 0, 0
+		model := func(d *device.Device, x, y *alloc.Block, rows int) {
+			seen += rows
+			largest = max(largest, rows)
+			xs, ys := floats(d, x, rows*c.inWidth), floats(d, y, rows*c.outWidth)
+			for i := range rows {
+				for j := range c.outWidth {
+					ys[i*c.outWidth+j] = xs[i*c.inWidth] + float32(j)
+				}
+			}
+		}
+		out, err := Infer(d, in, c.inWidth, c.outWidth, model, c.budget)
+		if err != nil {
+			t.Errorf("%s, budget %d bytes: %v", c.what, c.budget, err)
+			continue
+		}
+		if len(out) != 3*c.chunk*c.outWidth || seen != 3*c.chunk {
+			t.Errorf("%s: %d outputs, the model saw %d rows; want %d outputs, each of %d rows once", c.what, len(out), seen, 3*c.chunk*c.outWidth, 3*c.chunk)
+			continue
+		}
+		for i := range 3 * c.chunk {
+			if got, want := out[i*c.outWidth+c.outWidth-1], in[i*c.inWidth]+float32(c.outWidth-1); got != want {
+				t.Errorf("%s: row %d's last output is %v, want %v", c.what, i, got, want)
+				break
+			}
+		}
+		if peak := d.MaxMemoryAllocated(); peak > c.budget {
+			t.Errorf("%s, budget %d bytes: the allocator's peak was %d bytes", c.what, c.budget, peak)
+		}
+		if largest != c.chunk {
+			t.Errorf("%s, budget %d bytes: the largest chunk had %d rows; the budget holds the two blocks of %d rows exactly, as the allocator counts them (and not one more row): use the largest chunk that fits", c.what, c.budget, largest, c.chunk)
+		}
+	}
+}
+
+// inferOrPanic is Infer, with a panic returned as what it is.
+func inferOrPanic(d *device.Device, in []float32, inWidth, outWidth int, budget int64) (panicked any, err error) {
+	defer func() { panicked = recover() }()
+	seen := 0
+	_, err = Infer(d, in, inWidth, outWidth, stats(max(inWidth, 1), &seen), budget)
+	return nil, err
 }
 
 // noCollector runs a full collection, then turns Go's collector off until
