@@ -133,7 +133,7 @@ func TestHiddenTiesGoToTheFirst(t *testing.T) {
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	phases := []Phase{
-		{"zeta", func() { n := x.Neg(); n.Release() }}, // 1 MiB
+		{"zeta", func() { n := x.Neg(); n.Release() }},  // 1 MiB
 		{"alpha", func() { e := x.Exp(); e.Release() }}, // 1 MiB too
 	}
 	report, err := FindPeak(dev, phases)
