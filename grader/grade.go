@@ -699,19 +699,17 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	if len(names) == 0 {
 		return nil, fmt.Errorf("grader: %s has no public tests (*_test.go with TestXxx functions)", dir)
 	}
+	list, err := exerciseFiles(dir)
+	if err != nil {
+		return nil, err
+	}
 	var files []source
-	for _, tests := range []bool{false, true} {
-		list, err := goFiles(dir, tests)
+	for _, f := range list {
+		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("grader: %w", err)
 		}
-		for _, f := range list {
-			data, err := os.ReadFile(filepath.Join(dir, f))
-			if err != nil {
-				return nil, fmt.Errorf("grader: %w", err)
-			}
-			files = append(files, source{f, data})
-		}
+		files = append(files, source{f, data})
 	}
 	var studentFiles []string
 	if ex.Spec != nil {

@@ -347,13 +347,9 @@ func overlay(dir, top string, studentFiles []string, base string) (string, error
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("grader: %w", err)
 	}
-	var names []string
-	for _, tests := range []bool{false, true} {
-		list, err := goFiles(base, tests)
-		if err != nil {
-			return "", err
-		}
-		names = append(names, list...)
+	names, err := exerciseFiles(base)
+	if err != nil {
+		return "", err
 	}
 	for _, f := range names {
 		src := filepath.Join(base, f)
