@@ -347,16 +347,23 @@ fi
 echo "hub-test: gpumem-s3's server after the kill: $(server_state gpumem-s3)"
 
 # --- grading on one machine (grade-class.sh) ---------------------------------
-# gpumem-s1 hands in the reference solution, gpumem-s3 the stub; gpumem-s2
-# replaces their file with a link to /etc/shadow, hoping root collects it.
+# gpumem-s1 hands in the reference solution; gpumem-s2 replaces their file
+# with a link to /etc/shadow, hoping root collects it; gpumem-s3 puts a FIFO
+# there: once, root read each file with `cat` as the student, which the FIFO
+# blocked forever (a process of theirs in root's terminal, to ptrace).
 ex=01-strided-copy
 as gpumem-s1 sh -c 'cat >"$1"' sh /home/gpumem-s1/course/exercises/$ex/copy.go <"$course/solutions/$ex/copy.go"
 as gpumem-s2 ln -sf /etc/shadow /home/gpumem-s2/course/exercises/$ex/copy.go
+as gpumem-s3 sh -c 'rm -f "$1" && mkfifo "$1"' sh /home/gpumem-s3/course/exercises/$ex/copy.go
 t0=$(date +%s)
-if GPUMEM_STUDENT_GROUP=$group GPUMEM_GRADING=$state/grading bash "$here/grade-class.sh" $ex >"$state/work/grade.log" 2>&1; then
+if GPUMEM_STUDENT_GROUP=$group GPUMEM_GRADING=$state/grading timeout 600 bash "$here/grade-class.sh" $ex >"$state/work/grade.log" 2>&1; then
 	csv=$state/grading/$ex/grades.csv
 	row() { awk -F, -v s="$1" '$1 == s { print $2 "/" $3 " " $4 "%" }' "$csv"; }
-	ok "grade-class.sh graded the class in $(($(date +%s) - t0)) s: gpumem-s1 (the solution) $(row gpumem-s1), gpumem-s3 (the stub) $(row gpumem-s3), gpumem-s2 (a link) $(row gpumem-s2)"
+	ok "grade-class.sh graded the class in $(($(date +%s) - t0)) s: gpumem-s1 (the solution) $(row gpumem-s1), gpumem-s3 (a FIFO) $(row gpumem-s3), gpumem-s2 (a link) $(row gpumem-s2)"
+	grep -q 'gpumem-s3: could not read your submission: .*a FIFO' "$state/work/grade.log" &&
+		grep -qs 'could not read your submission' /home/gpumem-s3/course/feedback/$ex.json &&
+		ok "gpumem-s3's FIFO held up nobody and gave them a clear row and feedback" ||
+		bad "gpumem-s3's FIFO got no 'could not read your submission' row: $(grep gpumem-s3 "$state/work/grade.log")"
 	[ "$(awk -F, '$1 == "gpumem-s1" { print $4 }' "$csv")" = 100.0 ] && [ "$(awk -F, '$1 == "gpumem-s3" { print $2 }' "$csv")" = 0 ] ||
 		bad "the solution did not get full marks or the stub scored: $(cat "$csv")"
 	if grep -rqs 'root:' "$state/grading/$ex/submissions/gpumem-s2" "$state/grading/$ex/feedback/gpumem-s2.json"; then

@@ -6,6 +6,8 @@
 //	grader bundle --exercise NN-name --out autograder.zip [--go-tarball FILE]
 //	grader verify [NN-name ...] [--jobs N] solutions and extras score full marks, mutants lose points, stubs zero
 //	grader release --out DIR              the student edition (no solutions, no hidden tests)
+//	grader collect --exercise NN-name --out DIR STUDENT...     (root) the class's files, read safely from their homes
+//	grader handback --exercise NN-name --feedback DIR [--submissions DIR] STUDENT...  (root) their feedback, written back
 //
 // Every command finds the course from the current folder, or takes
 // --course DIR. Exit status: 0 when the command did its work (for grade
@@ -41,6 +43,8 @@ const usage = `usage: grader COMMAND [flags]
   bundle               write a Gradescope autograder zip for one exercise
   verify [NN-name...]  check that every solution scores full marks, every mutant loses points, every stub scores zero
   release              write the student edition of the course (no solutions, no hidden tests)
+  collect              (root, class server) copy each student's files out of their home, following no link
+  handback             (root, class server) write each student's feedback into their home, following no link
 
 Run grader COMMAND -h for a command's flags.
 `
@@ -67,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"check": cmdCheck, "grade": cmdGrade, "batch": cmdBatch, "bundle": cmdBundle,
-		"verify": cmdVerify, "release": cmdRelease,
+		"verify": cmdVerify, "release": cmdRelease, "collect": cmdCollect, "handback": cmdHandback,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
