@@ -46,7 +46,9 @@ func TestReadRefusesWhatIsNotAPlainFileOfTheStudent(t *testing.T) {
 		plant func(t *testing.T, home, dir string)
 		want  string // "" for a read that succeeds with "package x"
 	}{
-		{"a plain file", func(t *testing.T, home, dir string) { writeAs(t, filepath.Join(dir, "copy.go"), "package x", studentUID) }, ""},
+		{"a plain file", func(t *testing.T, home, dir string) {
+			writeAs(t, filepath.Join(dir, "copy.go"), "package x", studentUID)
+		}, ""},
 		{"missing", func(t *testing.T, home, dir string) {}, "is missing"},
 		{"a link to root's file", func(t *testing.T, home, dir string) {
 			require.NoError(t, os.Symlink(secret, filepath.Join(dir, "copy.go")))
