@@ -21,9 +21,12 @@ delegates nothing there, so the groups live in a "gpumem-hub" group at the
 top of each hierarchy. GPUMEM_CGROUP names another parent (the tests use
 their own).
 
-Root never works inside a student's home: the home's permissions are
-checked and the course copied into ~/course by a child process that has
-dropped to the student's uid, so a symbolic link a student plants there can
+Only members of the student group (uid 1000 and above) get a server: an
+admin's, root's or a system account's login starts none. Root never works
+inside a student's home, nor changes it: the home must be the student's
+and closed (mode 700, as add-students.sh makes it), and the course is
+copied into ~/course by a child process that has dropped to the student's
+uid, so a symbolic link a student plants there can
 only lead to what the student could reach anyway. The course copied is the
 student edition (`grader release`); a course folder holding solutions or
 hidden tests is refused. The copy is made on first start only, so the
@@ -49,20 +52,16 @@ V1_CONTROLLERS = ("memory", "cpu", "pids")
 # Folders of the instructor's course that must never reach a student.
 INSTRUCTOR_ONLY = ("solutions", os.path.join("grader", "hidden"))
 
-# Run as the student, in the home: close a home others can read, then copy
-# the course on first start. $1 is the student edition. The copy appears
-# whole or not at all (the rename); tar, run by the student, cannot give
-# the files another owner. bin/ and share/ (the tools and the kernel) stay
-# shared, on the PATH and the JUPYTER_PATH.
+# Run as the student, in the home: copy the course on first start. $1 is
+# the student edition. The copy appears whole or not at all (the rename);
+# tar, run by the student, cannot give the files another owner. bin/ and
+# share/ (the tools and the kernel) stay shared, on the PATH and the
+# JUPYTER_PATH. The home itself is never changed (its mode is checked
+# before, by root): the spawner changes no home it did not create.
 STUDENT_SETUP = r"""
 set -eu
 umask 077
 cd "$HOME"
-mode=$(stat -c %a .)
-if [ $((0$mode & 077)) -ne 0 ]; then
-	chmod go= .
-	echo "closed: the home was mode $mode, others could read it; now 700"
-fi
 if [ -e course ] || [ -L course ]; then
 	if [ ! -d course/notebooks ]; then
 		echo "~/course/notebooks is missing (moved, or deleted): move it back, or rename ~/course to get a fresh copy"
@@ -110,10 +109,34 @@ class CgroupSpawner(LocalProcessSpawner):
     tmp_size = Unicode("1G", help="the size of the server's private /tmp, /var/tmp and /dev/shm (each; their pages count in mem_limit)").tag(config=True)
     disk_limit = ByteSpecification(None, allow_none=True,
                                    help="a disk quota on the student's home (setquota; the home's filesystem must have user quotas on)").tag(config=True)
+    inode_limit = Integer(0, help="the most files and folders a student may own on the home's filesystem, with disk_limit "
+                               "(0: one per 8 KiB of disk_limit, at least 50,000)").tag(config=True)
+    student_group = Unicode("students", help="the Unix group whose members, and only they, get a server").tag(config=True)
+    uid_min = Integer(1000, help="the lowest uid that may get a server (login.defs' UID_MIN): system accounts never do").tag(config=True)
     cgroup_parent = Unicode(help="the cgroup holding the students' groups (default: the hub's own on cgroup v2, /gpumem-hub on v1)").tag(config=True)
 
     def _student(self):
-        return pwd.getpwnam(self.user.name)
+        """The student's account: a member of student_group with a uid of
+        at least uid_min. Any other account, an admin's, root's or a
+        system account's (postgres once got a server because it owned its
+        home), gets no server: the hub serves students only."""
+        name = self.user.name
+        try:
+            student = pwd.getpwnam(name)
+        except KeyError:
+            raise RuntimeError("gpumem: no Unix account %r; only students get a server" % name)
+        try:
+            group = grp.getgrnam(self.student_group)
+        except KeyError:
+            raise RuntimeError("gpumem: the student group %r does not exist (GPUMEM_STUDENT_GROUP)" % self.student_group)
+        if student.pw_uid < self.uid_min or student.pw_uid == 0:
+            raise RuntimeError("gpumem: %s has uid %d, below %d: a system account gets no server"
+                               % (name, student.pw_uid, self.uid_min))
+        if name not in group.gr_mem and student.pw_gid != group.gr_gid:
+            raise RuntimeError("gpumem: %s is not in the group %s: only students get a server "
+                               "(admins manage the class from /hub/admin, without a server of their own)"
+                               % (name, self.student_group))
+        return student
 
     # --- cgroups ----------------------------------------------------------
 
@@ -275,6 +298,10 @@ class CgroupSpawner(LocalProcessSpawner):
         if info.st_uid != student.pw_uid:
             raise RuntimeError("gpumem: %s's home %s is owned by uid %d, not by the student; not starting"
                                % (self.user.name, student.pw_dir, info.st_uid))
+        if info.st_mode & 0o077:
+            raise RuntimeError("gpumem: %s's home %s is mode %o, open to others; not starting "
+                               "(deploy/hub/add-students.sh closes the homes of the roster, or: chmod 700 %s)"
+                               % (self.user.name, student.pw_dir, info.st_mode & 0o777, student.pw_dir))
         env = {"HOME": student.pw_dir, "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
         proc = await asyncio.create_subprocess_exec(
             "/bin/sh", "-c", STUDENT_SETUP, "sh", self.course_dir, env=env,
@@ -289,12 +316,10 @@ class CgroupSpawner(LocalProcessSpawner):
             self.log.info("gpumem: %s: %s", self.user.name, line)
         if proc.returncode != 0:
             raise RuntimeError("gpumem: preparing %s's home failed (exit status %d)" % (self.user.name, proc.returncode))
-        # The home must be closed now; if the student could not close it,
-        # the server does not start.
-        mode = os.lstat(student.pw_dir).st_mode & 0o777
-        if mode & 0o077:
-            raise RuntimeError("gpumem: %s's home %s is mode %o, readable by others; not starting"
-                               % (self.user.name, student.pw_dir, mode))
+
+    def inodes(self):
+        """The inode limit that goes with disk_limit."""
+        return self.inode_limit or max(50000, self.disk_limit // 8192)
 
     async def _set_quota(self):
         """Sets the student's disk quota on their home's filesystem, or
@@ -304,10 +329,13 @@ class CgroupSpawner(LocalProcessSpawner):
             return
         student = self._student()
         kib = str(max(1, self.disk_limit // 1024))
+        # Inodes too: with blocks limited and inodes not, a student fills
+        # the filesystem's inode table with empty files.
+        inodes = str(self.inodes())
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", 'exec setquota -u "$1" "$2" "$2" 0 0 "$(stat -c %m "$3")"', "sh",
-                student.pw_name, kib, student.pw_dir,
+                "/bin/sh", "-c", 'exec setquota -u "$1" "$2" "$2" "$3" "$3" "$(stat -c %m "$4")"', "sh",
+                student.pw_name, kib, inodes, student.pw_dir,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
             out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
         except (OSError, asyncio.TimeoutError) as e:
@@ -326,6 +354,7 @@ class CgroupSpawner(LocalProcessSpawner):
                                    % (self.course_dir, part))
 
     async def start(self):
+        self._student()  # a student's, or nothing is made for it
         self._check_course()
         # A previous server may have left processes (a hub restart): they go.
         if self._group_pids():

@@ -18,6 +18,8 @@
 #     default /var/lib/gpumem/gomod), so they compile without the network;
 #   - this checkout closed to other users (mode 700): it holds the solutions
 #     and the hidden tests, and the hub runs its code as root;
+#   - /etc/cron.allow and /etc/at.allow (root and the admin only: a
+#     student's cron job would outlive their server and its limits);
 #   - with --admin: the group students, /etc/gpumem/hub.env (the admin, the
 #     settings of jupyterhub_config.py), the systemd unit gpumem-hub, and,
 #     where OpenSSH's server is installed, DenyGroups students (a student
@@ -105,6 +107,21 @@ mkdir -p "$gomodcache"
 chmod -R a+rX,go-w "$gomodcache"
 say "shared module cache: $gomodcache ($(du -sh "$gomodcache" | cut -f1))"
 
+# cron and at: a student's job would run after their server stops, outside
+# its cgroups and limits. Only root and the admin may schedule jobs; the
+# crontabs students already have are removed. Other lines of existing
+# allow files are kept.
+for allow in /etc/cron.allow /etc/at.allow; do
+	touch "$allow"
+	chmod 644 "$allow"
+	for u in root $admin; do
+		grep -qxF "$u" "$allow" || echo "$u" >>"$allow"
+	done
+done
+for s in $(getent group "$group" | cut -d: -f4 | tr ',' ' '); do
+	rm -f "/var/spool/cron/crontabs/$s"
+done
+say "cron, at: only root${admin:+ and $admin} may schedule jobs (/etc/cron.allow, /etc/at.allow); students' crontabs removed"
 if [ -z "$admin" ]; then
 	say "software and student edition ready; for a class, run again with --admin NAME (docs/instructors.md)"
 	exit 0

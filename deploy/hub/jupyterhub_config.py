@@ -25,6 +25,8 @@
 #   GPUMEM_TMP_SIZE                   each server's private /tmp, /var/tmp and /dev/shm (1G each)
 #   GPUMEM_DISK_LIMIT                 a disk quota on each home (unset: none; needs user quotas
 #                                     on the homes' filesystem, or no server starts)
+#   GPUMEM_INODE_LIMIT                files and folders per student with GPUMEM_DISK_LIMIT (one per
+#                                     8 KiB of it, at least 50,000)
 #   GPUMEM_IDLE_TIMEOUT               seconds before an idle server is stopped (3600; 0: never)
 #   GPUMEM_CGROUP                     the cgroup holding the students' (default: gpumem_spawner.py)
 #   GPUMEM_GOMODCACHE                 the shared, read-only module cache (/var/lib/gpumem/gomod)
@@ -102,10 +104,32 @@ c.JupyterHub.services = services
 c.JupyterHub.load_roles = roles
 
 c.JupyterHub.spawner_class = CgroupSpawner
+
+
+def landing_page(handler):
+    """Where the hub's / and a login lead. Admins go to the admin page:
+    they get no server (the spawner serves students only), and must not
+    land on a student's (docs/instructors.md, what an admin must never
+    click). Students go to their server, started if need be, as the hub's
+    default does."""
+    from jupyterhub.utils import url_path_join
+    user = handler.current_user
+    if user is None:
+        return handler.settings["login_url"]
+    if user.admin:
+        return url_path_join(handler.hub.base_url, "admin")
+    if user.spawner.active:
+        return user.url
+    return url_path_join(handler.hub.base_url, "spawn")
+
+
+c.JupyterHub.default_url = landing_page
 c.CgroupSpawner.course_dir = course_dir
+c.CgroupSpawner.student_group = os.environ.get("GPUMEM_STUDENT_GROUP", "students")
 c.CgroupSpawner.cgroup_parent = os.environ.get("GPUMEM_CGROUP", "")
 c.CgroupSpawner.tmp_size = os.environ.get("GPUMEM_TMP_SIZE", "1G")
 c.CgroupSpawner.disk_limit = os.environ.get("GPUMEM_DISK_LIMIT") or None
+c.CgroupSpawner.inode_limit = int(os.environ.get("GPUMEM_INODE_LIMIT", "0"))
 c.Spawner.mem_limit = os.environ.get("GPUMEM_MEM_LIMIT", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("GPUMEM_CPU_LIMIT", "1.0"))
 c.CgroupSpawner.pids_limit = int(os.environ.get("GPUMEM_PIDS_LIMIT", "512"))

@@ -218,6 +218,34 @@ modes=$(for s in $students; do stat -c %a "/home/$s"; done | sort -u | tr '\n' '
 as gpumem-s2 ls /home/gpumem-s1 >/dev/null 2>&1 && bad "gpumem-s2 can list gpumem-s1's home" ||
 	ok "a classmate cannot list another student's home"
 chmod 755 /home/gpumem-s3 # as Debian's useradd -m leaves it
+if start_server gpumem-s3; then
+	bad "gpumem-s3's server started with a home of mode 755"
+elif grep -q "gpumem-s3's home /home/gpumem-s3 is mode 755, open to others; not starting" "$state/hub.log" &&
+	[ "$(stat -c %a /home/gpumem-s3)" = 755 ]; then
+	ok "an open home (755) starts no server and is left as it was (the spawner changes no home)"
+else
+	bad "gpumem-s3's open home: no refusal in the hub's log, or the home was changed ($(stat -c %a /home/gpumem-s3))"
+fi
+chmod 700 /home/gpumem-s3
+
+# --- 4b. servers for students only -------------------------------------------
+# An admin's token once started servers as the admin and as postgres (uid
+# 101, because it owned its home): the spawner serves members of the group
+# with a uid of 1000 or more, nobody else.
+for u in $admin root; do
+	if start_server "$u"; then
+		bad "a server started for $u, who is not a student"
+		stop_server "$u"
+	elif grep -q "gpumem: $u is not in the group $group\|gpumem: $u has uid 0" "$state/hub.log"; then
+		ok "no server for $u (not a student): the spawner refused it"
+	else
+		bad "no server for $u, but not for the spawner's reason: $(grep -m1 "$u" "$state/hub.log")"
+	fi
+done
+if command -v crontab >/dev/null; then
+	as gpumem-s1 sh -c 'echo "* * * * * true" | crontab -' 2>/dev/null && bad "gpumem-s1 installed a crontab" ||
+		ok "cron is closed to students (/etc/cron.allow)"
+fi
 
 # --- 5, 6. the servers, the course and a gonb kernel -----------------------
 for s in $students; do
@@ -229,12 +257,6 @@ for s in $students; do
 		tail -n 30 "$state/hub.log"
 	fi
 done
-mode=$(stat -c %a /home/gpumem-s3)
-if [ "$mode" = 700 ] && grep -q 'gpumem-s3: closed: the home was mode 755' "$state/hub.log"; then
-	ok "the spawner closed gpumem-s3's home (755 -> 700) and logged it"
-else
-	bad "gpumem-s3's home is mode $mode after its server started (the log: $(grep -m1 'gpumem-s3: closed' "$state/hub.log"))"
-fi
 leaks=$(cd /home/gpumem-s1/course && ls -d solutions grader/hidden 2>/dev/null)
 [ -z "$leaks" ] && [ -f /home/gpumem-s1/course/grader/cmd/grader/main.go ] &&
 	ok "the course in a home is the student edition (the grader, no solutions/, no grader/hidden/)" ||

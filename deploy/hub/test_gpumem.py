@@ -82,6 +82,7 @@ class TestConfig(unittest.TestCase):
     def test_logins(self):
         c = self.load(GPUMEM_ADMINS="teacher")
         self.assertEqual(c.ClassAuthenticator.allowed_groups, {"students"})
+        self.assertEqual(c.CgroupSpawner.student_group, "students")
         self.assertEqual(c.Authenticator.admin_users, {"teacher"})
         self.assertEqual(c.JupyterHub.authenticator_class.__name__, "ClassAuthenticator")
 
@@ -104,6 +105,20 @@ class TestConfig(unittest.TestCase):
                 self.assertEqual(len(log.getvalue().splitlines()), 1, "in one line")
             else:
                 self.assertNotIn("Notebook", log.getvalue())
+
+    def test_admins_land_on_the_admin_page(self):
+        land = self.load().JupyterHub.default_url
+        handler = mock.Mock(settings={"login_url": "/hub/login"})
+        handler.hub.base_url = "/hub/"
+        handler.current_user = None
+        self.assertEqual(land(handler), "/hub/login")
+        handler.current_user = mock.Mock(admin=True)
+        self.assertEqual(land(handler), "/hub/admin", "an admin gets no server and lands on none")
+        handler.current_user = mock.Mock(admin=False, url="/user/ada/")
+        handler.current_user.spawner.active = True
+        self.assertEqual(land(handler), "/user/ada/")
+        handler.current_user.spawner.active = False
+        self.assertEqual(land(handler), "/hub/spawn")
 
     def test_state_stays_in_state_folder(self):
         c = self.load()
@@ -143,6 +158,41 @@ class TestCgroupParent(unittest.TestCase):
         self.assertEqual(self.parent(unit, configured="/gpumem-hub-test"), "/gpumem-hub-test")
 
 
+class TestStudentsOnly(unittest.TestCase):
+    """Only members of the student group, with a uid of 1000 or more, get
+    a server: once, an admin's token started one for postgres (uid 101),
+    whose home the spawner then changed."""
+
+    def student(self, name, uid, gid=2000, members=("ada",)):
+        import grp
+        import pwd
+        spawner = CgroupSpawner(student_group="students")
+        spawner.user = mock.Mock()
+        spawner.user.name = name
+        account = pwd.struct_passwd((name, "x", uid, gid, "", "/home/" + name, "/bin/sh"))
+        group = grp.struct_group(("students", "x", 3000, list(members)))
+        with mock.patch("pwd.getpwnam", return_value=account), mock.patch("grp.getgrnam", return_value=group):
+            return spawner._student()
+
+    def test_member(self):
+        self.assertEqual(self.student("ada", 1001).pw_uid, 1001)
+        self.assertEqual(self.student("bea", 1002, gid=3000, members=()).pw_uid, 1002, "the group as primary group")
+
+    def test_refused(self):
+        for name, uid, want in (("teacher", 1005, "not in the group students"),
+                                ("postgres", 101, "a system account gets no server"),
+                                ("ada", 0, "a system account gets no server")):
+            with self.assertRaisesRegex(RuntimeError, want, msg=name):
+                self.student(name, uid)
+
+    def test_unknown_account(self):
+        spawner = CgroupSpawner()
+        spawner.user = mock.Mock()
+        spawner.user.name = "gpumem-no-such-user"
+        with self.assertRaisesRegex(RuntimeError, "no Unix account"):
+            spawner._student()
+
+
 class TestCourse(unittest.TestCase):
     def test_instructor_files_refused(self):
         for part in ("solutions", os.path.join("grader", "hidden")):
@@ -163,6 +213,11 @@ class TestCourse(unittest.TestCase):
         spawner.user.name = "gpumem-no-such-user"
         with self.assertRaisesRegex(RuntimeError, "GPUMEM_DISK_LIMIT=1073741824 bytes"):
             asyncio.run(spawner._set_quota())
+
+    def test_inode_limit_goes_with_disk_limit(self):
+        self.assertEqual(CgroupSpawner(disk_limit="1G").inodes(), 131072)
+        self.assertEqual(CgroupSpawner(disk_limit="100M").inodes(), 50000)
+        self.assertEqual(CgroupSpawner(disk_limit="1G", inode_limit=7).inodes(), 7)
 
     def test_missing_course_refused(self):
         with self.assertRaisesRegex(RuntimeError, "no course folder"):

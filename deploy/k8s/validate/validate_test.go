@@ -3,6 +3,8 @@ package validate
 import (
 	"bytes"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -185,5 +187,67 @@ func TestCoalesce(t *testing.T) {
 	}
 	if defaults["d"] != "gone" {
 		t.Error("coalesce changed the defaults")
+	}
+}
+
+// TestValuesRefuseDummyLogin runs values.yaml's hub.extraConfig snippet as
+// the chart's hub would, with z2jh's get_config over made-up values: the
+// dummy authenticator starts no hub unless custom.demo is true.
+func TestValuesRefuseDummyLogin(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	var values struct {
+		Hub struct {
+			ExtraConfig map[string]string `json:"extraConfig"`
+		} `json:"hub"`
+		Custom map[string]any `json:"custom"`
+	}
+	data, err := os.ReadFile("../values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	snippet, ok := values.Hub.ExtraConfig["gpumem-refuse-dummy"]
+	if !ok {
+		t.Fatal("values.yaml has no hub.extraConfig.gpumem-refuse-dummy")
+	}
+	if values.Custom["demo"] != false {
+		t.Errorf("custom.demo is %v as shipped, want false", values.Custom["demo"])
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "snippet.py"), []byte(snippet), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		login  string
+		demo   string // Python literal
+		refuse bool
+	}{
+		{"dummy", "False", true},
+		{"dummy", "None", true},
+		{"dummy", "'true'", true},
+		{"dummyauthenticator.DummyAuthenticator", "False", true},
+		{"dummy", "True", false},
+		{"github", "False", false},
+		{"oauthenticator.generic.GenericOAuthenticator", "False", false},
+	}
+	for _, c := range cases {
+		z2jh := "def get_config(key, default=None):\n    return {'hub.config.JupyterHub.authenticator_class': '" + c.login + "', 'custom.demo': " + c.demo + "}.get(key, default)\n"
+		if err := os.WriteFile(filepath.Join(dir, "z2jh.py"), []byte(z2jh), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(python, "snippet.py")
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if c.refuse && (err == nil || !strings.Contains(string(out), "lets anyone log in as the admin")) {
+			t.Errorf("%s with custom.demo=%s: started (%v, %s), want refused", c.login, c.demo, err, out)
+		}
+		if !c.refuse && err != nil {
+			t.Errorf("%s with custom.demo=%s: refused: %v %s", c.login, c.demo, err, out)
+		}
 	}
 }
