@@ -9,7 +9,8 @@ cpu_limit cores) and the number of processes. The server's process joins its
 group itself, before it drops to the student's uid and before it runs
 anything, so nothing it starts escapes the limits. It also gets its own
 mount namespace with private, sized /tmp, /var/tmp and /dev/shm (tmpfs,
-whose pages count in the memory limit): nothing a student leaves there is
+whose pages count in the memory limit), and its own IPC namespace (System V
+shared memory dies with the server): nothing a student leaves there is
 seen by a classmate or outlives the server. Stopping the server kills every
 process left in the group, detached ones included, and removes the group.
 
@@ -78,7 +79,7 @@ echo "copied the course into $HOME/course"
 """
 
 # Linux constants for the mount namespace (from <sched.h>, <sys/mount.h>).
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 0x4000, 0x40000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -271,8 +272,13 @@ class CgroupSpawner(LocalProcessSpawner):
             for g in groups:
                 _write(os.path.join(g, "cgroup.procs"), os.getpid())
             if private_mounts:
-                if _libc.unshare(CLONE_NEWNS) != 0:
-                    raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+                # Its own IPC namespace too: System V shared memory and
+                # message queues made in the server die with it (the
+                # namespace goes when its last process exits), and no
+                # classmate's segments are visible (3 GB of them once
+                # outlived a stopped server).
+                if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
+                    raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
                 # Mounts made here stay in this namespace.
                 if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
                     raise OSError(ctypes.get_errno(), "mount --make-rprivate /")

@@ -25,7 +25,8 @@
 #      and the hub's log says so; in each server, through its kernel API, the
 #      course's first two cells (the module recipe and gpukit's default
 #      device) run in a gonb kernel;
-#   7. a cell leaves a detached process and files in /tmp and /dev/shm:
+#   7. a cell leaves a detached process, files in /tmp and /dev/shm and a
+#      System V shared memory segment (in the server's IPC namespace):
 #      the host sees neither file, and stopping the server kills the process
 #      and removes the student's cgroup;
 #   8. a student allocates more than the memory limit (GPUMEM_MEM_LIMIT, 1G
@@ -319,6 +320,9 @@ if err := os.WriteFile("/dev/shm/gpumem-left", make([]byte, 64<<20), 0o644); err
 if err := os.WriteFile("/tmp/gpumem-left", []byte("x"), 0o644); err != nil {
 	panic(err)
 }
+if out, err := exec.Command("ipcmk", "-M", "67108864").CombinedOutput(); err != nil {
+	panic(string(out))
+}
 fmt.Println("detached", cmd.Process.Pid)
 EOF
 out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/gpumem-s1/" "$token" 00-welcome.ipynb "$state/work/imports.go" "$state/work/leave.go" 2>&1)
@@ -327,6 +331,10 @@ if grep -q '^detached' <<<"$out"; then
 		[ -e "$f" ] && bad "gpumem-s1's $f is the host's: the server's /tmp and /dev/shm are not private" ||
 			ok "gpumem-s1's $f is private to the server (the host has none)"
 	done
+	# System V shared memory: the server's own IPC namespace.
+	shm=$(ipcs -m -c 2>/dev/null | awk '$3 == "gpumem-s1" || $5 == "gpumem-s1"')
+	[ -z "$shm" ] && ok "gpumem-s1's System V segment is in the server's IPC namespace (the host sees none)" ||
+		bad "gpumem-s1's System V segment is the host's: $shm"
 	stop_server gpumem-s1
 	sleep 1
 	left=$(ps -u gpumem-s1 -o stat=,pid=,args= 2>/dev/null | awk '$1 !~ /^Z/')

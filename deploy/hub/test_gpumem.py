@@ -50,6 +50,57 @@ class TestThrottle(unittest.TestCase):
             self.login(auth, "ada", "wrong")
         self.assertEqual(self.login(auth, "ada", "right"), "ada", "failures before a success do not count")
 
+    @mock.patch.object(PAMAuthenticator, "authenticate", fake_pam)
+    def test_admin_rate_limited_not_locked(self):
+        auth = ClassAuthenticator(max_failures=3, lockout=60, admin_interval=1, admin_users={"teacher"})
+        for _ in range(3):
+            self.assertIsNone(self.login(auth, "teacher", "wrong"))
+        self.assertEqual(self.login(auth, "teacher", "right"), "teacher", "the admin gets an attempt")
+        for _ in range(3):
+            self.login(auth, "teacher", "wrong")
+        self.assertIsNone(self.login(auth, "teacher", "right"), "at most one attempt a second")
+        time.sleep(1.1)
+        self.assertEqual(self.login(auth, "teacher", "right"), "teacher", "after admin_interval, not after lockout")
+
+    def test_flood_from_one_address(self):
+        """20 wrong logins at once from one address, each held 0.5 s in
+        PAM, and a classmate's right one from another: hers is answered
+        at once, and the flood holds at most per_source conversations."""
+        inside = {"now": 0, "most": 0}
+
+        async def slow_pam(self, handler, data):
+            inside["now"] += 1
+            inside["most"] = max(inside["most"], inside["now"])
+            await asyncio.sleep(0.5 if data["password"] != "right" else 0.01)
+            inside["now"] -= 1
+            return data["username"] if data["password"] == "right" else None
+
+        def handler(ip):
+            h = mock.Mock()
+            h.request.remote_ip = ip
+            return h
+
+        async def scene(auth):
+            flood = [asyncio.create_task(auth.authenticate(handler("10.0.0.66"), {"username": "made-up-%d" % i, "password": "x"}))
+                     for i in range(20)]
+            await asyncio.sleep(0.05)
+            t0 = time.monotonic()
+            ok = await auth.authenticate(handler("10.0.0.7"), {"username": "ada", "password": "right"})
+            took = time.monotonic() - t0
+            await asyncio.gather(*flood)
+            return ok, took
+
+        with mock.patch.object(PAMAuthenticator, "authenticate", slow_pam):
+            auth = ClassAuthenticator(per_source=2)
+            ok, took = asyncio.run(scene(auth))
+        self.assertEqual(ok, "ada")
+        self.assertLess(took, 0.3, "the classmate waited for the flood")
+        self.assertLessEqual(inside["most"], 3, "the flood held more than per_source PAM conversations")
+        self.assertEqual(auth._in_pam, {}, "nothing is left counted")
+
+    def test_pam_threads(self):
+        self.assertEqual(ClassAuthenticator(pam_threads=8).executor._max_workers, 8)
+
     def test_allowed(self):
         auth = ClassAuthenticator(allowed_groups={"gpumem-no-such-group"}, admin_users={"teacher"})
         self.assertTrue(auth.check_allowed("teacher"))
