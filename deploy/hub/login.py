@@ -7,18 +7,33 @@ POST the user name and password.
 
 Exits 0 when the hub accepted the login (it set its login cookie), 1 when
 it refused it, 2 when the hub did not answer as a login page should.
-With --open, it then opens the student's running server as a browser does
+GPUMEM_LOGIN_SOURCE=ADDRESS connects from that local address (the tests'
+login flood from one place). With --open, it then opens the student's running server as a browser does
 (/user/USER/, through the hub's OAuth redirects) and prints where it landed
 and which front end the page is: "landed on PATH: JupyterLab 4.0.11" or
 "landed on PATH: the classic Notebook" (served_app); exit 1 when neither.
 """
+import http.client
 import http.cookiejar
+import os
 import json
 import re
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+
+
+class FromSource(urllib.request.HTTPHandler):
+    """Connects from a given local address (GPUMEM_LOGIN_SOURCE, like
+    127.0.0.66): the hub tests stand for logins from several places."""
+
+    def __init__(self, source):
+        super().__init__()
+        self.source = source
+
+    def http_open(self, req):
+        return self.do_open(lambda host, **kw: http.client.HTTPConnection(host, source_address=(self.source, 0), **kw), req)
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -49,7 +64,10 @@ def main():
         sys.exit(__doc__)
     hub, user, password = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
     jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+    handlers = [urllib.request.HTTPCookieProcessor(jar), NoRedirect]
+    if os.environ.get("GPUMEM_LOGIN_SOURCE"):
+        handlers.append(FromSource(os.environ["GPUMEM_LOGIN_SOURCE"]))
+    opener = urllib.request.build_opener(*handlers)
     try:
         page = opener.open(hub + "/hub/login", timeout=30).read().decode()
     except Exception as e:

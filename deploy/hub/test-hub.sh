@@ -175,6 +175,21 @@ else
 fi
 login gpumem-s3 "$(password gpumem-s3)" && ok "the lock on gpumem-s2 does not lock gpumem-s3" ||
 	bad "gpumem-s3 could not log in while gpumem-s2 was locked"
+# 20 wrong logins at once with made-up names from one address (PAM waits
+# about 2 s after each failure; JupyterHub 3.0's one PAM thread once made a
+# classmate wait 101 s): gpumem-s3, from another address, gets in within 2 s.
+flood=()
+for i in $(seq 20); do
+	GPUMEM_LOGIN_SOURCE=127.0.0.66 /usr/bin/python3 "$here/login.py" "$hub" "made-up-$i" wrong >/dev/null 2>&1 &
+	flood+=($!)
+done
+sleep 0.5
+t0=$(date +%s%N)
+GPUMEM_LOGIN_SOURCE=127.0.0.7 /usr/bin/python3 "$here/login.py" "$hub" gpumem-s3 "$(password gpumem-s3)" >/dev/null 2>&1 && in=yes || in=no
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "${flood[@]}" 2>/dev/null
+[ $in = yes ] && [ $ms -lt 2000 ] && ok "a login flood from one address: gpumem-s3's login from another took $ms ms" ||
+	bad "a login flood from one address: gpumem-s3's login from another took $ms ms (logged in: $in)"
 
 # --- 3. a symbolic link swapped in while the course is copied --------------
 # The decoy stands for root's files (the hub's own code, /etc): root-owned,
