@@ -72,6 +72,9 @@ var ErrNoExercise = errors.New("no such exercise")
 // exerciseName is NN-name: two digits, a dash, lower-case words.
 var exerciseName = regexp.MustCompile(`^[0-9]{2}-[a-z0-9]+(-[a-z0-9]+)*$`)
 
+// IsExerciseName reports whether name has an exercise's form, NN-name.
+func IsExerciseName(name string) bool { return exerciseName.MatchString(name) }
+
 // Exercises lists the exercises that have hidden tests (grade.json), sorted.
 func (c *Course) Exercises() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(c.Root, "grader", "hidden"))

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -99,13 +100,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // parse parses flags placed before or after the positional arguments.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	// The flag package would print the usage itself, on -h and on every
+	// error, before returning: it is printed here, once, and only for -h.
 	fs.SetOutput(io.Discard)
+	usage := fs.Usage
+	fs.Usage = func() {}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.SetOutput(os.Stderr)
-				fs.Usage()
+				usage()
 				return nil, err
 			}
 			return nil, errUsage{err.Error()}
@@ -178,19 +183,30 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	c.register(fs)
 	strict := fs.Bool("strict", false, "exit with status 1 when a public test fails")
+	all := fs.Bool("all", false, "check every exercise and print where you stand")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: grader check NN-name [--course DIR] [--strict]")
+		fmt.Fprintln(os.Stderr, "usage: grader check [NN-name | PATH] [--course DIR] [--strict]   (no name: the exercise folder you are in)\n       grader check --all")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return errUsage{"check takes one exercise name, like: grader check 01-shared-storage"}
+	if *all {
+		if len(pos) > 0 {
+			return errUsage{"check --all takes no exercise name"}
+		}
+		return checkAll(ctx, &c, stdout, stderr, *strict)
+	}
+	if len(pos) > 1 {
+		return errUsage{"check takes one exercise, like: grader check 01-shared-storage (or its folder, or none inside it)"}
+	}
+	name, err := exerciseArg(&c, pos)
+	if err != nil {
+		return err
 	}
 	// The code is the student's own: rlimits and a timeout, no namespaces.
-	g, ex, err := c.openExercise(stderr, sandbox.ModeLimits, pos[0])
+	g, ex, err := c.openExercise(stderr, sandbox.ModeLimits, name)
 	if err != nil {
 		return err
 	}
@@ -218,6 +234,95 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *strict {
 			return fmt.Errorf("grader: %d of %d public tests fail", len(res.Tests)-passed, len(res.Tests))
 		}
+	}
+	return nil
+}
+
+// exerciseArg finds the exercise check is asked about: a name
+// (02-fragmentation), a path to its folder or a file in it
+// (exercises/02-fragmentation/, ./fragment.go), or, with nothing, the
+// exercise folder the current folder is in.
+func exerciseArg(c *common, pos []string) (string, error) {
+	arg := ""
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	if arg != "" && !strings.ContainsAny(arg, `/\`) && arg != "." && arg != ".." {
+		if _, err := os.Stat(arg); err != nil || grader.IsExerciseName(arg) {
+			return arg, nil // a name
+		}
+	}
+	path := arg
+	if path == "" {
+		path = "."
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(abs); err == nil && !info.IsDir() {
+		abs = filepath.Dir(abs)
+	}
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if filepath.Base(filepath.Dir(dir)) == "exercises" && grader.IsExerciseName(filepath.Base(dir)) {
+			return filepath.Base(dir), nil
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
+	}
+	if arg == "" {
+		return "", errUsage{"check needs an exercise: run it inside an exercise's folder, or name one, like: grader check 02-fragmentation (grader check --all checks every one)"}
+	}
+	return "", errUsage{fmt.Sprintf("%s is not an exercise or a folder inside exercises/NN-name", arg)}
+}
+
+// checkAll runs every exercise's public tests and prints one line each and
+// where the student stands.
+func checkAll(ctx context.Context, c *common, stdout, stderr io.Writer, strict bool) error {
+	g, err := c.open(stderr, sandbox.ModeLimits)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(g.Course.Root, "exercises"))
+	if err != nil {
+		return fmt.Errorf("grader: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && grader.IsExerciseName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	fmt.Fprintf(stdout, "Checking %d exercises with their public tests (a minute or more the first time)...\n", len(names))
+	done, failing := 0, 0
+	for _, name := range names {
+		ex, err := g.Course.Exercise(name)
+		if err != nil {
+			return err
+		}
+		res, err := g.Check(ctx, ex, "")
+		if err != nil {
+			return err
+		}
+		passed := 0
+		for _, t := range res.Tests {
+			if t.Passed() {
+				passed++
+			}
+		}
+		mark := "✓"
+		if passed < len(res.Tests) {
+			mark = "✗"
+			failing++
+		} else {
+			done++
+		}
+		fmt.Fprintf(stdout, "  %s %-24s %d/%d public tests pass\n", mark, name, passed, len(res.Tests))
+	}
+	fmt.Fprintf(stdout, "%d of %d exercises pass all their public tests; grading also runs hidden tests (see each README).\n", done, len(names))
+	if strict && failing > 0 {
+		return fmt.Errorf("grader: %d exercises have failing public tests", failing)
 	}
 	return nil
 }

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseShard(t *testing.T) {
@@ -30,4 +37,54 @@ func TestParseShard(t *testing.T) {
 		assert.NoError(t, err, tc.in)
 		assert.Equal(t, [2]int{tc.index, tc.count}, [2]int{index, count}, tc.in)
 	}
+}
+
+func TestExerciseArg(t *testing.T) {
+	root, err := filepath.Abs(courseRoot)
+	require.NoError(t, err)
+	ex := filepath.Join(root, "exercises", "02-fragmentation")
+	cases := []struct {
+		cwd, arg, want, err string
+	}{
+		{root, "02-fragmentation", "02-fragmentation", ""},
+		{root, "exercises/02-fragmentation/", "02-fragmentation", ""},
+		{root, "exercises/02-fragmentation/fragment.go", "02-fragmentation", ""},
+		{ex, "", "02-fragmentation", ""},
+		{ex, ".", "02-fragmentation", ""},
+		{ex, "fragment.go", "02-fragmentation", ""},
+		{filepath.Join(root, "exercises"), "02-fragmentation", "02-fragmentation", ""},
+		{root, "", "", "run it inside an exercise's folder, or name one"},
+		{root, "gpukit/alloc", "", "gpukit/alloc is not an exercise"},
+	}
+	for _, c := range cases {
+		t.Run(c.arg+"@"+filepath.Base(c.cwd), func(t *testing.T) {
+			t.Chdir(c.cwd)
+			var pos []string
+			if c.arg != "" {
+				pos = []string{c.arg}
+			}
+			got, err := exerciseArg(&common{}, pos)
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestHelpPrintsUsageOnce(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stderr
+	os.Stderr = w
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"check", "-h"}, &out, &errb)
+	os.Stderr = old
+	w.Close()
+	printed, _ := io.ReadAll(r)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, 1, strings.Count(string(printed), "usage: grader check"), string(printed))
+	assert.Contains(t, string(printed), "-strict", "with the flags")
 }
