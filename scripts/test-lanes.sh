@@ -16,19 +16,36 @@ make=${1:-make}
 # parallel.go), as OpenMP's threads wait passively when oversubscribed.
 export GPUKIT_SPIN=${GPUKIT_SPIN:-0}
 start=$SECONDS
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 lane() { # lane NAME TARGET...: runs make TARGET... with NAME before each line
 	local name=$1 status
 	shift
-	"$make" --no-print-directory "$@" 2>&1 | sed -u "s/^/[$name] /"
+	"$make" --no-print-directory "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
 	status=${PIPESTATUS[0]}
 	echo "test: the $name lane ended after $((SECONDS - start)) s (exit status $status)"
 	return "$status"
+}
+# A failed lane's failures again, at the very end, where a reader of only
+# the log's last lines (a CI summary) sees them: the failing tests and
+# packages with the lines around them, and the last lines of the lane.
+failures() { # failures NAME
+	local log=$logs/$1.log
+	echo "test: what failed in the $1 lane:"
+	grep -n -B3 -A12 -E -e '^(--- FAIL|FAIL|panic:|fatal error:|make(\[[0-9]+\])?: \*\*\*)' -e 'Error Trace:|FAIL  |timed out' "$log" |
+		head -n 150 | sed "s/^/[$1] /"
+	echo "test: the $1 lane's last lines:"
+	tail -n 15 "$log" | sed "s/^/[$1] /"
 }
 lane go unit fuzz &
 go_pid=$!
 lane lessons site grader-verify cuda &
 lessons_pid=$!
 status=0
-wait "$go_pid" || { echo "test: the go lane failed (make unit fuzz)"; status=1; }
-wait "$lessons_pid" || { echo "test: the lessons lane failed (make site grader-verify cuda)"; status=1; }
+failed=()
+wait "$go_pid" || { echo "test: the go lane failed (make unit fuzz)"; failed+=(go); status=1; }
+wait "$lessons_pid" || { echo "test: the lessons lane failed (make site grader-verify cuda)"; failed+=(lessons); status=1; }
+for name in "${failed[@]}"; do
+	failures "$name"
+done
 exit "$status"

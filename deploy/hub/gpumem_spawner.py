@@ -36,15 +36,19 @@ student's work is kept.
 
 import asyncio
 import ctypes
+import fcntl
 import grp
+import ipaddress
 import os
 import pwd
 import signal
+import socket
+import struct
 import time
 
 from jupyterhub.spawner import LocalProcessSpawner
 from jupyterhub.traitlets import ByteSpecification
-from traitlets import Integer, Unicode
+from traitlets import Bool, Integer, Unicode
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 CFS_PERIOD_US = 100000
@@ -79,7 +83,16 @@ echo "copied the course into $HOME/course"
 """
 
 # Linux constants for the mount namespace (from <sched.h>, <sys/mount.h>).
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
+# <linux/sockios.h>, <net/if.h>: to bring the namespace's loopback up.
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+# The servers' network namespaces: student slot n (uid - uid_min) gets the
+# /30 at STUDENT_NET + 4n, the host end .1 and the server .2; the hub's API
+# listens on HUB_ADDRESS, an address of the host's loopback that each
+# namespace reaches through its own link (jupyterhub_config.py).
+STUDENT_NET = ipaddress.IPv4Network("10.213.0.0/16")
+HUB_ADDRESS = "10.214.0.1"
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 0x4000, 0x40000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -93,6 +106,28 @@ def _mount_tmpfs(target, size):
     opts = ("size=%s,mode=1777" % size).encode()
     if _libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
         raise OSError(ctypes.get_errno(), "mount tmpfs on " + target)
+
+
+def _loopback_up():
+    """Brings up lo in the calling process's (new) network namespace."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        req = struct.pack("16sH14s", b"lo", 0, b"")
+        flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+    finally:
+        s.close()
+
+
+def student_link(uid, uid_min):
+    """The (host, server) addresses and the host interface name of a
+    student's link, from their uid."""
+    slot = uid - uid_min
+    if not 0 <= slot < STUDENT_NET.num_addresses // 4:
+        raise RuntimeError("gpumem: uid %d is outside the %d students the network %s holds"
+                           % (uid, STUDENT_NET.num_addresses // 4, STUDENT_NET))
+    base = STUDENT_NET.network_address + 4 * slot
+    return str(base + 1), str(base + 2), "gpm%d" % uid
 
 
 def _own_cgroup_v2():
@@ -110,6 +145,8 @@ class CgroupSpawner(LocalProcessSpawner):
     tmp_size = Unicode("1G", help="the size of the server's private /tmp, /var/tmp and /dev/shm (each; their pages count in mem_limit)").tag(config=True)
     disk_limit = ByteSpecification(None, allow_none=True,
                                    help="a disk quota on the student's home (setquota; the home's filesystem must have user quotas on)").tag(config=True)
+    network_namespace = Bool(True, help="each server in its own network namespace, reached through its own veth link "
+                             "(its kernels and ports are its own)").tag(config=True)
     inode_limit = Integer(0, help="the most files and folders a student may own on the home's filesystem, with disk_limit "
                                "(0: one per 8 KiB of disk_limit, at least 50,000)").tag(config=True)
     student_group = Unicode("students", help="the Unix group whose members, and only they, get a server").tag(config=True)
@@ -267,6 +304,7 @@ class CgroupSpawner(LocalProcessSpawner):
         uid, gid = student.pw_uid, student.pw_gid
         gids = sorted({gid} | {g.gr_gid for g in grp.getgrall() if student.pw_name in g.gr_mem})
         home, size = student.pw_dir, self.tmp_size
+        network = private_mounts and self.network_namespace
 
         def preexec():
             for g in groups:
@@ -277,8 +315,16 @@ class CgroupSpawner(LocalProcessSpawner):
                 # namespace goes when its last process exits), and no
                 # classmate's segments are visible (3 GB of them once
                 # outlived a stopped server).
-                if _libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
-                    raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
+                # And its own network namespace: its kernels' ports on its
+                # own loopback (a classmate once read another's cell output
+                # from the kernel's IOPub port on the shared 127.0.0.1), and
+                # its own ports (binding every ephemeral port once broke
+                # every connect() on the machine).
+                flags = CLONE_NEWNS | CLONE_NEWIPC | (CLONE_NEWNET if network else 0)
+                if _libc.unshare(flags) != 0:
+                    raise OSError(ctypes.get_errno(), "unshare(%#x)" % flags)
+                if network:
+                    _loopback_up()
                 # Mounts made here stay in this namespace.
                 if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
                     raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
@@ -368,10 +414,50 @@ class CgroupSpawner(LocalProcessSpawner):
         groups = self._make_groups()
         await self._set_quota()
         await self._student_setup(groups)
+        if self.network_namespace:
+            # The server listens on every address of its namespace: its
+            # link's is the only one reachable, and only from the host.
+            self.ip = "0.0.0.0"
+            host, peer, _ = student_link(self._student().pw_uid, self.uid_min)
+            self.hub_connect_url = "http://%s:%d" % (HUB_ADDRESS, self.hub_port())
         ip_port = await super().start()
+        if self.network_namespace:
+            try:
+                await self._link(self.pid)
+            except Exception:
+                await self.stop(now=True)
+                raise
+            ip_port = (peer, ip_port[1])
         self.log.info("gpumem: %s's server (pid %d) limited to %s bytes, %s cores, %d processes; private /tmp of %s",
                       self.user.name, self.pid, self.mem_limit, self.cpu_limit, self.pids_limit, self.tmp_size)
         return ip_port
+
+    def hub_port(self):
+        from urllib.parse import urlparse
+        return urlparse(self.hub.api_url).port or 8081
+
+    async def _run(self, *cmd):
+        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
+        if proc.returncode != 0:
+            raise RuntimeError("gpumem: %s: %s" % (" ".join(cmd), out.decode(errors="replace").strip()))
+
+    async def _link(self, pid):
+        """Connects the server's network namespace to the host: a veth pair,
+        the host end here, eth0 in the namespace, and a route to the hub's
+        address through it. Nothing else is routed: the namespace reaches
+        the host's end and the hub, no classmate's link."""
+        host, peer, name = student_link(self._student().pw_uid, self.uid_min)
+        ns = ["nsenter", "-t", str(pid), "-n"]
+        await self._run("sh", "-c", 'ip link del "$1" 2>/dev/null; true', "sh", name)
+        await self._run("ip", "link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", str(pid))
+        await self._run("ip", "addr", "add", host + "/30", "dev", name)
+        await self._run("ip", "link", "set", name, "up")
+        await self._run(*ns, "ip", "addr", "add", peer + "/30", "dev", "eth0")
+        await self._run(*ns, "ip", "link", "set", "eth0", "up")
+        await self._run(*ns, "ip", "route", "add", HUB_ADDRESS + "/32", "via", host)
+        self.log.info("gpumem: %s's server in its own network namespace, at %s through %s", self.user.name, peer, name)
 
     async def stop(self, now=False):
         await super().stop(now=now)

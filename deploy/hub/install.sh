@@ -149,8 +149,19 @@ GPUMEM_CPU_LIMIT=1.0
 GPUMEM_PIDS_LIMIT=512
 GPUMEM_TMP_SIZE=1G
 GPUMEM_IDLE_TIMEOUT=3600
+# JupyterHub before 4.1 (Debian 12 has 3.0.0) lets a student's page act as
+# an admin who opens it (CVE-2024-28233): the hub refuses to start there
+# until you choose one (docs/instructors.md, "What an admin must never click"):
+#GPUMEM_SUBDOMAIN_HOST=https://class.example.org
+#GPUMEM_ACCEPT_CVE_2024_28233=1
 EOF
 fi
+hubversion=$(/usr/bin/python3 -c 'import jupyterhub; print(jupyterhub.__version__)' 2>/dev/null || echo "?")
+case $hubversion in
+[0-3].* | 4.0.*)
+	say "JupyterHub $hubversion predates the fix of CVE-2024-28233: the hub starts only once $etc/hub.env sets GPUMEM_SUBDOMAIN_HOST or GPUMEM_ACCEPT_CVE_2024_28233=1 (docs/instructors.md)"
+	;;
+esac
 chmod 600 "$etc/hub.env"
 install -d -m 700 /var/lib/gpumem/hub
 say "settings: $etc/hub.env (admin: $admin)"

@@ -30,6 +30,8 @@
 #   GPUMEM_IDLE_TIMEOUT               seconds before an idle server is stopped (3600; 0: never)
 #   GPUMEM_CGROUP                     the cgroup holding the students' (default: gpumem_spawner.py)
 #   GPUMEM_GOMODCACHE                 the shared, read-only module cache (/var/lib/gpumem/gomod)
+#   GPUMEM_NETNS                      0: the servers share the host's network (default 1: each its own
+#                                     namespace, reached through its own veth link; needs root)
 #   GPUMEM_HUB_STATE                  the hub's database, cookie secret and pid files (/var/lib/gpumem/hub)
 #   GPUMEM_ADMIN_TOKEN_FILE           a file holding an admin API token (for scripts; optional)
 import importlib.util
@@ -60,8 +62,59 @@ elif c.JupyterHub.ip not in ("127.0.0.1", "localhost", "::1"):
     sys.exit("gpumem: the hub would listen on %s without TLS, and passwords would cross the network in clear: "
              "set GPUMEM_SSL_CERT and GPUMEM_SSL_KEY, or keep 127.0.0.1 behind a TLS front end (docs/instructors.md)"
              % c.JupyterHub.ip)
-c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("GPUMEM_HUB_API_PORT", "8081"))
+# A student's server is the student's own process. On the hub's origin, a
+# page it serves runs in the browser of an admin who opens it, with the
+# admin's cookie, and JupyterHub before 4.1.0 lets such a page create an API
+# token for the admin (CVE-2024-28233; Debian 12 ships 3.0.0, Debian 13 5.2).
+# Each server on its own subdomain (GPUMEM_SUBDOMAIN_HOST, like
+# https://class.example.org: needs a wildcard DNS name and certificate) puts
+# it on another origin. Without either, the hub starts only when the
+# instructor accepts the risk by name: admins must then never open a
+# student's server (docs/instructors.md).
+subdomain_host = os.environ.get("GPUMEM_SUBDOMAIN_HOST", "")
+if subdomain_host:
+    c.JupyterHub.subdomain_host = subdomain_host
+
+
+def jupyterhub_fixed(version):
+    """Whether a JupyterHub version has the fix of CVE-2024-28233 (4.1.0)."""
+    parts = []
+    for p in version.split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts) >= (4, 1)
+
+
+try:
+    from jupyterhub import __version__ as jupyterhub_version
+except ImportError:  # the tests load this file without JupyterHub's package
+    jupyterhub_version = os.environ.get("GPUMEM_TEST_JUPYTERHUB_VERSION", "0")
+if not subdomain_host and not jupyterhub_fixed(jupyterhub_version):
+    if os.environ.get("GPUMEM_ACCEPT_CVE_2024_28233") != "1":
+        sys.exit("gpumem: JupyterHub %s lets a student's page act as an admin who opens it (CVE-2024-28233, fixed in 4.1.0): "
+                 "install the hub on Debian 13 (JupyterHub 5.2), or serve each server on its own subdomain "
+                 "(GPUMEM_SUBDOMAIN_HOST), or set GPUMEM_ACCEPT_CVE_2024_28233=1 in /etc/gpumem/hub.env and never open "
+                 "a student's server as an admin (docs/instructors.md)" % jupyterhub_version)
+    print("gpumem hub: JupyterHub %s: CVE-2024-28233 accepted (GPUMEM_ACCEPT_CVE_2024_28233=1): admins must never "
+          "open a student's server" % jupyterhub_version, file=sys.stderr)
+# Each student's server runs in its own network namespace (gpumem_spawner,
+# GPUMEM_NETNS=0 turns that off): it reaches the hub's API at an address of
+# the host's loopback, HUB_ADDRESS, routed through its own link, and nothing
+# else of the host's loopback.
+netns = os.environ.get("GPUMEM_NETNS", "1") != "0"
+if netns:
+    import subprocess
+    from gpumem_spawner import HUB_ADDRESS
+    have = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True)
+    if " %s/32 " % HUB_ADDRESS not in have.stdout:
+        added = subprocess.run(["ip", "addr", "add", HUB_ADDRESS + "/32", "dev", "lo"], capture_output=True, text=True)
+        if added.returncode != 0:
+            sys.exit("gpumem: cannot add the hub's address %s to lo (%s): run the hub as root, or GPUMEM_NETNS=0"
+                     % (HUB_ADDRESS, added.stderr.strip()))
+    c.JupyterHub.hub_ip = HUB_ADDRESS
+else:
+    c.JupyterHub.hub_ip = "127.0.0.1"
 c.ConfigurableHTTPProxy.command = [os.path.join(here, "node_modules", ".bin", "configurable-http-proxy")]
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:%d" % int(os.environ.get("GPUMEM_PROXY_API_PORT", "8001"))
 # Every file the hub writes stays in its own 0700 state folder, never in
@@ -126,6 +179,7 @@ def landing_page(handler):
 c.JupyterHub.default_url = landing_page
 c.CgroupSpawner.course_dir = course_dir
 c.CgroupSpawner.student_group = os.environ.get("GPUMEM_STUDENT_GROUP", "students")
+c.CgroupSpawner.network_namespace = netns
 c.CgroupSpawner.cgroup_parent = os.environ.get("GPUMEM_CGROUP", "")
 c.CgroupSpawner.tmp_size = os.environ.get("GPUMEM_TMP_SIZE", "1G")
 c.CgroupSpawner.disk_limit = os.environ.get("GPUMEM_DISK_LIMIT") or None

@@ -120,7 +120,7 @@ token=$(cat "$state/work/token")
 (cd "$state/work" && exec env GPUMEM_HUB_STATE="$state/hub" GPUMEM_ADMIN_TOKEN_FILE="$state/work/token" \
 	GPUMEM_HUB_PORT=18000 GPUMEM_PROXY_API_PORT=18001 GPUMEM_HUB_API_PORT=18081 GPUMEM_MEM_LIMIT=1G \
 	GPUMEM_COURSE_DIR="$state/course" GPUMEM_STUDENT_GROUP=$group GPUMEM_ADMINS=$admin GPUMEM_CGROUP=$cgroup \
-	GPUMEM_IDLE_TIMEOUT=3599 GPUMEM_TMP_SIZE=256M \
+	GPUMEM_IDLE_TIMEOUT=3599 GPUMEM_TMP_SIZE=256M GPUMEM_ACCEPT_CVE_2024_28233=1 \
 	jupyterhub -f "$here/jupyterhub_config.py") >"$state/hub.log" 2>&1 &
 hub_pid=$!
 

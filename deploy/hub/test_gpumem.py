@@ -118,6 +118,13 @@ class TestConfig(unittest.TestCase):
             code = compile(f.read(), path, "exec")
         self.state = tempfile.mkdtemp()
         self.addCleanup(os.rmdir, self.state)
+        # test_network_namespaces mocks ip; test_old_jupyterhub_refused
+        # drops the acceptance.
+        env = dict({"GPUMEM_NETNS": "0", "GPUMEM_ACCEPT_CVE_2024_28233": "1"}, **env)
+        env = {k: v for k, v in env.items() if v is not None}
+        for k in ("GPUMEM_ACCEPT_CVE_2024_28233", "GPUMEM_SUBDOMAIN_HOST"):
+            if k not in env:
+                os.environ.pop(k, None)
         with mock.patch.dict(os.environ, dict(env, GPUMEM_HUB_STATE=self.state), clear=False):
             exec(code, {"get_config": lambda: config, "__file__": path})
         return config
@@ -153,9 +160,48 @@ class TestConfig(unittest.TestCase):
             self.assertEqual(c.Spawner.notebook_dir, "~/course/notebooks")
             if said:
                 self.assertIn(said, log.getvalue(), "the fallback is said in the hub's log")
-                self.assertEqual(len(log.getvalue().splitlines()), 1, "in one line")
+                said_lines = [l for l in log.getvalue().splitlines() if "JupyterLab" in l]
+                self.assertEqual(len(said_lines), 1, "in one line")
             else:
                 self.assertNotIn("Notebook", log.getvalue())
+
+    def test_old_jupyterhub_refused(self):
+        import jupyterhub
+        for version, extra, refused in (("3.0.0", {}, True),
+                                        ("4.0.2", {}, True),
+                                        ("3.0.0", {"GPUMEM_SUBDOMAIN_HOST": "https://class.example.org"}, False),
+                                        ("4.1.0", {}, False),
+                                        ("5.2.1", {}, False)):
+            env = dict(extra, GPUMEM_ACCEPT_CVE_2024_28233=None)
+            with mock.patch.object(jupyterhub, "__version__", version), \
+                    mock.patch("sys.stderr", new_callable=io.StringIO):
+                if refused:
+                    with self.assertRaisesRegex(SystemExit, "CVE-2024-28233", msg=version):
+                        self.load(**env)
+                else:
+                    c = self.load(**env)
+                    if extra:
+                        self.assertEqual(c.JupyterHub.subdomain_host, "https://class.example.org")
+        with mock.patch.object(jupyterhub, "__version__", "3.0.0"), \
+                mock.patch("sys.stderr", new_callable=io.StringIO) as log:
+            self.load(GPUMEM_ACCEPT_CVE_2024_28233="1")
+        self.assertIn("CVE-2024-28233 accepted", log.getvalue(), "the acceptance is said in the hub's log")
+
+    def test_network_namespaces(self):
+        import subprocess
+        calls = []
+
+        def run(cmd, **kw):
+            calls.append(cmd)
+            return subprocess.CompletedProcess(cmd, 0, stdout="1: lo    inet 127.0.0.1/8 scope host lo\n", stderr="")
+        with mock.patch("subprocess.run", run):
+            c = self.load(GPUMEM_NETNS="1")
+        self.assertEqual(c.JupyterHub.hub_ip, "10.214.0.1", "the hub's API on the address the namespaces reach")
+        self.assertTrue(c.CgroupSpawner.network_namespace)
+        self.assertIn(["ip", "addr", "add", "10.214.0.1/32", "dev", "lo"], calls)
+        c = self.load(GPUMEM_NETNS="0")
+        self.assertEqual(c.JupyterHub.hub_ip, "127.0.0.1")
+        self.assertFalse(c.CgroupSpawner.network_namespace)
 
     def test_admins_land_on_the_admin_page(self):
         land = self.load().JupyterHub.default_url
@@ -242,6 +288,19 @@ class TestStudentsOnly(unittest.TestCase):
         spawner.user.name = "gpumem-no-such-user"
         with self.assertRaisesRegex(RuntimeError, "no Unix account"):
             spawner._student()
+
+
+class TestStudentLinks(unittest.TestCase):
+    def test_addresses(self):
+        from gpumem_spawner import student_link
+        self.assertEqual(student_link(1000, 1000), ("10.213.0.1", "10.213.0.2", "gpm1000"))
+        self.assertEqual(student_link(1065, 1000), ("10.213.1.5", "10.213.1.6", "gpm1065"))
+        self.assertEqual(student_link(1000 + 16383, 1000)[1], "10.213.255.254")
+        for uid in (999, 1000 + 16384):
+            with self.assertRaisesRegex(RuntimeError, "outside the 16384 students"):
+                student_link(uid, 1000)
+        links = {student_link(u, 1000)[0] for u in range(1000, 1100)}
+        self.assertEqual(len(links), 100, "each student a link of their own")
 
 
 class TestCourse(unittest.TestCase):
