@@ -23,6 +23,26 @@ use_apt=1 apt_only=0
 [ "${1:-}" = --apt-only ] && apt_only=1
 
 say() { printf 'setup: %s\n' "$*"; }
+# with_progress WHAT COMMAND...: runs COMMAND, saying every 20 s that it is
+# still at WHAT, so that a long first build is never a silent minute.
+with_progress() {
+	local what=$1 start=$SECONDS pid
+	shift
+	"$@" &
+	pid=$!
+	while ! wait_for "$pid" 20; do
+		say "  ... still $what ($((SECONDS - start)) s)"
+	done
+	wait "$pid"
+}
+wait_for() { # wait_for PID SECONDS: 0 once PID has ended, 1 after SECONDS
+	local i
+	for ((i = 0; i < $2 * 5; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	return 1
+}
 die() {
 	printf 'setup: %s\n' "$*" >&2
 	exit 1
@@ -86,22 +106,22 @@ build_tool() { # build_tool NAME PACKAGE [MODULE_DIR [GOMODCACHE]]
 		say "$name: present"
 		return
 	fi
-	say "$name: building $pkg (pinned in $mod/go.mod)"
+	say "$name: building $pkg (pinned in $mod/go.mod; $why; ${took:-about a minute} the first time)"
 	local tmp
 	tmp=$(mktemp -d)
 	# Build into a temporary folder so a failed build leaves no half binary.
-	GOMODCACHE=$modcache go build -C "$mod" -o "$tmp/$name" "$pkg" || {
+	with_progress "building $name" env GOMODCACHE="$modcache" go build -C "$mod" -o "$tmp/$name" "$pkg" || {
 		rm -rf "$tmp"
 		die "building $name failed; check that the Go module proxy is reachable (go env GOPROXY), then rerun."
 	}
 	mv "$tmp/$name" "bin/$name"
 	rm -rf "$tmp"
 }
-build_tool gonb github.com/janpfeifer/gonb
-build_tool goimports golang.org/x/tools/cmd/goimports
+why="the Go kernel of the notebooks" took="1 to 4 minutes" build_tool gonb github.com/janpfeifer/gonb
+why="GoNB adds the imports a cell needs" took="under a minute" build_tool goimports golang.org/x/tools/cmd/goimports
 # gopls (completion and hover help in GoNB) has its own module, so its many
 # dependencies stay out of the course's go.mod.
-build_tool gopls golang.org/x/tools/gopls tools/gopls "${GOPLS_GOMODCACHE:-}"
+why="Tab completion and help in the notebooks" took="2 to 5 minutes" build_tool gopls golang.org/x/tools/gopls tools/gopls "${GOPLS_GOMODCACHE:-}"
 
 # --- the module cache: everything a notebook compiles, so that Jupyter works
 # with the network off once setup has run. Nothing is fetched when all of it
@@ -130,6 +150,19 @@ $out"
 	rm -rf "$scratch"
 	mkdir -p "$sumdb_dir" && touch "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)"
 	say "checksums: cached for offline notebooks"
+fi
+
+# --- the build cache: gpukit and the grader compiled once here, so that a
+# lesson's first cell and the first `grader check` cost what later ones do
+# (once, each paid a silent minute or more for this).
+if [ -d gpukit ]; then
+	warm_start=$SECONDS
+	say "build cache: compiling gpukit and the grader for the notebooks and checks (1 to 3 minutes the first time, seconds after)"
+	if with_progress "compiling gpukit and the grader" go build ./gpukit/... ./grader/cmd/grader; then
+		say "build cache: ready ($((SECONDS - warm_start)) s)"
+	else
+		say "build cache: compiling failed (above); the notebooks will compile what they need themselves"
+	fi
 fi
 
 # --- register the gonb kernel ---------------------------------------------
