@@ -336,6 +336,23 @@ func exerciseFiles(dir string) ([]string, error) {
 	return names, nil
 }
 
+// studentPaths puts the student's path (exercises/02-fragmentation/) in
+// place of the grader's package folder (fragment/) in compiler messages, so
+// that a message names the file the student edits.
+func studentPaths(msg, pkg, dir string) string {
+	re := regexp.MustCompile(`(^|[\s(])` + regexp.QuoteMeta(pkg+"/") + `([A-Za-z0-9_.-]+\.go:)`)
+	return re.ReplaceAllString(msg, "${1}"+strings.ReplaceAll(filepath.ToSlash(dir), "$", "$$")+"/${2}")
+}
+
+// relToCourse is dir relative to the course's root when it lies inside
+// it, else dir itself.
+func (g *Grader) relToCourse(dir string) string {
+	if rel, err := filepath.Rel(g.Course.Root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return dir
+}
+
 // otherSources lists the source files of the submission in dir (Go, assembly,
 // C, object files) that are neither student files nor files of the
 // exercise (known): the grader never reads them (only the files the spec
@@ -724,7 +741,7 @@ func (g *Grader) Check(ctx context.Context, ex *Exercise, dir string) (*Result, 
 	defer os.RemoveAll(built.workDir)
 	if built.bin == nil {
 		res.Status = "compile_error"
-		res.Output = stripControl("Your code does not compile:\n" + indent(built.errors))
+		res.Output = stripControl("Your code does not compile:\n" + indent(studentPaths(built.errors, ex.Package, g.relToCourse(dir))))
 	}
 	tests := make([]TestSpec, len(names))
 	for i, name := range names {

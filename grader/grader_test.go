@@ -896,3 +896,16 @@ func TestOtherFilesNamedNotCompiled(t *testing.T) {
 	assert.Contains(t, res.Output, "these files of the submission were not compiled: asm/exit_amd64.s, helper.go")
 	assert.NotContains(t, res.Output, "README.txt")
 }
+
+func TestStudentPaths(t *testing.T) {
+	cases := []struct{ msg, want string }{
+		{"fragment/fragment.go:25:2: undefined: x", "exercises/02-fragmentation/fragment.go:25:2: undefined: x"},
+		{"# ex/fragment\nfragment/fragment.go:3:1: syntax error\n  vet: fragment/fragment_test.go:9:2: y",
+			"# ex/fragment\nexercises/02-fragmentation/fragment.go:3:1: syntax error\n  vet: exercises/02-fragmentation/fragment_test.go:9:2: y"},
+		{"otherfragment/fragment.go:1:1: z", "otherfragment/fragment.go:1:1: z"},
+		{"(fragment/a.go:1:2)", "(exercises/02-fragmentation/a.go:1:2)"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, studentPaths(c.msg, "fragment", "exercises/02-fragmentation"))
+	}
+}

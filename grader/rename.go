@@ -53,6 +53,12 @@ type hiddenTestsError struct{ msg string }
 
 func (e *hiddenTestsError) Error() string { return e.msg }
 
+// stubsError says that the exercise folder's own files (the stubs, or a
+// student's working copy of them, and the given files) do not compile.
+type stubsError struct{ msg string }
+
+func (e *stubsError) Error() string { return e.msg }
+
 // hiddenCache keeps the rewritten hidden tests of each exercise for the
 // grader's run: the rewrite type-checks the package, once.
 type hiddenCache struct {
@@ -130,6 +136,13 @@ func (g *Grader) hiddenTests(ctx context.Context, ex *Exercise) (*hiddenTests, e
 		}
 		prefix := "hidden_" + id[:16] + "_"
 		files, err := g.builder().reserveNames(ctx, ex.Spec.Package, stubs, original, prefix)
+		var serr *stubsError
+		if errors.As(err, &serr) {
+			// In a student's checkout the exercise's folder is their working
+			// copy: its code, not the hidden tests, is what does not compile.
+			return nil, fmt.Errorf("grader: your code does not compile: %s/%s\n(grading type-checks the hidden tests against exercises/%s's files: fix that file, or restore it with git checkout)",
+				filepath.ToSlash(g.relToCourse(ex.Dir)), serr.msg, ex.Name)
+		}
 		var herr *hiddenTestsError
 		if errors.As(err, &herr) {
 			return nil, &hiddenTestsError{fmt.Sprintf("grader: the hidden tests of %s: %s", ex.Name, herr.msg)}
@@ -151,6 +164,9 @@ func (b *builder) reserveNames(ctx context.Context, pkg string, pkgFiles, hidden
 	var parsed, hiddenParsed []*ast.File
 	for i, f := range append(append([]source(nil), pkgFiles...), hidden...) {
 		af, err := parser.ParseFile(fset, f.name, f.data, parser.SkipObjectResolution)
+		if err != nil && i < len(pkgFiles) {
+			return nil, &stubsError{err.Error()}
+		}
 		if err != nil {
 			return nil, &hiddenTestsError{fmt.Sprintf("does not parse: %v", err)}
 		}
@@ -172,6 +188,16 @@ func (b *builder) reserveNames(ctx context.Context, pkg string, pkgFiles, hidden
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var terr types.Error
+		if errors.As(err, &terr) {
+			isPkgFile := map[string]bool{}
+			for _, f := range pkgFiles {
+				isPkgFile[f.name] = true
+			}
+			if isPkgFile[terr.Fset.Position(terr.Pos).Filename] {
+				return nil, &stubsError{err.Error()}
+			}
 		}
 		return nil, &hiddenTestsError{fmt.Sprintf("they do not type-check with the exercise's stubs and given files: %v", err)}
 	}

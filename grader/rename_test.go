@@ -133,6 +133,18 @@ func ExampleShape() {}
 		require.ErrorAs(t, err, &herr, tc.src)
 		assert.Contains(t, err.Error(), tc.want, tc.src)
 	}
+	// What does not compile in the exercise's own files (in a student's
+	// checkout, their working copy) is their code's problem, not the
+	// hidden tests'.
+	for _, tc := range []struct{ src, want string }{
+		{"package p\n\nfunc g() int { return undefinedName }\n", "stub.go:3:23: undefined: undefinedName"},
+		{"package p\n\nfunc g( {\n", "stub.go:3"},
+	} {
+		_, err := b.reserveNames(context.Background(), "p", []source{given, {"stub.go", []byte(tc.src)}}, []source{{"a_test.go", []byte("package p\n")}}, "hidden_x_")
+		var serr *stubsError
+		require.ErrorAs(t, err, &serr, tc.src)
+		assert.Contains(t, err.Error(), tc.want, tc.src)
+	}
 }
 
 // courseRootForTest is the real course, two folders up.
