@@ -23,9 +23,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,6 +220,18 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := res.WriteText(stdout, "check"); err != nil {
 		return err
 	}
+	var studentFiles []string
+	if ex.Spec != nil {
+		studentFiles = ex.Spec.StudentFiles
+	}
+	if changed := changedGivenFiles(ex.Dir, studentFiles); len(changed) > 0 {
+		verb := "differs"
+		if len(changed) > 1 {
+			verb = "differ"
+		}
+		fmt.Fprintf(stdout, "Note: %s %s from the course's (git diff HEAD): check ran your copy, but grading uses the course's own, "+
+			"so a check that passes here may not at grading (git checkout -- FILE restores it).\n", strings.Join(changed, ", "), verb)
+	}
 	passed := 0
 	for _, t := range res.Tests {
 		if t.Passed() {
@@ -236,6 +250,26 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	return nil
+}
+
+// changedGivenFiles lists the files of the exercise folder dir, other than
+// the student's own, that differ from the git commit the course is at (a
+// loosened public test, an edited given file); nothing where the course is
+// not a git checkout or git is missing.
+func changedGivenFiles(dir string, studentFiles []string) []string {
+	cmd := exec.Command("git", "diff", "--name-only", "--relative", "HEAD", "--", ".")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var changed []string
+	for _, f := range strings.Fields(string(out)) {
+		if !slices.Contains(studentFiles, f) {
+			changed = append(changed, f)
+		}
+	}
+	return changed
 }
 
 // exerciseArg finds the exercise check is asked about: a name

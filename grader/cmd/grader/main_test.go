@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,4 +88,32 @@ func TestHelpPrintsUsageOnce(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Equal(t, 1, strings.Count(string(printed), "usage: grader check"), string(printed))
 	assert.Contains(t, string(printed), "-strict", "with the flags")
+}
+
+func TestChangedGivenFiles(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	dir := filepath.Join(repo, "exercises", "02-x")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, f := range []string{"x.go", "x_test.go", "given.go"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("package x\n"), 0o644))
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-qm", "course")
+	assert.Empty(t, changedGivenFiles(dir, []string{"x.go"}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.go"), []byte("package x\n// mine\n"), 0o644))
+	assert.Empty(t, changedGivenFiles(dir, []string{"x.go"}), "the student's own file is theirs to change")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x_test.go"), []byte("package x\n// loosened\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "given.go"), []byte("package x\n// edited\n"), 0o644))
+	assert.Equal(t, []string{"given.go", "x_test.go"}, changedGivenFiles(dir, []string{"x.go"}))
+	assert.Empty(t, changedGivenFiles(t.TempDir(), nil), "not a git checkout: nothing to say")
 }
