@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -280,6 +281,20 @@ func (v *verifier) exercise(ctx context.Context, name string) (verified, error) 
 			out.problems = append(out.problems, fmt.Sprintf("%s is not graded the same twice: %s", gr.label, u))
 		}
 	}
+	// What a student reads must read well: no formatting slip and no Go
+	// value dumped as the runtime prints it, in any feedback.
+	for _, gr := range append([]*graded{ref, stub, pub}, vars...) {
+		texts := []string{gr.res.Output}
+		for _, t := range gr.res.Tests {
+			texts = append(texts, t.Output)
+		}
+		for _, text := range texts {
+			if slip := feedbackSlip(text); slip != "" {
+				out.problems = append(out.problems, fmt.Sprintf("the feedback on %s shows %s: %q", gr.label, slip, excerpt(text, slip)))
+				break
+			}
+		}
+	}
 	fullMarks(ref)
 	stable(ref)
 	caught := map[string]bool{}
@@ -513,4 +528,35 @@ func packageVars(path string) []string {
 		}
 	}
 	return names
+}
+
+// goValueDump matches a Go value printed with %v or %+v of a struct (a
+// pointer's &{...}, a named struct's fields, a mutex): what a student
+// cannot read.
+var goValueDump = regexp.MustCompile(`&?\b[a-z][a-z0-9]*\.[A-Z][A-Za-z0-9]*\{[a-z][A-Za-z0-9]*:|sync\.(Mutex|RWMutex)\{|\(0x[0-9a-f]{6,}\)`)
+
+// feedbackSlip names the first formatting slip in a feedback text: a fmt
+// error (%!d(string=...)), a doubled percent sign printed as such, or a Go
+// value dumped as the runtime prints it; "" when there is none.
+func feedbackSlip(text string) string {
+	switch {
+	case strings.Contains(text, "%!"):
+		return "%!"
+	case strings.Contains(text, "%%"):
+		return "%%"
+	}
+	if m := goValueDump.FindString(text); m != "" {
+		return m
+	}
+	return ""
+}
+
+// excerpt is up to 80 characters of text around its first occurrence of s.
+func excerpt(text, s string) string {
+	i := strings.Index(text, s)
+	if i < 0 {
+		return text
+	}
+	lo, hi := max(0, i-40), min(len(text), i+len(s)+40)
+	return text[lo:hi]
 }

@@ -304,3 +304,20 @@ func TestCourseLayout(t *testing.T) {
 		assert.Empty(t, layoutProblems(c, ex, variants), name)
 	}
 }
+
+func TestFeedbackSlip(t *testing.T) {
+	cases := []struct{ text, want string }{
+		{"reserved 40 MiB, want 41943040 (40% of the card)", ""},
+		{"peak is 40%% of the baseline", "%%"},
+		{"got %!d(string=five)", "%!"},
+		{"got &tensor.Tensor{st:0xc000012345, gradMu:sync.Mutex{state:0}}", "&tensor.Tensor{st:"},
+		{"the lock sync.Mutex{state:0, sema:0}", "sync.Mutex{state:"},
+		{"a lock sync.Mutex{}", "sync.Mutex{"},
+		{"got plan.Plan{Stages:[1 2]}", ""},
+		{"want the block at (0xc00001a0b0)", "(0xc00001a0b0)"},
+		{"shape [2 3] float32 [1 2 3 ...]", ""},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, feedbackSlip(c.text), c.text)
+	}
+}

@@ -19,6 +19,7 @@ import os
 import json
 import re
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -59,20 +60,16 @@ def served_app(page):
     return None
 
 
-def main():
-    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in ([], ["--open"]):
-        sys.exit(__doc__)
-    hub, user, password = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
+def log_in(hub, user, password, source=None):
+    """Logs in as a browser would; returns (logged in, HTTP status, the
+    cookie jar, the milliseconds the two requests took)."""
     jar = http.cookiejar.CookieJar()
     handlers = [urllib.request.HTTPCookieProcessor(jar), NoRedirect]
-    if os.environ.get("GPUMEM_LOGIN_SOURCE"):
-        handlers.append(FromSource(os.environ["GPUMEM_LOGIN_SOURCE"]))
+    if source:
+        handlers.append(FromSource(source))
     opener = urllib.request.build_opener(*handlers)
-    try:
-        page = opener.open(hub + "/hub/login", timeout=30).read().decode()
-    except Exception as e:
-        print("login: GET %s/hub/login: %s" % (hub, e), file=sys.stderr)
-        sys.exit(2)
+    t0 = time.monotonic()
+    page = opener.open(hub + "/hub/login", timeout=30).read().decode()
     form = {"username": user, "password": password}
     m = re.search(r'name="_xsrf"\s+value="([^"]+)"', page)
     if m:
@@ -83,8 +80,20 @@ def main():
         status = r.status
     except urllib.error.HTTPError as e:  # 302 (no redirect followed), or 403 for a refused login
         status = e.code
-    logged_in = any(c.name == "jupyterhub-hub-login" for c in jar)
-    print("login: %s: HTTP %d, %s" % (user, status, "logged in" if logged_in else "refused"))
+    ms = int((time.monotonic() - t0) * 1000)
+    return any(c.name == "jupyterhub-hub-login" for c in jar), status, jar, ms
+
+
+def main():
+    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in ([], ["--open"]):
+        sys.exit(__doc__)
+    hub, user, password = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3]
+    try:
+        logged_in, status, jar, ms = log_in(hub, user, password, os.environ.get("GPUMEM_LOGIN_SOURCE"))
+    except Exception as e:  # the hub did not answer as a login page should
+        print("login: %s/hub/login: %s" % (hub, e), file=sys.stderr)
+        sys.exit(2)
+    print("login: %s: HTTP %d, %s in %d ms" % (user, status, "logged in" if logged_in else "refused", ms))
     if not logged_in or len(sys.argv) == 4:
         sys.exit(0 if logged_in else 1)
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
