@@ -102,6 +102,16 @@ def main(site):
     for name in lessons:
         if os.path.join(site, name) not in pages:
             failures.append(f"{index} has no link to {name}")
+    # Every relative link of every page leads to a page of the site.
+    for name in lessons:
+        links = Links()
+        links.feed(open(os.path.join(site, name)).read())
+        for h in links.hrefs:
+            target = h.split("#")[0]
+            if not target or "://" in h or h.startswith(("#", "mailto:", "data:")):
+                continue
+            if not os.path.exists(os.path.join(site, target)):
+                failures.append(f"{name} links to {h}, which the site does not hold")
     start = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         for name in ["index.html"] + lessons:

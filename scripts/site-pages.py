@@ -1,7 +1,10 @@
 """Finishes the pages nbconvert wrote for make site: drops the script tags
 that point at Debian's local files (file:///usr/share/javascript/...), which
-no reader of the site has and the lessons do not use, and writes
-index.html, one link per lesson with its title.
+no reader of the site has and the lessons do not use; turns the lessons'
+links to each other (NN-name.ipynb) into links to their pages
+(NN-name.html), and links into the course's folders (exercises/...), which
+the site does not hold, into their path as code; and writes index.html, one
+link per lesson with its title.
 
     site-pages.py SITE EXECUTED.ipynb...
 """
@@ -11,6 +14,8 @@ import os
 import re
 import sys
 
+LESSON_LINK = re.compile(r'href="(\d\d-[a-z0-9-]+)\.ipynb(#[^"]*)?"')
+COURSE_LINK = re.compile(r'<a href="\.\./([^"]+)">(.*?)</a>', re.S)
 LOCAL_SCRIPT = re.compile(r'<script[^>]*src="file:///usr/share/javascript/[^"]*"[^>]*>\s*</script>\s*', re.S)
 
 
@@ -41,7 +46,10 @@ def main(site, notebooks):
         name = os.path.splitext(os.path.basename(nb))[0]
         page = os.path.join(site, name + ".html")
         text = open(page).read()
-        write(page, LOCAL_SCRIPT.sub("", text))
+        text = LOCAL_SCRIPT.sub("", text)
+        text = LESSON_LINK.sub(lambda m: 'href="%s.html%s"' % (m.group(1), m.group(2) or ""), text)
+        text = COURSE_LINK.sub(lambda m: '%s (<code>%s</code> in the course)' % (m.group(2), html.escape(m.group(1))), text)
+        write(page, text)
         rows.append(f'<li><a href="{html.escape(name)}.html">{html.escape(title_of(nb))}</a></li>')
     index = """<!DOCTYPE html>
 <html lang="en">
