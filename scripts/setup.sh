@@ -78,9 +78,20 @@ else
 			die "apt-get install failed for: $apt_packages"
 		jupyter_ok || die "Jupyter packages installed but jupyter-lab/jupyter-notebook/nbconvert still not usable."
 	else
-		die "Jupyter is missing. Install Debian's packages, then rerun:
-    sudo apt-get update && sudo apt-get install -y jupyterlab $jupyter_common    # Debian 13
-    sudo apt-get update && sudo apt-get install -y jupyter-notebook $jupyter_common    # Debian 12"
+		# One command, for this machine: JupyterLab where its release packages
+		# it (Debian 13, Ubuntu 24.04), else the classic Notebook.
+		front=jupyter-notebook
+		if command -v apt-cache >/dev/null 2>&1 &&
+			[ -n "$(apt-cache policy jupyterlab 2>/dev/null | sed -n 's/^ *Candidate: *//p' | grep -v '(none)')" ]; then
+			front=jupyterlab
+		elif [ -r /etc/os-release ] && grep -qE '^VERSION_CODENAME=(trixie|forky|noble|oracular|plucky)' /etc/os-release; then
+			front=jupyterlab
+		fi
+		if command -v apt-get >/dev/null 2>&1; then
+			die "Jupyter is missing. Install it with root's rights, then run this again (everything else installs without root):
+    sudo apt-get update && sudo apt-get install -y $front $jupyter_common"
+		fi
+		die "Jupyter is missing, and this machine has no apt-get: install JupyterLab (or the Notebook), nbconvert, nbclient and ipykernel with your system's packages, then run this again."
 	fi
 fi
 
