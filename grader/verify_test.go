@@ -314,7 +314,7 @@ func TestFeedbackSlip(t *testing.T) {
 		{"the lock sync.Mutex{state:0, sema:0}", "sync.Mutex{state:"},
 		{"a lock sync.Mutex{}", "sync.Mutex{"},
 		{"got plan.Plan{Stages:[1 2]}", ""},
-		{"want the block at (0xc00001a0b0)", "(0xc00001a0b0)"},
+		{"panic: not implemented\nleak.TestEdgeCases(0x7198736e248)\n\t[hidden test] +0x29a", ""},
 		{"shape [2 3] float32 [1 2 3 ...]", ""},
 	}
 	for _, c := range cases {
