@@ -50,7 +50,7 @@ func TestSegmentSize(t *testing.T) {
 	for _, n := range []int64{100_000, 4_000_000, 25_000_001} {
 		rounded := RoundSize(n)
 		if got, want := SegmentSize(rounded), measure(t, []int64{n}).Reserved; got != want {
-			t.Errorf("SegmentSize(%d) = %d, the allocator reserved %d", rounded, got, want)
+			t.Errorf("a request of %d B: SegmentSize(RoundSize(%d)) = SegmentSize(%d) = %d, the allocator reserved %d", n, n, rounded, got, want)
 		}
 	}
 	if !IsSmall(RoundSize(1000)) || IsSmall(RoundSize(2*MiB)) {
