@@ -1,6 +1,8 @@
 // Package pickle writes Go values as Python pickles, protocol 2, so that
 // Python's pickle.loads (and PyTorch's memory tools, which read snapshots
-// with it) can read what gpukit writes.
+// with it) can read what gpukit writes; and it reads pickles of plain data
+// from strangers, such as a PyTorch memory snapshot (Decode, decode.go:
+// data opcodes only, every length bounded).
 //
 // The encoder never memoizes: a value reachable twice is written twice, and
 // no MEMOIZE, PUT or GET opcode appears in the output. It uses only opcodes
