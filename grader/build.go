@@ -36,6 +36,7 @@ type source struct {
 type binary struct {
 	path    string
 	timeout time.Duration
+	pkg     string // the package's folder, as its files appear in stacks (pkg/file.go)
 }
 
 // maxSourceBytes bounds one submitted file.
@@ -387,7 +388,7 @@ func (b *builder) build(ctx context.Context, pkg string, files []source, tests [
 	if err := os.Chmod(binPath, 0o111); err != nil {
 		return fail(fmt.Errorf("grader: %w", err))
 	}
-	res.bin = &binary{path: binPath, timeout: limits.Test}
+	res.bin = &binary{path: binPath, timeout: limits.Test, pkg: pkg}
 	return res, nil
 }
 

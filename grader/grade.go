@@ -445,16 +445,71 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits s
 	if why != "" {
 		b.WriteString(why + "\n")
 	}
-	if t := strings.TrimRight(text, "\n"); t != "" {
+	if tr.Status == StatusTimeout {
+		// Where the student's code stood, first; the goroutine dump of
+		// the testing package and the grader is no help to them.
+		if frames := stuckAt(red.clean(text+"\n"+outside), bin.pkg); len(frames) > 0 {
+			b.WriteString("Where your code was when it was stopped:\n")
+			for _, f := range frames {
+				b.WriteString("    " + f + "\n")
+			}
+		}
+		if t := strings.TrimRight(beforeDump(text), "\n"); t != "" {
+			b.WriteString(t + "\n")
+		}
+	} else if t := strings.TrimRight(text, "\n"); t != "" {
 		b.WriteString(t + "\n")
 	}
-	if tr.Status != StatusPassed {
+	if tr.Status != StatusPassed && tr.Status != StatusTimeout {
 		if t := strings.TrimSpace(outside); t != "" {
 			b.WriteString(t + "\n")
 		}
 	}
 	tr.Output = truncate(stripControl(red.clean(b.String())), maxFeedback)
 	return nil
+}
+
+// stackFrame is a goroutine dump's location line: a tab, a file and a line.
+var stackFrame = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
+
+// stuckAt lists, from a goroutine dump, the frames in the files of the
+// exercise's package, whose folder is pkg in the grader's build
+// (pkg/loop.go:12), as "loop.go:12 in Step", each once, at most 8: not Go's
+// runtime or testing package, not gpukit, not the hidden tests.
+func stuckAt(dump, pkg string) []string {
+	lines := strings.Split(dump, "\n")
+	var out []string
+	seen := map[string]bool{}
+	for i := 1; i < len(lines) && len(out) < 8; i++ {
+		m := stackFrame.FindStringSubmatch(lines[i])
+		if m == nil || !strings.HasPrefix(m[1], pkg+"/") || strings.Contains(m[1], "zz_grader_") {
+			continue
+		}
+		fn := strings.TrimPrefix(lines[i-1], "created by ")
+		if j := strings.LastIndexByte(fn, '('); j > 0 {
+			fn = fn[:j]
+		}
+		if j := strings.LastIndexByte(fn, '/'); j >= 0 {
+			fn = fn[j+1:]
+		}
+		if j := strings.IndexByte(fn, '.'); j >= 0 {
+			fn = fn[j+1:] // the package's name: the file says where
+		}
+		where := fmt.Sprintf("%s:%s in %s", strings.TrimPrefix(m[1], pkg+"/"), m[2], fn)
+		if !seen[where] {
+			seen[where] = true
+			out = append(out, where)
+		}
+	}
+	return out
+}
+
+// beforeDump is a test's output up to the timeout's goroutine dump.
+func beforeDump(text string) string {
+	if i := strings.Index(text, msgTimedOut); i >= 0 {
+		return text[:i]
+	}
+	return text
 }
 
 // verdict is a test's status, and why when it did not pass, from what its

@@ -909,3 +909,32 @@ func TestStudentPaths(t *testing.T) {
 		assert.Equal(t, c.want, studentPaths(c.msg, "fragment", "exercises/02-fragmentation"))
 	}
 }
+
+func TestStuckAt(t *testing.T) {
+	dump := `panic: test timed out after 3s
+	running tests:
+		TestLoop (3s)
+
+goroutine 7 [running]:
+reuse.Step(0xc000012345, 0x10)
+	reuse/loop.go:12 +0x1a5
+reuse.Train(...)
+	reuse/loop.go:30
+reuse.TestLoop(0xc0000a2000)
+	[hidden test] +0x29a
+testing.tRunner(0xc0000a2000, 0x5a3b10)
+	testing/testing.go:1934 +0xea
+created by testing.(*T).Run in goroutine 1
+	testing/testing.go:1997 +0x465
+
+goroutine 1 [chan receive]:
+github.com/gpumem/course/gpukit/tensor.(*Tensor).Sum(0xc0000b4000)
+	github.com/gpumem/course/gpukit/tensor/reduce.go:40 +0x1d
+reuse.Step(0xc000012345, 0x10)
+	reuse/loop.go:12 +0x1a5
+`
+	assert.Equal(t, []string{"loop.go:12 in Step", "loop.go:30 in Train"}, stuckAt(dump, "reuse"))
+	assert.Empty(t, stuckAt(dump, "testing"+"x"))
+	assert.Empty(t, stuckAt("--- FAIL: TestX\n    x_test.go:3: bad\n", "reuse"))
+	assert.Equal(t, "before\n", beforeDump("before\npanic: test timed out after 3s\ngoroutine 1"))
+}
