@@ -337,6 +337,15 @@ done
 # IOPub port needs no key: once, a student read a classmate's cell output
 # that way. gpumem-s2's cell dials every port gpumem-s1's server and kernel
 # listen on; each server's own network namespace must make them unreachable.
+# A kernel of gpumem-s1's, started through its server's API, so that its
+# five ports (shell, IOPub, stdin, control, heartbeat) are open.
+/usr/bin/python3 - "$hub/user/gpumem-s1/api/kernels" "$token" <<'PY' >/dev/null 2>&1
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1], data=b'{"name": "gonb"}', method="POST",
+                             headers={"Authorization": "token " + sys.argv[2], "Content-Type": "application/json"})
+urllib.request.urlopen(req, timeout=60).read()
+PY
+sleep 5
 s1pid=$(pgrep -u gpumem-s1 -f jupyterhub-singleuser | head -n 1)
 ports=$([ -n "$s1pid" ] && nsenter -t "$s1pid" -n ss -Hltn 2>/dev/null | awk '{ n = split($4, a, ":"); print a[n] }' | sort -u | tr '\n' ' ')
 if [ -z "$ports" ]; then
@@ -356,7 +365,7 @@ EOF
 	printf 'import (\n\t"fmt"\n\t"net"\n\t"strings"\n\t"time"\n)\n' >"$state/work/dial-imports.go"
 	out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/gpumem-s2/" "$token" 00-welcome.ipynb "$state/work/dial-imports.go" "$state/work/dial.go" 2>&1)
 	if grep -q "^reached 0 of" <<<"$out"; then
-		ok "gpumem-s2's cell reaches none of gpumem-s1's ports ($ports): each server has its own network namespace"
+		ok "gpumem-s2's cell reaches none of gpumem-s1's $(wc -w <<<"$ports") ports, its server's and its kernel's ($ports): each server has its own network namespace"
 	else
 		bad "gpumem-s2's cell and gpumem-s1's ports ($ports): $(grep -m1 reached <<<"$out" || tail -n 3 <<<"$out")"
 	fi
