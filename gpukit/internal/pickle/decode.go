@@ -493,18 +493,10 @@ func (d *decoder) run() (any, error) {
 			l.Items = append(l.Items, v)
 		case 'e': // APPENDS
 			var items []any
-			if items, err = d.popMark(); err != nil {
-				return nil, err
+			var l *List
+			if items, l, err = marked[*List](d, "APPENDS"); err == nil {
+				l.Items = append(l.Items, items...)
 			}
-			var target any
-			if target, err = d.top(); err != nil {
-				return nil, err
-			}
-			l, ok := target.(*List)
-			if !ok {
-				return nil, fmt.Errorf("pickle: APPENDS to a %s", typeName(target))
-			}
-			l.Items = append(l.Items, items...)
 		case 's': // SETITEM
 			var k, v, target any
 			if v, err = d.pop(); err != nil {
@@ -523,32 +515,16 @@ func (d *decoder) run() (any, error) {
 			err = m.set(k, v)
 		case 'u': // SETITEMS
 			var items []any
-			if items, err = d.popMark(); err != nil {
-				return nil, err
+			var m *Map
+			if items, m, err = marked[*Map](d, "SETITEMS"); err == nil {
+				err = setItems(m, items)
 			}
-			var target any
-			if target, err = d.top(); err != nil {
-				return nil, err
-			}
-			m, ok := target.(*Map)
-			if !ok {
-				return nil, fmt.Errorf("pickle: SETITEMS on a %s", typeName(target))
-			}
-			err = setItems(m, items)
 		case 0x90: // ADDITEMS
 			var items []any
-			if items, err = d.popMark(); err != nil {
-				return nil, err
+			var set *Set
+			if items, set, err = marked[*Set](d, "ADDITEMS"); err == nil {
+				set.Items = append(set.Items, items...)
 			}
-			var target any
-			if target, err = d.top(); err != nil {
-				return nil, err
-			}
-			s, ok := target.(*Set)
-			if !ok {
-				return nil, fmt.Errorf("pickle: ADDITEMS on a %s", typeName(target))
-			}
-			s.Items = append(s.Items, items...)
 		case '0': // POP
 			if len(d.stack) > 0 && (len(d.marks) == 0 || d.marks[len(d.marks)-1] < len(d.stack)) {
 				d.stack = d.stack[:len(d.stack)-1]
@@ -598,6 +574,26 @@ func (d *decoder) run() (any, error) {
 			return nil, fmt.Errorf("pickle: more than %d memo entries", d.lim.MaxValues)
 		}
 	}
+}
+
+// marked pops the values above the last MARK and returns them with the
+// container below them, which must be a T (the opcode is named in the
+// error).
+func marked[T any](d *decoder, opcode string) ([]any, T, error) {
+	var zero T
+	items, err := d.popMark()
+	if err != nil {
+		return nil, zero, err
+	}
+	top, err := d.top()
+	if err != nil {
+		return nil, zero, err
+	}
+	c, ok := top.(T)
+	if !ok {
+		return nil, zero, fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
+	}
+	return items, c, nil
 }
 
 func (d *decoder) memoIndex(op byte) (int64, error) {

@@ -27,17 +27,7 @@ var lookupStudent = collect.Lookup
 // classExercise finds the exercise for collect and handback, which need
 // its grade.json but no sandbox.
 func classExercise(c *common, name string) (*grader.Exercise, error) {
-	var course *grader.Course
-	var err error
-	if c.course != "" {
-		course, err = grader.OpenCourse(c.course)
-	} else {
-		wd, werr := os.Getwd()
-		if werr != nil {
-			return nil, werr
-		}
-		course, err = grader.FindCourse(wd)
-	}
+	course, err := c.findCourse()
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +39,28 @@ func classExercise(c *common, name string) (*grader.Exercise, error) {
 		return nil, fmt.Errorf("grader: %s has no hidden tests here (a student edition?)", name)
 	}
 	return ex, nil
+}
+
+// classArgs parses a class command's arguments (flags, then the students'
+// names) and finds its exercise and students; missing says what a usage
+// error asks for, or "".
+func classArgs(fs *flag.FlagSet, c *common, exercise *string, args []string, missing func() string) (*grader.Exercise, []collect.Student, error) {
+	names, err := parse(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m := missing(); m != "" {
+		return nil, nil, errUsage{m}
+	}
+	ex, err := classExercise(c, *exercise)
+	if err != nil {
+		return nil, nil, err
+	}
+	students, err := classStudents(names)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ex, students, nil
 }
 
 func classStudents(names []string) ([]collect.Student, error) {
@@ -83,18 +95,12 @@ func cmdCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(os.Stderr, "usage: grader collect --exercise NN-name --out DIR STUDENT...")
 		fs.PrintDefaults()
 	}
-	names, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if *exercise == "" || *out == "" {
-		return errUsage{"collect needs --exercise NN-name and --out DIR"}
-	}
-	ex, err := classExercise(&c, *exercise)
-	if err != nil {
-		return err
-	}
-	students, err := classStudents(names)
+	ex, students, err := classArgs(fs, &c, exercise, args, func() string {
+		if *exercise == "" || *out == "" {
+			return "collect needs --exercise NN-name and --out DIR"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}
@@ -161,18 +167,12 @@ func cmdHandback(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(os.Stderr, "usage: grader handback --exercise NN-name --feedback DIR [--submissions DIR] STUDENT...")
 		fs.PrintDefaults()
 	}
-	names, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if *exercise == "" || *feedback == "" {
-		return errUsage{"handback needs --exercise NN-name and --feedback DIR"}
-	}
-	ex, err := classExercise(&c, *exercise)
-	if err != nil {
-		return err
-	}
-	students, err := classStudents(names)
+	ex, students, err := classArgs(fs, &c, exercise, args, func() string {
+		if *exercise == "" || *feedback == "" {
+			return "handback needs --exercise NN-name and --feedback DIR"
+		}
+		return ""
+	})
 	if err != nil {
 		return err
 	}

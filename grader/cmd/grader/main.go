@@ -136,18 +136,21 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.sandbox, "sandbox", "auto", "auto (bubblewrap when it works), bwrap (required) or limits (rlimits only)")
 }
 
-func (c *common) open(stderr io.Writer, defaultMode sandbox.Mode) (*grader.Grader, error) {
-	var course *grader.Course
-	var err error
+// findCourse opens the course of --course, or the one the current folder
+// is in.
+func (c *common) findCourse() (*grader.Course, error) {
 	if c.course != "" {
-		course, err = grader.OpenCourse(c.course)
-	} else {
-		wd, werr := os.Getwd()
-		if werr != nil {
-			return nil, werr
-		}
-		course, err = grader.FindCourse(wd)
+		return grader.OpenCourse(c.course)
 	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return grader.FindCourse(wd)
+}
+
+func (c *common) open(stderr io.Writer, defaultMode sandbox.Mode) (*grader.Grader, error) {
+	course, err := c.findCourse()
 	if err != nil {
 		return nil, err
 	}
