@@ -445,14 +445,17 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits s
 	if why != "" {
 		b.WriteString(why + "\n")
 	}
+	// A test stopped for time: where the student's code stood, first, in
+	// place of the goroutine dump of the testing package and the grader
+	// (kept only when no frame is in the exercise's files).
+	var frames []string
 	if tr.Status == StatusTimeout {
-		// Where the student's code stood, first; the goroutine dump of
-		// the testing package and the grader is no help to them.
-		if frames := stuckAt(red.clean(text+"\n"+outside), bin.pkg); len(frames) > 0 {
-			b.WriteString("Where your code was when it was stopped:\n")
-			for _, f := range frames {
-				b.WriteString("    " + f + "\n")
-			}
+		frames = stuckAt(red.clean(text+"\n"+outside), bin.pkg)
+	}
+	if len(frames) > 0 {
+		b.WriteString("Where your code was when it was stopped:\n")
+		for _, f := range frames {
+			b.WriteString("    " + f + "\n")
 		}
 		if t := strings.TrimRight(beforeDump(text), "\n"); t != "" {
 			b.WriteString(t + "\n")
@@ -460,7 +463,7 @@ func (g *Grader) runTest(ctx context.Context, bin *binary, name string, limits s
 	} else if t := strings.TrimRight(text, "\n"); t != "" {
 		b.WriteString(t + "\n")
 	}
-	if tr.Status != StatusPassed && tr.Status != StatusTimeout {
+	if tr.Status != StatusPassed && len(frames) == 0 {
 		if t := strings.TrimSpace(outside); t != "" {
 			b.WriteString(t + "\n")
 		}
