@@ -129,7 +129,8 @@ fi
 
 getent group "$group" >/dev/null || groupadd "$group"
 say "group $group: $(getent group "$group" | cut -d: -f4 | tr ',' ' ' | wc -w) members"
-install -d -m 755 "$etc"
+install -d -m 700 "$etc" # hub.env, and a TLS key if the hub serves TLS itself
+chmod 700 "$etc"
 if [ -f "$etc/hub.env" ]; then
 	sed -i "s/^GPUMEM_ADMINS=.*/GPUMEM_ADMINS=$admin/" "$etc/hub.env"
 else
