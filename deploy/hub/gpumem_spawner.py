@@ -82,7 +82,7 @@ mv -T .course.copying course
 echo "copied the course into $HOME/course"
 """
 
-# Linux constants for the mount namespace (from <sched.h>, <sys/mount.h>).
+# Linux constants for the server's namespaces (from <sched.h>, <sys/mount.h>).
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 # <linux/sockios.h>, <net/if.h>: to bring the namespace's loopback up.
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -418,7 +418,7 @@ class CgroupSpawner(LocalProcessSpawner):
             # The server listens on every address of its namespace: its
             # link's is the only one reachable, and only from the host.
             self.ip = "0.0.0.0"
-            host, peer, _ = student_link(self._student().pw_uid, self.uid_min)
+            _, peer, _ = student_link(self._student().pw_uid, self.uid_min)
             self.hub_connect_url = "http://%s:%d" % (HUB_ADDRESS, self.hub_port())
         ip_port = await super().start()
         if self.network_namespace:
