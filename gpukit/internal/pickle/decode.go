@@ -199,6 +199,24 @@ func (d *decoder) read(n int64) ([]byte, error) {
 	return buf, nil
 }
 
+// countWidth is the size of the little-endian length before the bytes of
+// each counted string or bytes opcode.
+var countWidth = map[byte]int{
+	'X': 4, 0x8c: 1, 0x8d: 8, // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+	'T': 4, 'U': 1, // BINSTRING, SHORT_BINSTRING
+	'B': 4, 'C': 1, 0x8e: 8, 0x96: 8, // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
+}
+
+// counted reads the length of op's value, then its bytes (read checks the
+// length against the limits first).
+func (d *decoder) counted(op byte) ([]byte, error) {
+	n, err := d.uint(countWidth[op])
+	if err != nil {
+		return nil, err
+	}
+	return d.read(int64(min(n, math.MaxInt64)))
+}
+
 func (d *decoder) uint(n int) (uint64, error) {
 	b, err := d.read(int64(n))
 	if err != nil {
@@ -381,42 +399,19 @@ func (d *decoder) run() (any, error) {
 			}
 			err = d.push(f)
 		case 'X', 0x8c, 0x8d: // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
-			var n uint64
-			switch op {
-			case 'X':
-				n, err = d.uint(4)
-			case 0x8c:
-				n, err = d.uint(1)
-			default:
-				n, err = d.uint(8)
-			}
-			if err != nil {
-				return nil, err
-			}
 			var b []byte
-			if b, err = d.read(int64(min(n, math.MaxInt64))); err == nil {
+			if b, err = d.counted(op); err == nil {
 				err = d.push(unicodeString(b))
 			}
-		case 'B', 'C', 0x8e, 'T', 'U', 0x96: // BINBYTES, SHORT_BINBYTES, BINBYTES8, BINSTRING, SHORT_BINSTRING, BYTEARRAY8
-			var n uint64
-			switch op {
-			case 'C', 'U':
-				n, err = d.uint(1)
-			case 'B', 'T':
-				n, err = d.uint(4)
-			default:
-				n, err = d.uint(8)
-			}
-			if err != nil {
-				return nil, err
-			}
+		case 'T', 'U': // BINSTRING, SHORT_BINSTRING: Python 2 str, text
 			var b []byte
-			if b, err = d.read(int64(min(n, math.MaxInt64))); err == nil {
-				if op == 'T' || op == 'U' { // Python 2 str: text
-					err = d.push(string(b))
-				} else {
-					err = d.push(b)
-				}
+			if b, err = d.counted(op); err == nil {
+				err = d.push(string(b))
+			}
+		case 'B', 'C', 0x8e, 0x96: // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
+			var b []byte
+			if b, err = d.counted(op); err == nil {
+				err = d.push(b)
 			}
 		case 'S': // STRING (protocol 0): a quoted repr
 			var line string
