@@ -69,6 +69,17 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// PassedTests is the number of r's tests that passed.
+func (r *Result) PassedTests() int {
+	n := 0
+	for _, t := range r.Tests {
+		if t.Passed() {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteText writes r for a person: one line per test, its feedback
 // indented below a failing one, then the total. verb is "grade" or "check".
 func (r *Result) WriteText(w io.Writer, verb string) error {

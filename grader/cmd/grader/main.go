@@ -235,12 +235,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "Note: %s %s from the course's (git diff HEAD): check ran your copy, but grading uses the course's own, "+
 			"so a check that passes here may not at grading (git checkout -- FILE restores it).\n", strings.Join(changed, ", "), verb)
 	}
-	passed := 0
-	for _, t := range res.Tests {
-		if t.Passed() {
-			passed++
-		}
-	}
+	passed := res.PassedTests()
 	files := "the exercise's files"
 	if ex.Spec != nil {
 		files = strings.Join(ex.Spec.StudentFiles, ", ")
@@ -342,12 +337,7 @@ func checkAll(ctx context.Context, c *common, stdout, stderr io.Writer, strict b
 		if err != nil {
 			return err
 		}
-		passed := 0
-		for _, t := range res.Tests {
-			if t.Passed() {
-				passed++
-			}
-		}
+		passed := res.PassedTests()
 		mark := "✓"
 		if passed < len(res.Tests) {
 			mark = "✗"
