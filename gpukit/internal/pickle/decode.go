@@ -127,6 +127,12 @@ func hashKey(key any) (any, bool) {
 // string, []byte, *List, Tuple, *Map, *Set. It reads r to its end: bytes
 // after the pickle's STOP are an error.
 func Decode(r io.Reader, lim Limits) (any, error) {
+	if r == nil {
+		return nil, errors.New("pickle: Decode of a nil reader")
+	}
+	if lim.MaxInput <= 0 || lim.MaxValues <= 0 || lim.MaxString < 0 {
+		return nil, fmt.Errorf("pickle: limits %+v: MaxInput and MaxValues must be positive (DefaultLimits suits a snapshot)", lim)
+	}
 	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, lim.MaxInput+1), 1<<16), lim: lim, memo: map[int64]any{}}
 	v, err := d.run()
 	if err != nil {

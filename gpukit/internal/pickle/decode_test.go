@@ -52,6 +52,13 @@ func TestDecodeRoundTrip(t *testing.T) {
 	assert.Equal(t, []any{"none", "t", "f", "small", "neg", "int32", "int64", "huge", "float", "str", "list", "tuple", "nested"}, m.Keys, "insertion order")
 }
 
+func TestDecodeRefusesBadArguments(t *testing.T) {
+	_, err := Decode(nil, DefaultLimits)
+	assert.EqualError(t, err, "pickle: Decode of a nil reader")
+	_, err = Decode(strings.NewReader("N."), Limits{})
+	assert.ErrorContains(t, err, "pickle: limits")
+}
+
 // Hand-written pickles: the memo, protocol 0's text forms, sets, MARKs.
 func TestDecodeOpcodes(t *testing.T) {
 	cases := []struct {
