@@ -20,6 +20,9 @@ type (
 	Backend = backend.Backend
 	// Profile carries the published figures of a card.
 	Profile = backend.Profile
+	// Node is a machine of several cards and the network between such
+	// machines.
+	Node = backend.Node
 	// Kernel is the cost of a kernel for Launch.
 	Kernel = backend.Kernel
 	// Kind is the backend family: Sim, Meta or CUDA.
@@ -83,6 +86,18 @@ func LookupProfile(name string) (Profile, error) {
 // documentation).
 func PeerPath(src, dst Profile) (link string, bandwidth float64) {
 	return backend.PeerPath(src, dst)
+}
+
+// Nodes returns the built-in nodes (dgx-h100, pcie-node).
+func Nodes() []Node { return backend.Nodes() }
+
+// LookupNode returns the built-in node called name.
+func LookupNode(name string) (Node, error) {
+	n, err := backend.LookupNode(name)
+	if err != nil {
+		return Node{}, fmt.Errorf("device: %s", strings.TrimPrefix(err.Error(), "backend: "))
+	}
+	return n, nil
 }
 
 // Option configures a device when it is first opened.

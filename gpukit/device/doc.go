@@ -61,6 +61,7 @@
 //	host<->device   p.LaunchOverhead + n/p.PCIePinned   (pageable: n/p.PCIePageable)
 //	device copy     p.LaunchOverhead + 2n/p.HBMBandwidth (read and write)
 //	peer copy       p.LaunchOverhead + n/bw  bw = the slower p.NVLink when both cards have NVLink, else the slower p.PeerBandwidth (PCIe pinned)
+//	                (CopyDevice knows no nodes; gpukit/distributed's collectives do, see Nodes)
 //	raw malloc      p.MallocLatency + p.MallocPerGiB * n/GiB  (host time)
 //	raw free        synchronize the device, then p.FreeLatency  (host time)
 //	map n pages     as a raw malloc of their bytes
@@ -129,11 +130,33 @@
 //     15.75 GB/s (3.0), 31.5 GB/s (4.0) and 63 GB/s (5.0).
 //   - Modelled, not published: pinned copies reach 80% of the link rate
 //     (typical of CUDA's bandwidthTest), pageable copies 40% of the pinned
-//     figure; peer copies run at the pinned rate (NVLink is not modelled);
-//     kernel launch overhead 5 µs; cudaMalloc 20 µs + 40 µs per GiB; cudaFree
-//     15 µs after its device synchronization.
+//     figure; peer copies between cards without NVLink run at the pinned
+//     rate; NVLink (a100-40gb, h100-80gb) at half the datasheet's figure,
+//     which counts both directions (300 and 450 GB/s each way), without
+//     the share PCIe copies lose; kernel launch overhead 5 µs; cudaMalloc
+//     20 µs + 40 µs per GiB; cudaFree 15 µs after its device
+//     synchronization.
 //   - Made up: the whole "classroom" card, a plausible entry-level 2 GiB card
 //     that makes out-of-memory errors easy to reach.
+//
+// # Nodes
+//
+// A Profile describes one card; a Node describes the machine that holds
+// several: how many cards (CardsPerNode), whether it wires their NVLink
+// together (NVLink; otherwise they talk over PCIe, Node.IntraPath), and
+// the NICs that join it to other nodes (NICs of NICBandwidth each,
+// NetLatency per ring step between nodes). gpukit/distributed places a
+// process group's ranks on nodes with them.
+//
+//	node       cards  inside         NICs (each way)        between nodes
+//	dgx-h100   8      NVLink 450     8 × 400 Gb/s (50 GB/s)  400 GB/s
+//	pcie-node  8      PCIe           1 × 100 Gb/s            12.5 GB/s
+//
+// dgx-h100 is NVIDIA's DGX H100 datasheet (8 H100 SXM, 4 NVSwitches, 8
+// ConnectX-7 400 Gb/s ports for the compute fabric); pcie-node is made
+// up, a plausible PCIe-only server. NetLatency is 14 µs in both, NCCL's
+// own figure for a network hop of its ring (src/graph/tuning.cc, hwLat
+// NET, Ring, Simple).
 //
 // # A card is not all yours
 //
