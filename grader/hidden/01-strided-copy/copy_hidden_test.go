@@ -55,6 +55,8 @@ func TestEdgeLayouts(t *testing.T) {
 		{"sliced with steps and offset", 8, []int{2, 3, 2}, []int{40, 9, 3}, 4, 4 + 40 + 18 + 3 + 1},
 		{"contiguous with offset", 4, []int{4, 5}, []int{5, 1}, 11, 31},
 		{"contiguous but for size-1 dims", 4, []int{4, 1, 5}, []int{5, 77, 1}, 0, 20},
+		{"size-1 inner dimension, strided outer", 4, []int{3, 1}, []int{2, 7}, 1, 8},
+		{"overlapping rows, inner strides contiguous", 4, []int{2, 3, 4}, []int{3, 4, 1}, 0, 15},
 		{"inner stride 1 inside strided rows", 1, []int{3, 4}, []int{10, 1}, 3, 27},
 		// src goes on after the layout: a copy bounded by src, not by the
 		// layout, writes past the result
@@ -92,6 +94,16 @@ func TestEdgeLayouts(t *testing.T) {
 			t.Errorf("shape %v: %v, want no error (no elements)", shape, err)
 		}
 	}
+	// Steps that reach exactly the largest int fit: with no elements there
+	// is still nothing to read.
+	for _, c := range []struct{ shape, strides []int }{
+		{[]int{0, 3}, []int{1, math.MaxInt / 2}},
+		{[]int{0, 2}, []int{1, math.MaxInt}},
+	} {
+		if err := CopyStrided(nil, nil, 4, c.shape, c.strides, 0); err != nil {
+			t.Errorf("shape %v, strides %v: %v, want no error (no elements, nothing overflows)", c.shape, c.strides, err)
+		}
+	}
 }
 
 // Invalid layouts are errors, never panics, and write nothing; layouts
@@ -127,6 +139,9 @@ func TestInvalidLayouts(t *testing.T) {
 		{"sizes and strides differ in length", 48, 4, []int{2, 3}, []int{1}, 0},
 		{"negative stride", 48, 4, []int{3}, []int{-1}, 2},
 		{"negative size", 48, 4, []int{-3}, []int{1}, 0},
+		{"negative size, stride 0", 48, 4, []int{-3}, []int{0}, 0},
+		{"negative size after a size-0 dimension", 48, 4, []int{0, -2}, []int{1, 1}, 0},
+		{"negative stride after a size-0 dimension", 48, 4, []int{0, 3}, []int{1, -1}, 0},
 		{"negative offset", 48, 4, []int{3}, []int{1}, -1},
 		{"dst too small", 11, 4, []int{3}, []int{1}, 0},
 		{"reads past src", 48, 4, []int{3, 4}, []int{4, 1}, 1},

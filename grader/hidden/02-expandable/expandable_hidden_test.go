@@ -186,6 +186,9 @@ func TestPinRequests(t *testing.T) {
 	for _, c := range []struct{ capacity, request int64 }{
 		{256 * MiB, 2 * MiB}, {256 * MiB, 7 * MiB}, {256 * MiB, 19 * MiB}, {256 * MiB, 64 * MiB},
 		{1 << 30, 3 * MiB}, {1 << 30, 256 * MiB},
+		// whole multiples of a 1 MiB + 512 B block: a free run of exactly
+		// the request's size serves it
+		{256 * MiB, 3 * (MiB + 512)}, {256 * MiB, 5 * (MiB + 512)},
 	} {
 		checkPinned(t, c.capacity, c.request)
 	}

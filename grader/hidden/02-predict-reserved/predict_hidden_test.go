@@ -99,6 +99,8 @@ func TestPredictSplitRules(t *testing.T) {
 		{"own segment, rest 1 MiB", []int64{11 * MiB, 3 * MiB}},
 		{"own segment, rest below 2 MiB", []int64{10*MiB + 1, 1536 * 1024}},
 		{"best fit", []int64{15 * MiB, 17 * MiB, 3 * MiB, 3 * MiB, 2 * MiB}},
+		{"a large rest that fits exactly", []int64{5 * MiB, 15 * MiB}},
+		{"a small rest that fits exactly", []int64{MiB, MiB}},
 		{"small pool fills segments", []int64{900_000, 900_000, 900_000, 300_000, 200_000, 1 << 20}},
 		{"one of each", []int64{1, MiB, MiB + 1, 10 * MiB, 64 * MiB}},
 	} {

@@ -123,7 +123,9 @@ func TestHiddenFits(t *testing.T) {
 
 func TestHiddenChoose(t *testing.T) {
 	twoCardsZeRO2, _, fourCardsZeRO3, t4TwoCardsZeRO1, _, _ := configs()
-	for _, c := range []config{twoCardsZeRO2, fourCardsZeRO3, t4TwoCardsZeRO1} {
+	// fits on MaxDevices cards and on no fewer
+	allCardsZeRO3 := config{Model{layers(12288, 10), 1024}, "classroom"}
+	for _, c := range []config{twoCardsZeRO2, fourCardsZeRO3, t4TwoCardsZeRO1, allCardsZeRO3} {
 		card := profile(t, c.card)
 		want, _ := best(t, c.m, card)
 		got, ok, err := Choose(c.m, card)
