@@ -43,6 +43,32 @@
 // latency of one ring step, is the profile's launch overhead (modelled,
 // not measured). Work.Wait makes the default streams wait for a
 // collective, so communication overlaps compute until a result is needed.
+//
+// # Nodes
+//
+// Without OnNodes every card of a group sits in one node. OnNodes(node)
+// puts node.CardsPerNode ranks on each node (a device.Node: dgx-h100,
+// pcie-node). Then, as NCCL models it (ncclTopoTuneModel,
+// src/graph/tuning.cc of NVIDIA/nccl):
+//
+//   - bw is the slower of the links inside a node (node.IntraPath) and
+//     the node's network, all its NICs together (node.NetworkBandwidth):
+//     NCCL's search (src/graph/search.cc) builds rings (channels) that
+//     leave and enter each node through a NIC, as many as the NICs can
+//     carry, and its bus bandwidth is the channels' sum. One 400 Gb/s
+//     NIC per card is thus 400 GB/s for a DGX H100's ring, not 50 GB/s.
+//   - the steps NCCL counts as crossing nodes (2·nodes of an all-reduce,
+//     nodes-1 of a reduce-scatter or all-gather) cost node.NetLatency
+//     instead of α.
+//   - an all-reduce takes NCCL's tree instead of the ring when the tree's
+//     predicted time is lower: 2·(cards per node - 1 + log₂ nodes) hops
+//     of 28 µs, at half of 92 % of bw (NCCL's Simple-protocol figures).
+//     That happens for small tensors only; CommStats.TreeCalls counts
+//     them, and a tree sends each byte up and down once (2n).
+//
+// Not modelled: NCCL's LL and LL128 protocols, NVLink SHARP and CollNet,
+// the tree's correction factors, and a ring's values still follow the
+// ring's order when the tree is timed.
 // The receive buffer each ring step needs (one chunk) is allocated
 // through the card's caching allocator for the collective's duration, as
 // the issue asked ("as NCCL's are through PyTorch's"; real NCCL keeps
@@ -97,6 +123,14 @@
 //     limit_all_gathers does: the host waits for the collective two
 //     layers back before it issues another, so that the blocks a
 //     communication stream used can be handed out again.
+//
+// With Config.DeepSpeed, stages 1 and 2 follow DeepSpeed's defaults
+// (deepspeed/runtime/zero/stage_1_and_2.py) instead of the paper's
+// accounting: a reduce bucket of 5e8 16-bit elements during backward,
+// and in the step a flat 16-bit copy and a float32 copy of the rank's
+// gradient partition while the gradients are held, so the step's peak
+// is 2Ψ + (2 + 2 + 4 + K)·Ψ/N; the gradients are freed before the
+// update, and 2Ψ + K·Ψ/N stays.
 //
 // The forward and backward of each layer are written out (the layer's
 // input is all it saves; a ReLU's output doubles as its mask), not taped

@@ -3,10 +3,13 @@ package distributed
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -28,34 +31,74 @@ type occupier interface {
 // (rank r sends to rank r+1 mod N), like ProcessGroupNCCL over N GPUs.
 // Each rank has a communication stream of its own, as NCCL has; the
 // collectives run there and Work.Wait makes the ranks' default streams
-// wait for them.
+// wait for them. The ranks may sit on several nodes (OnNodes).
 type Group struct {
 	devs  []*device.Device
 	comm  []alloc.Stream
 	occ   []occupier
 	link  string
 	bw    float64       // bytes/s of the slowest link of the ring
-	alpha time.Duration // latency of one ring step
+	alpha time.Duration // latency of one ring step inside a node
 	stats []CommStats
+
+	nodes, perNode int           // nodes, and ranks on each (rank r on node r/perNode)
+	netAlpha       time.Duration // latency of a ring step between nodes
 }
 
 // CommStats is what one rank's collectives cost: how many ran, the bytes
 // this rank sent and the time they kept its communication stream busy.
+// TreeCalls counts the all-reduces that took the tree rather than the
+// ring (only between nodes).
 type CommStats struct {
-	Calls int
-	Bytes int64
-	Time  time.Duration
+	Calls     int
+	Bytes     int64
+	Time      time.Duration
+	TreeCalls int
+}
+
+// GroupOption configures NewGroup.
+type GroupOption func(*groupOptions)
+
+type groupOptions struct{ node *device.Node }
+
+// OnNodes places the ranks on nodes like node, node.CardsPerNode ranks
+// on each in rank order (rank r on node r/CardsPerNode), as torchrun
+// numbers the ranks of its nodes. A group of more cards than a node
+// holds must fill whole nodes. Inside a node two cards talk by
+// node.IntraPath; a ring that spans nodes also crosses the network,
+// where NCCL runs one ring per NIC, so the ring's rate is the slower of
+// its links inside a node and node.NetworkBandwidth.
+func OnNodes(node device.Node) GroupOption {
+	return func(o *groupOptions) { o.node = &node }
 }
 
 // NewGroup returns a process group over devs, rank r on devs[r]. The
 // cards must all be sim (values) or all meta (accounting only), each
-// once. The ring's bandwidth is that of its slowest link (PeerPath of
-// each neighbouring pair: NVLink when both cards have it, else PCIe).
-func NewGroup(devs []*device.Device) (*Group, error) {
+// once. Without OnNodes they are one node and the ring's bandwidth is
+// that of its slowest link (PeerPath of each neighbouring pair: NVLink
+// when both cards have it, else PCIe).
+func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 	if len(devs) == 0 {
 		return nil, errorf("NewGroup: a process group needs at least one device")
 	}
-	g := &Group{devs: devs, bw: math.Inf(1)}
+	var o groupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	N := len(devs)
+	g := &Group{devs: devs, bw: math.Inf(1), nodes: 1, perNode: N}
+	if o.node != nil {
+		if err := o.node.Validate(); err != nil {
+			return nil, errorf("NewGroup: %s", strings.TrimPrefix(err.Error(), "backend: "))
+		}
+		c := o.node.CardsPerNode
+		if N > c && N%c != 0 {
+			return nil, errorf("NewGroup: %d cards do not fill nodes of %d cards; use at most %d or a multiple of %d", N, c, c, c)
+		}
+		if N > c {
+			g.nodes, g.perNode = N/c, c
+		}
+	}
 	seen := map[*device.Device]bool{}
 	for r, d := range devs {
 		switch {
@@ -69,21 +112,39 @@ func NewGroup(devs []*device.Device) (*Group, error) {
 		seen[d] = true
 	}
 	for r, d := range devs {
-		o, ok := d.Backend().(occupier)
+		o2, ok := d.Backend().(occupier)
 		if !ok {
 			return nil, errorf("NewGroup: %s: process groups run on sim and meta cards (a real GPU would need NCCL, which gpukit does not wrap)", d.Name())
 		}
-		g.occ = append(g.occ, o)
+		g.occ = append(g.occ, o2)
 		g.comm = append(g.comm, d.NewStream())
-		link, bw := device.PeerPath(d.Profile(), devs[(r+1)%len(devs)].Profile())
-		if bw < g.bw {
-			g.link, g.bw = link, bw
+		next := (r + 1) % N
+		if r/g.perNode == next/g.perNode { // a pair inside one node
+			var link string
+			var bw float64
+			if o.node != nil {
+				link, bw = o.node.IntraPath(d.Profile(), devs[next].Profile())
+			} else {
+				link, bw = device.PeerPath(d.Profile(), devs[next].Profile())
+			}
+			if bw < g.bw {
+				g.link, g.bw = link, bw
+			}
 		}
 		g.alpha = max(g.alpha, d.Profile().LaunchOverhead)
+	}
+	if g.nodes > 1 {
+		if net := o.node.NetworkBandwidth(); net < g.bw {
+			g.link, g.bw = backend.LinkNetwork, net
+		}
+		g.netAlpha = o.node.NetLatency
 	}
 	g.stats = make([]CommStats, len(devs))
 	return g, nil
 }
+
+// Nodes is the number of nodes the ranks sit on (1 without OnNodes).
+func (g *Group) Nodes() int { return g.nodes }
 
 // Size is the number of ranks.
 func (g *Group) Size() int { return len(g.devs) }
@@ -97,8 +158,8 @@ func (g *Group) Devices() []*device.Device { return append([]*device.Device{}, g
 // CommStream returns rank r's communication stream.
 func (g *Group) CommStream(r int) alloc.Stream { return g.comm[r] }
 
-// Link names the ring's slowest link ("NVLink" or "PCIe") and its
-// bandwidth in bytes/s.
+// Link names the ring's slowest link ("NVLink", "PCIe", or "network"
+// between nodes) and its bandwidth in bytes/s.
 func (g *Group) Link() (string, float64) { return g.link, g.bw }
 
 // Stats returns rank r's communication so far.
@@ -114,13 +175,42 @@ func (g *Group) ResetStats() {
 // RingTime is the modelled duration of steps ring steps that each move
 // chunk bytes from every rank to the next: steps·(α + chunk/bw), with α
 // the launch overhead of the profile (the latency of one step) and bw
-// the slowest link of the ring.
+// the slowest link of the ring. It counts every step's latency as one
+// inside a node; the collectives of a group on several nodes add the
+// network's latency for the steps that cross nodes.
 func (g *Group) RingTime(steps int, chunk int64) time.Duration {
+	return g.ringTime(steps, 0, chunk)
+}
+
+// ringTime is steps ring steps of chunk bytes, inter of them counted as
+// crossing nodes: steps·chunk/bw + (steps-inter)·α + inter·α_net (each
+// step's transfer rounded to the nanosecond). The
+// count of crossing steps is NCCL's (nInterSteps in ncclTopoTuneModel,
+// src/graph/tuning.cc): 2·nodes for an all-reduce, nodes-1 for a
+// reduce-scatter or an all-gather.
+func (g *Group) ringTime(steps, inter int, chunk int64) time.Duration {
 	if steps <= 0 {
 		return 0
 	}
-	per := g.alpha + time.Duration(math.Round(float64(chunk)/g.bw*1e9))
-	return time.Duration(steps) * per
+	inter = min(inter, steps)
+	return time.Duration(steps-inter)*g.alpha + time.Duration(inter)*g.netAlpha +
+		time.Duration(steps)*time.Duration(math.Round(float64(chunk)/g.bw*1e9))
+}
+
+// treeHop is the latency of one hop of NCCL's tree with the Simple
+// protocol, inside a node or between nodes
+// (hwLat[...][NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = 28 µs for NVLink, PCIe
+// and the network in src/graph/tuning.cc).
+const treeHop = 28 * time.Microsecond
+
+// treeTime is NCCL's model of an all-reduce of n bytes by its tree
+// (ncclTopoTuneModel): a chain through each node's cards and a binary
+// tree between nodes, reduced up and broadcast down, so 2·(cards per
+// node - 1 + log₂ nodes) hops; its bus bandwidth is 92 % of the ring's
+// links and its algorithm bandwidth half of that.
+func (g *Group) treeTime(n int64) time.Duration {
+	hops := 2 * (g.perNode - 1 + bits.Len(uint(g.nodes)) - 1)
+	return time.Duration(hops)*treeHop + time.Duration(math.Round(float64(n)/(0.5*0.92*g.bw)*1e9))
 }
 
 // Work is a collective queued on the ranks' communication streams
@@ -162,7 +252,7 @@ func (w *Work) Sync() {
 // recorded on the communication streams (ProcessGroupNCCL records its
 // tensors on the NCCL stream), so freeing them right after does not let
 // the allocator hand them out before the collective is done.
-func (g *Group) launch(d time.Duration, sent int64, blocks [][]*alloc.Block) *Work {
+func (g *Group) launch(d time.Duration, sent int64, blocks [][]*alloc.Block, tree bool) *Work {
 	var latest *device.Event
 	for r, dev := range g.devs {
 		dev.WaitEvent(g.comm[r], dev.RecordEvent(dev.DefaultStream()))
@@ -182,6 +272,9 @@ func (g *Group) launch(d time.Duration, sent int64, blocks [][]*alloc.Block) *Wo
 		g.stats[r].Calls++
 		g.stats[r].Bytes += sent
 		g.stats[r].Time += d
+		if tree {
+			g.stats[r].TreeCalls++
+		}
 	}
 	return w
 }
@@ -273,7 +366,15 @@ func (g *Group) AllReduce(ts []*tensor.Tensor) (*Work, error) {
 	if ts[0].Numel() > 0 && n > 1 {
 		ringAllReduce(ts)
 	}
-	return g.launch(g.RingTime(2*(n-1), chunk), 2*int64(n-1)*chunk, blocksOf(ts)), nil
+	d, sent, tree := g.ringTime(2*(n-1), 2*g.nodes, chunk), 2*int64(n-1)*chunk, false
+	if g.nodes == 1 {
+		d = g.ringTime(2*(n-1), 0, chunk)
+	} else if td := g.treeTime(ts[0].Nbytes()); td < d {
+		// NCCL takes the algorithm its model predicts is faster
+		// (getAlgoInfo); the tree sends every byte up once and down once.
+		d, sent, tree = td, 2*ts[0].Nbytes(), true
+	}
+	return g.launch(d, sent, blocksOf(ts), tree), nil
 }
 
 // ReduceScatter sums the ranks' inputs and leaves chunk r of the sum in
@@ -302,7 +403,7 @@ func (g *Group) ReduceScatter(out, in []*tensor.Tensor) (*Work, error) {
 	if out[0].Numel() > 0 {
 		ringReduceScatter(out, in)
 	}
-	return g.launch(g.RingTime(n-1, chunk), int64(n-1)*chunk, blocksOf(out, in)), nil
+	return g.launch(g.ringTime(n-1, g.nodes-1, chunk), int64(n-1)*chunk, blocksOf(out, in), false), nil
 }
 
 // AllGather concatenates the ranks' inputs (k elements each) into every
@@ -326,7 +427,7 @@ func (g *Group) AllGather(out, in []*tensor.Tensor) (*Work, error) {
 	if in[0].Numel() > 0 {
 		ringAllGather(out, in)
 	}
-	return g.launch(g.RingTime(n-1, chunk), int64(n-1)*chunk, blocksOf(out, in)), nil
+	return g.launch(g.ringTime(n-1, g.nodes-1, chunk), int64(n-1)*chunk, blocksOf(out, in), false), nil
 }
 
 // Broadcast copies root's tensor into every rank's, in place. The ring
@@ -347,7 +448,8 @@ func (g *Group) Broadcast(ts []*tensor.Tensor, root int) (*Work, error) {
 	}
 	var d time.Duration
 	if n > 1 {
-		d = time.Duration(n-1)*g.alpha + time.Duration(math.Round(float64(ts[0].Nbytes())/g.bw*1e9))
+		d = time.Duration(n-g.nodes)*g.alpha + time.Duration(g.nodes-1)*g.netAlpha +
+			time.Duration(math.Round(float64(ts[0].Nbytes())/g.bw*1e9))
 	}
-	return g.launch(d, ts[0].Nbytes(), blocksOf(ts)), nil
+	return g.launch(d, ts[0].Nbytes(), blocksOf(ts), false), nil
 }

@@ -31,6 +31,14 @@ type Experiment struct {
 	Card string
 	// Tokens is the rows of each card's share of the batch (0: 1024).
 	Tokens int
+	// Node names a node profile ("dgx-h100", "pcie-node") to place the
+	// cards on, CardsPerNode of them on each (0: the node's own); "" puts
+	// every card in one node, joined by its peer links.
+	Node         string
+	CardsPerNode int
+	// DeepSpeed runs stages 1 and 2 with DeepSpeed's defaults (see
+	// Config.DeepSpeed) instead of the paper's accounting.
+	DeepSpeed bool
 }
 
 // Measurement is what one card measured over one step (the cards of a
@@ -43,6 +51,11 @@ type Measurement struct {
 	Hidden  int    `json:"hidden"`
 	Tokens  int    `json:"tokens"`
 	Card    string `json:"card"`
+	// Nodes is how many nodes the cards sat on, CardsPerNode how many
+	// on each (1 and Devices without Experiment.Node).
+	Nodes        int  `json:"nodes"`
+	CardsPerNode int  `json:"cards_per_node"`
+	DeepSpeed    bool `json:"deepspeed,omitempty"`
 	// ModelStateBytes is the allocator's allocated memory after the step
 	// with the batch freed: parameters, gradients and optimizer state.
 	ModelStateBytes int64 `json:"model_state_bytes"`
@@ -116,6 +129,10 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	if e.Tokens == 0 {
 		e.Tokens = DefaultTokens
 	}
+	node, err := e.node()
+	if err != nil {
+		return Measurement{}, err
+	}
 	card := strings.ToLower(strings.TrimSpace(e.Card))
 	if card == "" {
 		card = "meta"
@@ -130,11 +147,14 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 		return Measurement{}, err
 	}
 	m := Measurement{Stage: int(e.Stage), Devices: e.Devices, Params: int64(layers) * int64(hidden) * int64(hidden),
-		Layers: layers, Hidden: hidden, Tokens: e.Tokens, Card: card}
+		Layers: layers, Hidden: hidden, Tokens: e.Tokens, Card: card, Nodes: 1, CardsPerNode: e.Devices, DeepSpeed: e.DeepSpeed}
+	if node != nil && e.Devices > node.CardsPerNode {
+		m.Nodes, m.CardsPerNode = e.Devices/node.CardsPerNode, node.CardsPerNode
+	}
 	// First on a card of unlimited memory: the figures a step needs.
 	big := prof.Resized(unlimited)
 	big.Name = prof.Name + "-unlimited"
-	if err := measure(e, layers, hidden, big, &m); err != nil {
+	if err := measure(e, node, layers, hidden, big, &m); err != nil {
 		return Measurement{}, err
 	}
 	if !limited {
@@ -148,7 +168,7 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	fits := m.PeakReservedBytes <= m.UsableBytes
 	if !fits {
 		onCard := m
-		err := measure(e, layers, hidden, prof, &onCard)
+		err := measure(e, node, layers, hidden, prof, &onCard)
 		var oom *alloc.OutOfMemoryError
 		switch {
 		case err == nil:
@@ -161,7 +181,32 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	return m, nil
 }
 
-func measure(e Experiment, layers, hidden int, prof device.Profile, m *Measurement) error {
+// node returns the node e places its cards on (nil: one node of every
+// card), checked.
+func (e Experiment) node() (*device.Node, error) {
+	if e.CardsPerNode < 0 {
+		return nil, errorf("MeasureMemory: cards per node %d must be at least 1 (0: the node's own)", e.CardsPerNode)
+	}
+	if strings.TrimSpace(e.Node) == "" {
+		if e.CardsPerNode != 0 {
+			return nil, errorf("MeasureMemory: cards per node %d needs a node (Experiment.Node)", e.CardsPerNode)
+		}
+		return nil, nil
+	}
+	n, err := device.LookupNode(e.Node)
+	if err != nil {
+		return nil, errorf("MeasureMemory: %s", strings.TrimPrefix(err.Error(), "device: "))
+	}
+	if e.CardsPerNode > 0 {
+		n.CardsPerNode = e.CardsPerNode
+	}
+	if c := n.CardsPerNode; e.Devices > c && e.Devices%c != 0 {
+		return nil, errorf("MeasureMemory: %d cards do not fill nodes of %d cards; use at most %d or a multiple of %d", e.Devices, c, c, c)
+	}
+	return &n, nil
+}
+
+func measure(e Experiment, node *device.Node, layers, hidden int, prof device.Profile, m *Measurement) error {
 	devs := make([]*device.Device, e.Devices)
 	for r := range devs {
 		d, err := device.New(sim.NewMeta(r, prof), device.WithAllocConfig(alloc.Config{}))
@@ -170,7 +215,11 @@ func measure(e Experiment, layers, hidden int, prof device.Profile, m *Measureme
 		}
 		devs[r] = d
 	}
-	g, err := NewGroup(devs)
+	var opts []GroupOption
+	if node != nil {
+		opts = append(opts, OnNodes(*node))
+	}
+	g, err := NewGroup(devs, opts...)
 	if err != nil {
 		return err
 	}
@@ -196,7 +245,7 @@ func measure(e Experiment, layers, hidden int, prof device.Profile, m *Measureme
 	}
 	defer nn.Release(model)
 	tr, err := NewTrainer(g, model, Config{Stage: e.Stage, Dtype: tensor.Float16, Optimizer: e.Optimizer,
-		SGD: sgdForMemory, GradientAsBucketView: true})
+		SGD: sgdForMemory, GradientAsBucketView: true, DeepSpeed: e.DeepSpeed})
 	if err != nil {
 		return err
 	}
@@ -230,7 +279,8 @@ func measure(e Experiment, layers, hidden int, prof device.Profile, m *Measureme
 		return err
 	}
 	*m = Measurement{Stage: m.Stage, Devices: m.Devices, Params: m.Params, Layers: m.Layers, Hidden: m.Hidden,
-		Tokens: m.Tokens, Card: m.Card, Fits: m.Fits, UsableBytes: m.UsableBytes}
+		Tokens: m.Tokens, Card: m.Card, Nodes: m.Nodes, CardsPerNode: m.CardsPerNode, DeepSpeed: m.DeepSpeed,
+		Fits: m.Fits, UsableBytes: m.UsableBytes}
 	for r, st := range tr.Last() {
 		m.ModelStateBytes = max(m.ModelStateBytes, devs[r].MemoryAllocated())
 		m.PeakBytes = max(m.PeakBytes, st.Peak)

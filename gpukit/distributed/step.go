@@ -194,6 +194,13 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	}
 
 	// Backward, last layer first.
+	var ipg []*tensor.Tensor // DeepSpeed's reduce bucket, for backward only
+	if t.cfg.DeepSpeed {
+		ipg = make([]*tensor.Tensor, N)
+		for r, rk := range t.ranks {
+			ipg[r] = tensor.Empty([]int{t.cfg.ReduceBucketSize}, t.cfg.Dtype, tensor.On(rk.d))
+		}
+	}
 	var works []*Work
 	nextBucket := 0
 	for l := L - 1; l >= 0; l-- {
@@ -304,6 +311,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	for _, w := range works {
 		w.Wait()
 	}
+	release(ipg...)
 	if stage == DDP && !t.cfg.GradientAsBucketView {
 		for bi, b := range t.buckets {
 			for j, l := range b.layers {
@@ -318,8 +326,12 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 
 	// Optimizer: each rank updates what it owns.
 	t.eachRank(func(r int, rk *rank) {
+		if t.cfg.DeepSpeed {
+			t.deepSpeedUpdate(rk, r)
+			return
+		}
 		for l := range L {
-			t.update(rk, r, l)
+			t.update(rk, r, l, nil)
 		}
 	})
 	if stage == ZeRO1 || stage == ZeRO2 {
@@ -406,13 +418,74 @@ func must(w *Work, err error) *Work {
 	return w
 }
 
+// deepSpeedUpdate is the optimizer step of DeepSpeed's stages 1 and 2
+// (DeepSpeedZeroOptimizer.step in stage_1_and_2.py): the rank's
+// partition of the gradients is flattened into one 16-bit copy and cast
+// to float32, the 16-bit gradients are freed, and Adam updates each
+// layer's shard from the float32 copy, which is freed last.
+func (t *Trainer) deepSpeedUpdate(rk *rank, r int) {
+	L := len(t.layers)
+	own := make([]*tensor.Tensor, L)
+	var total int
+	for l := range L {
+		u, s := rk.units[l], t.layers[l]
+		total += s.shard
+		if t.cfg.Stage == ZeRO1 {
+			// DeepSpeed frees the rest of a stage-1 gradient once it is
+			// reduced; only the rank's partition stays until the step.
+			v := u.grad.Narrow(0, r*s.shard, s.shard)
+			own[l] = tensor.Empty([]int{s.shard}, t.cfg.Dtype, tensor.On(rk.d))
+			own[l].CopyFrom(v)
+			release(v, u.grad)
+			u.grad = nil
+		} else {
+			own[l] = u.grad
+		}
+	}
+	flat := tensor.Empty([]int{total}, t.cfg.Dtype, tensor.On(rk.d))
+	off := 0
+	for l := range L {
+		dst := flat.Narrow(0, off, t.layers[l].shard)
+		dst.CopyFrom(own[l])
+		release(dst)
+		off += t.layers[l].shard
+	}
+	g32 := flat // full precision: the flat copy is already float32
+	if t.mixed() {
+		g32 = flat.ToDtype(tensor.Float32)
+		release(flat)
+	}
+	// free_grad_in_param_list: the 16-bit gradients go before the update.
+	release(own...)
+	for _, u := range rk.units {
+		u.grad = nil
+	}
+	if rk.gradFlat != nil {
+		rk.flats = slices.DeleteFunc(rk.flats, func(f *tensor.Tensor) bool { return f == rk.gradFlat })
+		release(rk.gradFlat)
+		rk.gradFlat = nil
+	}
+	off = 0
+	for l := range L {
+		g := g32.Narrow(0, off, t.layers[l].shard)
+		t.update(rk, r, l, g)
+		release(g)
+		off += t.layers[l].shard
+	}
+	release(g32)
+}
+
 // update applies the optimizer to what rank r owns of one layer: the
-// whole layer at stage 0, its shard at stages 1-3.
-func (t *Trainer) update(rk *rank, r, l int) {
+// whole layer at stage 0, its shard at stages 1-3. g32, when not nil, is
+// the float32 gradient of that shard (DeepSpeed's step); otherwise the
+// unit's gradient is used.
+func (t *Trainer) update(rk *rank, r, l int, g32 *tensor.Tensor) {
 	u, s := rk.units[l], t.layers[l]
 	g, p := u.grad, u.param
 	var views []*tensor.Tensor
-	if t.cfg.Stage == ZeRO1 {
+	if g32 != nil {
+		g = g32
+	} else if t.cfg.Stage == ZeRO1 {
 		g = g.Narrow(0, r*s.shard, s.shard)
 		views = append(views, g)
 	}
@@ -424,8 +497,10 @@ func (t *Trainer) update(rk *rank, r, l int) {
 	target := p // what the optimizer updates: the float32 master, or the parameter itself
 	if t.mixed() {
 		target = u.master
-		g = g.ToDtype(tensor.Float32)
-		defer g.Release()
+		if g.Dtype() != tensor.Float32 {
+			g = g.ToDtype(tensor.Float32)
+			defer g.Release()
+		}
 	}
 	switch t.cfg.Optimizer {
 	case Adam:

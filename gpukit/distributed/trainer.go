@@ -92,7 +92,29 @@ type Config struct {
 	// copied in and out of them (PyTorch's default, which holds the
 	// gradients twice).
 	GradientAsBucketView bool
+	// DeepSpeed runs stages 1 and 2 as DeepSpeed's ZeRO optimizer does
+	// with its defaults (deepspeed/runtime/zero/stage_1_and_2.py), where
+	// the paper's accounting leaves out two things. Backward reduces
+	// through a bucket of reduce_bucket_size = 5e8 elements of the 16-bit
+	// dtype (setup_buckets; overlap_comm is off below stage 3, so one),
+	// allocated for backward and freed after it. The step flattens the
+	// rank's partition of the gradients (_flatten_dense_tensors
+	// concatenates: a 16-bit copy) and casts it to float32
+	// (flat_grad_partition.to(...)) while the gradients are still held,
+	// then frees the gradients (free_grad_in_param_list) before Adam's
+	// update; a stage-1 rank has kept only its partition of each
+	// gradient after its reduction. The all-gather bucket of 5e8
+	// elements costs no memory: the parameters are gathered in place
+	// (all_gather_dp_groups).
+	DeepSpeed bool
+	// ReduceBucketSize is DeepSpeed's reduce_bucket_size in elements
+	// (0: its default, 5e8), with DeepSpeed only.
+	ReduceBucketSize int
 }
+
+// deepSpeedReduceBucket is DeepSpeed's default reduce_bucket_size, in
+// elements (deepspeed/runtime/zero/config.py).
+const deepSpeedReduceBucket = 500_000_000
 
 // layerSpec is one Linear layer as one flat parameter (FSDP's
 // FlatParameter): weight [out, in] then bias [out], padded with zeros to
@@ -277,6 +299,13 @@ func (c *Config) check() error {
 		return errorf("NewTrainer: unknown optimizer %d", int(c.Optimizer))
 	case c.BucketCapMB < 0 || math.IsNaN(c.BucketCapMB) || math.IsInf(c.BucketCapMB, 0):
 		return errorf("NewTrainer: bucket_cap_mb %v must be positive", c.BucketCapMB)
+	case c.DeepSpeed && c.Stage != ZeRO1 && c.Stage != ZeRO2:
+		return errorf("NewTrainer: DeepSpeed's defaults are modelled for stages 1 and 2 (stage_1_and_2.py), not %s", c.Stage)
+	case c.ReduceBucketSize < 0 || (c.ReduceBucketSize > 0 && !c.DeepSpeed):
+		return errorf("NewTrainer: reduce bucket size %d: use 0, or a positive size with DeepSpeed", c.ReduceBucketSize)
+	}
+	if c.DeepSpeed && c.ReduceBucketSize == 0 {
+		c.ReduceBucketSize = deepSpeedReduceBucket
 	}
 	if c.BucketCapMB == 0 {
 		c.BucketCapMB = DefaultBucketCapMB
