@@ -6,6 +6,7 @@
 //
 //	go run ./gpukit/cmd/shardmem --params 7.5e9 --devices 64
 //	go run ./gpukit/cmd/shardmem --params 70e9 --devices 512 --stage 3 --card h100 --format json
+//	go run ./gpukit/cmd/shardmem --params 7.5e9 --nodes 8 --cards-per-node 8 --node dgx-h100
 //
 // See the usage text (shardmem -h) for the flags; gpukit/distributed's
 // MeasureMemory does the work.

@@ -21,6 +21,7 @@ Usage:
 
 	shardmem --params 7.5e9 --devices 64 [--stage 0|1|2|3|all] [--layer-size N]
 	         [--optimizer adam|sgd] [--card meta|h100|...] [--format table|json]
+	         [--nodes N] [--cards-per-node M] [--node dgx-h100|pcie-node]
 
 It builds a model of --params parameters from equal square Linear layers on
 --devices meta cards (cards with accounting and clocks but no bytes), takes
@@ -37,7 +38,8 @@ measurement does not use it.
 Flags:
 
 	--params N        parameters of the model (e.g. 7.5e9; required)
-	--devices N       cards in the data-parallel group (required, 1..4096)
+	--devices N       cards in the data-parallel group (1..4096; required
+	                  unless --nodes gives it)
 	--stage S         0 (DDP), 1, 2, 3, or all (default all)
 	--layer-size N    parameters per layer (default params/64); each layer
 	                  is a square Linear of round(sqrt(N)) features
@@ -47,11 +49,19 @@ Flags:
 	                  a profile (h100-80gb, a100-40gb, t4, classroom; a
 	                  unique prefix such as h100 will do): the step also runs
 	                  on cards of that size and shardmem says whether it fits
+	--nodes N         place the cards on N nodes (--devices is then N times
+	                  --cards-per-node); without --nodes or --cards-per-node
+	                  every card sits in one node, joined by its peer links
+	--cards-per-node M
+	                  cards on each node (default: the node's own, 8)
+	--node P          the node: dgx-h100 (default: NVLink inside, eight
+	                  400 Gb/s NICs) or pcie-node (PCIe inside, one 100 Gb/s
+	                  NIC); a unique prefix will do
 	--format F        table (default) or json: one object per line with
 	                  stage, devices, params, model_state_bytes, peak_bytes,
 	                  peak_reserved_bytes, step_seconds, comm_seconds,
-	                  comm_bytes, formula_bytes and, with a card, fits and
-	                  usable_bytes
+	                  comm_bytes, nodes, cards_per_node, formula_bytes and,
+	                  with a card, fits and usable_bytes
 
 Each card's share of the batch is 1024 rows. Bytes are printed in GB of 10^9
 bytes, as the paper's tables are.
@@ -74,6 +84,7 @@ type result struct {
 	distributed.Measurement
 	Optimizer    string  `json:"optimizer"`
 	FormulaBytes float64 `json:"formula_bytes"`
+	node         string  // the node's name, "" without nodes
 }
 
 // run is main without the process: it returns the exit status.
@@ -87,6 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	opt := fs.String("optimizer", "adam", "")
 	card := fs.String("card", "meta", "")
 	format := fs.String("format", "table", "")
+	nodes := fs.Int("nodes", 0, "")
+	perNode := fs.Int("cards-per-node", 0, "")
+	nodeName := fs.String("node", "dgx-h100", "")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "shardmem: "+format+"\n\n", a...)
 		fmt.Fprint(stderr, usage)
@@ -106,6 +120,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *params == "" || err != nil || psi < 1 || psi > 1e15 {
 		return fail("--params must be a number of parameters between 1 and 1e15, such as 7.5e9 (got %q)", *params)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	node, n, err := parseNodes(set, *devices, *nodes, *perNode, *nodeName)
+	if err != nil {
+		return fail("%v", err)
+	}
+	*devices = n
 	if *devices < 1 || *devices > 4096 {
 		return fail("--devices must be between 1 and 4096 (got %d)", *devices)
 	}
@@ -137,12 +158,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var rows []result
 	for _, s := range stages {
 		m, err := distributed.MeasureMemory(distributed.Experiment{Params: psi, Devices: *devices, Stage: s,
-			LayerSize: int64(ls), Optimizer: o, Card: cardName})
+			LayerSize: int64(ls), Optimizer: o, Card: cardName, Node: node.Name, CardsPerNode: node.CardsPerNode})
 		if err != nil {
 			fmt.Fprintf(stderr, "shardmem: %v\n", err)
 			return exitFail
 		}
-		r := result{Measurement: m, Optimizer: o.String(),
+		r := result{Measurement: m, Optimizer: o.String(), node: node.Name,
 			FormulaBytes: distributed.FormulaBytes(float64(m.Params), m.Devices, s, o.K())}
 		if *format == "json" {
 			b, _ := json.Marshal(r)
@@ -169,6 +190,64 @@ func parseStages(s string) ([]distributed.Stage, error) {
 		out = append(out, distributed.Stage(n))
 	}
 	return out, nil
+}
+
+// parseNodes checks the node flags against --devices and returns the
+// node (zero without --nodes and --cards-per-node) and the cards.
+func parseNodes(set map[string]bool, devices, nodes, perNode int, name string) (device.Node, int, error) {
+	if !set["nodes"] && !set["cards-per-node"] {
+		if set["node"] {
+			return device.Node{}, 0, fmt.Errorf("--node needs --nodes or --cards-per-node")
+		}
+		return device.Node{}, devices, nil
+	}
+	node, err := lookupNode(name)
+	if err != nil {
+		return device.Node{}, 0, err
+	}
+	if set["nodes"] && (nodes < 1 || nodes > 4096) {
+		return device.Node{}, 0, fmt.Errorf("--nodes must be between 1 and 4096 (got %d)", nodes)
+	}
+	if set["cards-per-node"] {
+		if perNode < 1 || perNode > 4096 {
+			return device.Node{}, 0, fmt.Errorf("--cards-per-node must be between 1 and 4096 (got %d)", perNode)
+		}
+		node.CardsPerNode = perNode
+	}
+	c := node.CardsPerNode
+	if !set["nodes"] {
+		if devices > c && devices%c != 0 {
+			return device.Node{}, 0, fmt.Errorf("--devices %d does not fill nodes of %d cards; use at most %d or a multiple of %d", devices, c, c, c)
+		}
+		return node, devices, nil
+	}
+	if nodes*c > 4096 {
+		return device.Node{}, 0, fmt.Errorf("--nodes %d × --cards-per-node %d = %d cards; at most 4096", nodes, c, nodes*c)
+	}
+	if set["devices"] && devices != nodes*c {
+		return device.Node{}, 0, fmt.Errorf("--devices %d is not --nodes %d × --cards-per-node %d = %d; give one or the other", devices, nodes, c, nodes*c)
+	}
+	return node, nodes * c, nil
+}
+
+// lookupNode accepts a node's name or a unique prefix of one.
+func lookupNode(s string) (device.Node, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	var names []string
+	var found []device.Node
+	for _, n := range device.Nodes() {
+		names = append(names, n.Name)
+		if n.Name == s {
+			return n, nil
+		}
+		if s != "" && strings.HasPrefix(n.Name, s) {
+			found = append(found, n)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	return device.Node{}, fmt.Errorf("--node %q names no node; use %s", s, strings.Join(names, " or "))
 }
 
 // parseCard accepts "meta", a profile's name or a unique prefix of one.
@@ -200,8 +279,12 @@ func printTable(w io.Writer, rows []result) {
 		return
 	}
 	m := rows[0]
-	fmt.Fprintf(w, "%.4g parameters (%d layers of %d×%d), %d cards (%s), %s, %d rows per card\n",
-		float64(m.Params), m.Layers, m.Hidden, m.Hidden, m.Devices, m.Card, m.Optimizer, m.Tokens)
+	where := ""
+	if m.node != "" {
+		where = fmt.Sprintf(" on %d %s nodes of %d", m.Nodes, m.node, m.CardsPerNode)
+	}
+	fmt.Fprintf(w, "%.4g parameters (%d layers of %d×%d), %d cards%s (%s), %s, %d rows per card\n",
+		float64(m.Params), m.Layers, m.Hidden, m.Hidden, m.Devices, where, m.Card, m.Optimizer, m.Tokens)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "stage\tmodel states GB\tpaper GB\tpeak GB\tpeak reserved GB\tstep s\tcomm s\tcomm share\t"
 	if m.Fits != nil {

@@ -66,6 +66,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--params", "1e9", "--devices", "4", "--layer-size", "2e9"}, "--layer-size must be"},
 		{[]string{"--params", "1e9", "--devices", "4", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"--params", "1e9", "--nodes", "0"}, "--nodes must be between 1 and 4096 (got 0)"},
+		{[]string{"--params", "1e9", "--nodes", "2", "--cards-per-node", "0"}, "--cards-per-node must be between 1 and 4096 (got 0)"},
+		{[]string{"--params", "1e9", "--nodes", "8", "--devices", "60"}, "--devices 60 is not --nodes 8 × --cards-per-node 8 = 64; give one or the other"},
+		{[]string{"--params", "1e9", "--devices", "12", "--cards-per-node", "8"}, "--devices 12 does not fill nodes of 8 cards; use at most 8 or a multiple of 8"},
+		{[]string{"--params", "1e9", "--nodes", "2", "--node", "dgx-b300"}, `--node "dgx-b300" names no node; use dgx-h100 or pcie-node`},
+		{[]string{"--params", "1e9", "--nodes", "1000", "--cards-per-node", "8"}, "--nodes 1000 × --cards-per-node 8 = 8000 cards; at most 4096"},
 	} {
 		var out, errb bytes.Buffer
 		assert.Equal(t, exitUsage, run(tc.args, &out, &errb), tc.args)
@@ -75,4 +81,33 @@ func TestUsageErrors(t *testing.T) {
 	var out bytes.Buffer
 	assert.Equal(t, exitOK, run([]string{"-h"}, &out, &out))
 	assert.Contains(t, out.String(), "Usage:")
+}
+
+// --nodes and --cards-per-node place the cards on nodes: 8 DGX H100s
+// are 64 cards, and their ring crosses the NICs, so the same bytes take
+// longer than on one node's NVLink.
+func TestNodes(t *testing.T) {
+	measure := func(args ...string) map[string]any {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--params", "7.5e9", "--stage", "0", "--layer-size", "9.375e8", "--format", "json"}, args...), &out, &errb)
+		require.Equal(t, exitOK, code, errb.String())
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(out.Bytes(), &m), out.String())
+		return m
+	}
+	one := measure("--devices", "64")
+	dgx := measure("--nodes", "8")
+	assert.Equal(t, 64.0, dgx["devices"])
+	assert.Equal(t, 8.0, dgx["nodes"])
+	assert.Equal(t, 8.0, dgx["cards_per_node"])
+	assert.Equal(t, 1.0, one["nodes"])
+	assert.Equal(t, one["comm_bytes"], dgx["comm_bytes"])
+	assert.Greater(t, dgx["comm_seconds"], one["comm_seconds"])
+	pcie := measure("--devices", "64", "--cards-per-node", "8", "--node", "pcie")
+	assert.Equal(t, 8.0, pcie["nodes"])
+	assert.Greater(t, pcie["comm_seconds"].(float64), 10*dgx["comm_seconds"].(float64), "one 100 Gb/s NIC per node")
+
+	var out, errb bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"--params", "1e9", "--nodes", "2", "--cards-per-node", "4", "--stage", "3"}, &out, &errb), errb.String())
+	assert.Contains(t, strings.SplitN(out.String(), "\n", 2)[0], "8 cards on 2 dgx-h100 nodes of 4 (meta)")
 }
