@@ -56,6 +56,10 @@ type Measurement struct {
 	Nodes        int  `json:"nodes"`
 	CardsPerNode int  `json:"cards_per_node"`
 	DeepSpeed    bool `json:"deepspeed,omitempty"`
+	// Link names the ring's slowest link ("NVLink", "PCIe" or "network")
+	// and LinkBandwidth its rate, bytes/s (Group.Link).
+	Link          string  `json:"link"`
+	LinkBandwidth float64 `json:"link_bandwidth"`
 	// ModelStateBytes is the allocator's allocated memory after the step
 	// with the batch freed: parameters, gradients and optimizer state.
 	ModelStateBytes int64 `json:"model_state_bytes"`
@@ -281,6 +285,7 @@ func measure(e Experiment, node *device.Node, layers, hidden int, prof device.Pr
 	*m = Measurement{Stage: m.Stage, Devices: m.Devices, Params: m.Params, Layers: m.Layers, Hidden: m.Hidden,
 		Tokens: m.Tokens, Card: m.Card, Nodes: m.Nodes, CardsPerNode: m.CardsPerNode, DeepSpeed: m.DeepSpeed,
 		Fits: m.Fits, UsableBytes: m.UsableBytes}
+	m.Link, m.LinkBandwidth = g.Link()
 	for r, st := range tr.Last() {
 		m.ModelStateBytes = max(m.ModelStateBytes, devs[r].MemoryAllocated())
 		m.PeakBytes = max(m.PeakBytes, st.Peak)
