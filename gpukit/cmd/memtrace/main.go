@@ -20,6 +20,7 @@ const usage = `memtrace replays allocator traces on gpukit's caching allocator.
 
 Usage:
 
+	memtrace whatif SNAPSHOT [--alloc-conf STR]... [--device NAME | --capacity SIZE] [--format text|json]
 	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--max-entries N] [--strict] < trace.jsonl
 	memtrace replay --device NAME [--alloc-conf STR] ... < trace.jsonl
 
@@ -92,6 +93,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		return exitOK
+	}
+	if args[0] == "whatif" {
+		return runWhatif(args[1:], stdout, stderr)
 	}
 	if args[0] != "replay" {
 		fmt.Fprintf(stderr, "memtrace: unknown command %q\n\n%s", args[0], usage)
