@@ -159,3 +159,42 @@ func TestAdoptRefusesImpossibleLayouts(t *testing.T) {
 		})
 	}
 }
+
+// TestCachedFit asks the cache without taking from it: the same answer as
+// Malloc's first step (get_free_block), and no statistic changes.
+func TestCachedFit(t *testing.T) {
+	a, _ := newTest(t, 1<<30, "max_split_size_mb:40,garbage_collection_threshold:0.5")
+	if err := a.SetMemoryFraction(0.5); err != nil {
+		t.Fatal(err)
+	}
+	keep := mustMalloc(t, a, 4*MiB, 0)
+	big := mustMalloc(t, a, 50*MiB, 0)
+	small := mustMalloc(t, a, 6*MiB, 0)
+	a.Free(big)
+	a.Free(small)
+	before := a.Stats()
+	for _, tc := range []struct {
+		size int64
+		s    Stream
+		want bool
+	}{
+		{6 * MiB, 0, true},   // the cached split block
+		{14 * MiB, 0, true},  // the rest of the 20 MiB segment
+		{6 * MiB, 1, false},  // another stream
+		{30 * MiB, 0, false}, // below max_split_size: never an oversize block
+		{45 * MiB, 0, true},  // oversize, less than 20 MiB smaller than the 50 MiB block
+		{25 * MiB, 0, false}, // ... 30 MiB would be left over
+		{512, 0, false},      // the small pool is empty
+		{0, 0, false},        // no block
+		{-1, 0, false},       // refused
+		{MaxRequest + 1, 0, false},
+	} {
+		if got := a.CachedFit(tc.size, tc.s); got != tc.want {
+			t.Errorf("CachedFit(%d, %d) = %v, want %v", tc.size, tc.s, got, tc.want)
+		}
+	}
+	if after := a.Stats(); !maps.Equal(before, after) {
+		t.Fatalf("CachedFit changed the statistics")
+	}
+	a.Free(keep)
+}

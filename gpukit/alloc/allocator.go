@@ -262,17 +262,32 @@ func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 	return a.allocFound(n, p, rounded, size, a.shouldSplit(n, p, rounded), frames), nil
 }
 
+// getFreeBlock is PyTorch's get_free_block: the best-fitting cached block
+// of pool p and stream s for a block of size bytes, taken out of the pool,
+// or nil.
 func (a *Allocator) getFreeBlock(p *pool, s Stream, size int64) *node {
 	if a.gcEnabled() {
+		// Ages count calls, for garbage collection (garbage_collect_cached_blocks).
 		p.getFreeBlocksCalls++
 	}
-	pos := p.blocks.lowerBound(fkey{s, size, 0})
-	if !p.blocks.valid(pos) {
+	pos, ok := a.findFreeBlock(p, s, size)
+	if !ok {
 		return nil
 	}
 	n := p.blocks.at(pos)
+	p.blocks.removeAt(pos)
+	return n
+}
+
+// findFreeBlock is getFreeBlock without its effects: where the block is.
+func (a *Allocator) findFreeBlock(p *pool, s Stream, size int64) (fpos, bool) {
+	pos := p.blocks.lowerBound(fkey{s, size, 0})
+	if !p.blocks.valid(pos) {
+		return pos, false
+	}
+	n := p.blocks.at(pos)
 	if n.stream != s {
-		return nil
+		return pos, false
 	}
 	if n.seg.exp != nil {
 		if a.expandableActive() {
@@ -292,7 +307,7 @@ func (a *Allocator) getFreeBlock(p *pool, s Stream, size int64) *node {
 				}
 			}
 			if !p.blocks.valid(pos) || p.blocks.at(pos).stream != s {
-				return nil
+				return pos, false
 			}
 			n = p.blocks.at(pos)
 		}
@@ -300,13 +315,28 @@ func (a *Allocator) getFreeBlock(p *pool, s Stream, size int64) *node {
 	// A request below max_split_size never takes an oversize block, and an
 	// oversize request only takes a block less than 20 MiB larger.
 	if size < a.maxSplit && n.size >= a.maxSplit {
-		return nil
+		return pos, false
 	}
 	if size >= a.maxSplit && n.size >= size+LargeBuffer {
-		return nil
+		return pos, false
 	}
-	p.blocks.removeAt(pos)
-	return n
+	return pos, true
+}
+
+// CachedFit reports whether Malloc(size, s) would be served now by a block
+// of the cache, without asking the device: PyTorch's get_free_block, asked
+// without taking the block (and without counting the call for garbage
+// collection). Blocks waiting for stream events are not in the cache.
+// It answers false for sizes Malloc refuses or serves without a block.
+func (a *Allocator) CachedFit(size int64, s Stream) bool {
+	if size <= 0 || size > MaxRequest {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rounded := a.cfg.RoundSize(size)
+	_, ok := a.findFreeBlock(a.poolFor(rounded), s, rounded)
+	return ok
 }
 
 // shouldSplit is PyTorch's should_split: with expandable segments on, every
