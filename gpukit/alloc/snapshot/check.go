@@ -91,6 +91,14 @@ func describeEvent(e Event) string {
 // own settings, starting from the state Reconstruct finds, and compares each
 // decision with the one PyTorch recorded.
 func (s *Snapshot) Check(opt CheckOptions) (*Agreement, error) {
+	if opt.Device < 0 || opt.Device >= len(s.Traces) {
+		return nil, fmt.Errorf("snapshot: no trace for device %d (the snapshot has traces for %d devices)", opt.Device, len(s.Traces))
+	}
+	return s.check(opt, buildPlan(s.Traces[opt.Device]))
+}
+
+// check is Check on a plan, whose emptyFirst it fills.
+func (s *Snapshot) check(opt CheckOptions, p *plan) (*Agreement, error) {
 	cfg := s.Settings.Config
 	if opt.Config != nil {
 		cfg = *opt.Config
@@ -115,8 +123,8 @@ func (s *Snapshot) Check(opt CheckOptions) (*Agreement, error) {
 	if err := r.adopt(in); err != nil {
 		return nil, err
 	}
-	r.p = buildPlan(r.tr)
-	f := &follower{g: g, tr: r.tr, bases: in.bases, pySegs: map[uint64]int64{}}
+	r.p = p
+	f := &follower{g: g, tr: r.tr, bases: in.expandableBases(), pySegs: map[uint64]int64{}}
 	for _, ps := range in.Plain {
 		f.pySegs[ps.Address] = ps.Size
 	}
@@ -139,7 +147,7 @@ type call struct {
 type follower struct {
 	g      *Agreement
 	tr     []Event
-	bases  map[clusterKey]uint64
+	bases  []uint64         // PyTorch's expandable segments, for descriptions
 	pySegs map[uint64]int64 // PyTorch's plain segments now, for descriptions
 
 	group   []int32
@@ -155,6 +163,16 @@ func (f *follower) begin(p *plan, st step) {
 	f.refused = st.kind == stepOOM
 	f.calls = f.calls[:0]
 	f.differs = false
+}
+
+// startsWithRelease reports whether the step's segment events start with a
+// segment_free or segment_unmap.
+func (f *follower) startsWithRelease() bool {
+	if len(f.group) == 0 {
+		return false
+	}
+	a := f.tr[f.group[0]].Action
+	return a == alloc.ActionSegmentFree || a == alloc.ActionSegmentUnmap
 }
 
 // malloc matches a cudaMalloc (segment_alloc) or a page map (segment_map):
@@ -207,18 +225,15 @@ func (f *follower) free(action string, addr uint64, size int64) {
 	f.differs = true
 }
 
-// reserveBase is where PyTorch's expandable segment for the coming map
-// lies: the lowest address the snapshot shows in it.
+// reserveBase is where PyTorch's new expandable segment lies: a fresh
+// range is mapped from its start (find_expandable_block, map_block), so
+// the coming segment_map's address.
 func (f *follower) reserveBase() (uint64, bool) {
 	if f.pos >= len(f.group) {
 		return 0, false
 	}
 	e := f.tr[f.group[f.pos]]
-	if e.Action != alloc.ActionSegmentMap {
-		return 0, false
-	}
-	base, ok := f.bases[clusterKey{e.Stream, e.Size == alloc.SmallBuffer}]
-	return base, ok
+	return e.Addr, e.Action == alloc.ActionSegmentMap
 }
 
 // end closes a step: what PyTorch did that gpukit did not differs too.
@@ -311,8 +326,8 @@ func (f *follower) pytorchDid(e Event, refused bool) string {
 	}
 	var best uint64
 	var found bool
-	for k, base := range f.bases {
-		if k.stream == e.Stream && base <= e.Addr && (!found || base > best) {
+	for _, base := range f.bases {
+		if base <= e.Addr && (!found || base > best) {
 			best, found = base, true
 		}
 	}

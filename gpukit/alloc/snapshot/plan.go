@@ -27,15 +27,27 @@ const (
 )
 
 type step struct {
-	kind   stepKind
-	late   bool  // stepFree: its free_completed comes later, or never
-	index  int32 // the event's index in the trace
-	g0, g1 int32 // the step's segment events: plan.segs[g0:g1]
+	kind stepKind
+	late bool // stepFree: its free_completed comes later, or never
+	// syncOnly marks a stepComplete right before an oom, or before a
+	// request whose segment events start with a release: PyTorch's
+	// cudaMalloc failed first, and
+	// the free completed when the retry waited for every stream
+	// (synchronize_and_free_events), which a failed cudaMalloc leaves no
+	// trace of; so the block was not in the cache when malloc looked.
+	syncOnly bool
+	index    int32 // the event's index in the trace
+	g0, g1   int32 // the step's segment events: plan.segs[g0:g1]
 }
 
 type plan struct {
 	steps []step
 	segs  []int32 // indices of segment events, in order
+	// emptyFirst marks the requests before which the program called
+	// empty_cache(): their segment events start with releases although a
+	// cached block fitted, so PyTorch's malloc did not make them. Check
+	// finds them (it knows the cache); WhatIf replays them.
+	emptyFirst map[int32]bool
 }
 
 func isSegmentEvent(action string) bool {
@@ -47,7 +59,7 @@ func isSegmentEvent(action string) bool {
 }
 
 func buildPlan(tr []Event) *plan {
-	p := &plan{steps: make([]step, 0, len(tr)*2/3+1)}
+	p := &plan{steps: make([]step, 0, len(tr)*2/3+1), emptyFirst: map[int32]bool{}}
 	g0 := int32(0)
 	var held []step // free_completed seen inside a group: they follow its step
 	flush := func(kind stepKind, index int) {
@@ -86,5 +98,22 @@ func buildPlan(tr []Event) *plan {
 		flush(stepEmptyCache, len(tr))
 	}
 	p.steps = append(p.steps, held...)
+	for i, st := range p.steps {
+		// An oom always follows release_cached_blocks, which waits for
+		// every stream; had the completed blocks been in the cache when
+		// malloc looked, one of them could have served the request.
+		switch {
+		case st.kind == stepOOM:
+		case st.kind != stepAlloc || st.g0 == st.g1:
+			continue
+		default:
+			if a := tr[p.segs[st.g0]].Action; a != alloc.ActionSegmentFree && a != alloc.ActionSegmentUnmap {
+				continue
+			}
+		}
+		for j := i - 1; j >= 0 && p.steps[j].kind == stepComplete; j-- {
+			p.steps[j].syncOnly = true
+		}
+	}
 	return p
 }

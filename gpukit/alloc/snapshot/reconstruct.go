@@ -39,7 +39,8 @@ type Initial struct {
 	// every segment...): a snapshot PyTorch wrote has none.
 	Problems []string
 
-	bases map[clusterKey]uint64 // expandable segments: lowest address seen, by stream and pool
+	epochs []uint64            // addresses of the maps that start a new expandable segment, in order
+	ended  map[clusterKey]bool // scratch of Reconstruct
 }
 
 // PriorSegment is a segment at the first event, with its blocks in use.
@@ -122,37 +123,43 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 			}
 		}
 	}
-	// Expandable segments: the cluster of a map or unmap event is its
-	// stream's, small when it maps one 2 MiB page (a small-pool block of at
-	// most 1 MiB never needs more) or lies in the small cluster's range.
-	bases := map[clusterKey]uint64{}
-	note := func(k clusterKey, addr uint64) {
-		if b, ok := bases[k]; !ok || addr < b {
-			bases[k] = addr
-		}
+	// Expandable segments: one per stream and pool. A map event's pool is
+	// small when it maps one 2 MiB page (a small-pool block of at most
+	// 1 MiB never needs more; large-pool pages are 20 MiB); an unmap's is
+	// that of the nearest address known on its stream, as the ranges of
+	// two segments lie far apart (each reserves 1 1/8 of the device).
+	type label struct {
+		addr  uint64
+		small bool
 	}
-	for k, rs := range mapped {
-		if len(rs.runs) > 0 {
-			note(k, rs.runs[0].Addr)
+	labels := map[int64][]label{}
+	for _, seg := range s.Segments {
+		if seg.Device == d && seg.Expandable {
+			labels[seg.Stream] = append(labels[seg.Stream], label{seg.Address, seg.Small})
 		}
 	}
 	for _, e := range tr {
 		if e.Action == alloc.ActionSegmentMap {
-			note(clusterKey{e.Stream, e.Size == alloc.SmallBuffer}, e.Addr)
+			labels[e.Stream] = append(labels[e.Stream], label{e.Addr, e.Size == alloc.SmallBuffer})
 		}
+	}
+	for _, ls := range labels {
+		slices.SortFunc(ls, func(x, y label) int { return cmpUint64(x.addr, y.addr) })
 	}
 	clusterOf := func(e Event) clusterKey {
 		if e.Action == alloc.ActionSegmentMap {
 			return clusterKey{e.Stream, e.Size == alloc.SmallBuffer}
 		}
-		best, found := clusterKey{e.Stream, false}, false
-		var bestBase uint64
-		for k, b := range bases {
-			if k.stream == e.Stream && b <= e.Addr && (!found || b > bestBase) {
-				best, bestBase, found = k, b, true
-			}
+		ls := labels[e.Stream]
+		i := sort.Search(len(ls), func(i int) bool { return ls[i].addr >= e.Addr })
+		small := false
+		switch {
+		case i < len(ls) && (i == 0 || ls[i].addr-e.Addr < e.Addr-ls[i-1].addr):
+			small = ls[i].small
+		case i > 0:
+			small = ls[i-1].small
 		}
-		return best
+		return clusterKey{e.Stream, small}
 	}
 	for i := len(tr) - 1; i >= 0; i-- {
 		e := tr[i]
@@ -207,6 +214,46 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 		in.Plain = append(in.Plain, PriorSegment{Address: addr, Size: ps.size, Stream: ps.stream, Small: ps.small})
 	}
 	sort.Slice(in.Plain, func(i, j int) bool { return in.Plain[i].Address < in.Plain[j].Address })
+	// The base of a segment mapped at the first event is the lowest
+	// address seen in it until all of it is unmapped (and its range
+	// released); a map into a segment with nothing mapped starts a new
+	// range, at its first page.
+	bases := map[clusterKey]uint64{}
+	fwd := map[clusterKey]*runSet{}
+	for k, rs := range mapped {
+		fwd[k] = &runSet{runs: slices.Clone(rs.runs)}
+		if len(rs.runs) > 0 {
+			bases[k] = rs.runs[0].Addr
+		}
+	}
+	for _, e := range tr {
+		if e.Action != alloc.ActionSegmentMap && e.Action != alloc.ActionSegmentUnmap {
+			continue
+		}
+		k := clusterOf(e)
+		rs := fwd[k]
+		if rs == nil {
+			rs = &runSet{}
+			fwd[k] = rs
+		}
+		if e.Action == alloc.ActionSegmentMap {
+			if len(rs.runs) == 0 {
+				in.epochs = append(in.epochs, e.Addr)
+			}
+			rs.add(e.Addr, e.Size)
+		} else {
+			rs.remove(e.Addr, e.Size)
+		}
+		if b, ok := bases[k]; ok && e.Addr < b && !in.ended[k] {
+			bases[k] = e.Addr
+		}
+		if len(rs.runs) == 0 {
+			if in.ended == nil {
+				in.ended = map[clusterKey]bool{}
+			}
+			in.ended[k] = true
+		}
+	}
 	for k, rs := range mapped {
 		if len(rs.runs) == 0 {
 			continue
@@ -215,7 +262,6 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 			Mapped: slices.Clone(rs.runs)})
 	}
 	sort.Slice(in.Expandable, func(i, j int) bool { return in.Expandable[i].Address < in.Expandable[j].Address })
-	in.bases = bases
 	find := func(addr uint64) (home, bool) {
 		i := sort.Search(len(in.Plain), func(i int) bool { return in.Plain[i].Address > addr }) - 1
 		if i >= 0 && addr < in.Plain[i].Address+uint64(in.Plain[i].Size) {
@@ -376,4 +422,24 @@ func (ix *allocIndex) firstAfter(lo, hi uint64, before int) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+func cmpUint64(x, y uint64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// expandableBases are the bases of PyTorch's expandable segments: those of
+// the first event, then those the trace starts, in order.
+func (in *Initial) expandableBases() []uint64 {
+	var out []uint64
+	for _, ps := range in.Expandable {
+		out = append(out, ps.Address)
+	}
+	return append(out, in.epochs...)
 }

@@ -22,6 +22,9 @@ type replayer struct {
 	live map[uint64]*alloc.Block // by PyTorch's address
 	late map[uint64][]*event     // frees waiting for their free_completed, by PyTorch's address
 	fake alloc.Stream            // the next stream used for a late free's event
+	// synced holds the events of syncOnly completions: done when the
+	// allocator waits for them, or after the next request.
+	synced []*event
 
 	follow *follower // Check only
 
@@ -131,7 +134,22 @@ func (r *replayer) run(stop int) {
 		e := &r.tr[st.index]
 		switch st.kind {
 		case stepAlloc, stepOOM:
+			if r.follow != nil && r.follow.startsWithRelease() && r.a.CachedFit(e.Size, alloc.Stream(e.Stream)) {
+				// PyTorch's malloc releases nothing when a cached block
+				// fits: the program emptied the cache before asking.
+				r.p.emptyFirst[int32(i)] = true
+			}
+			if r.p.emptyFirst[int32(i)] {
+				r.a.EmptyCache()
+				if r.follow != nil {
+					r.follow.g.EmptyCaches++
+				}
+			}
 			b, err := r.a.Malloc(e.Size, alloc.Stream(e.Stream))
+			for _, ev := range r.synced {
+				ev.done = true
+			}
+			r.synced = r.synced[:0]
 			if r.follow != nil {
 				r.follow.request(r, st, b, err)
 			}
@@ -165,7 +183,11 @@ func (r *replayer) run(stop int) {
 			r.a.Free(b)
 		case stepComplete:
 			if evs := r.late[e.Addr]; len(evs) > 0 {
-				evs[0].done = true
+				if st.syncOnly {
+					r.synced = append(r.synced, evs[0])
+				} else {
+					evs[0].done = true
+				}
 				if len(evs) == 1 {
 					delete(r.late, e.Addr)
 				} else {

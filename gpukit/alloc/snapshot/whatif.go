@@ -98,6 +98,11 @@ func (s *Snapshot) WhatIf(opt WhatIfOptions, settings []Setting) ([]Outcome, err
 		return nil, err
 	}
 	p := buildPlan(s.Traces[opt.Device])
+	// A replay of PyTorch's own decisions finds where the program called
+	// empty_cache() before a request.
+	if _, err := s.check(CheckOptions{Device: opt.Device, Capacity: opt.Capacity}, p); err != nil {
+		return nil, err
+	}
 	out := make([]Outcome, len(settings))
 	errs := make([]error, len(settings))
 	var wg sync.WaitGroup
@@ -172,28 +177,16 @@ func (s *Snapshot) whatIf(opt WhatIfOptions, in *Initial, p *plan, st Setting) (
 // recordedAddresses lists the addresses of PyTorch's segments, per size
 // and in the order the replay asks for them (the segments of the first
 // event by address, as their blocks are asked for first), and the bases of
-// its expandable segments.
+// its expandable segments, in order.
 func recordedAddresses(tr []Event, in *Initial) (map[int64][]uint64, []uint64) {
 	rec := map[int64][]uint64{}
-	var bases []uint64
-	seen := map[uint64]bool{}
 	for _, ps := range in.Plain {
 		rec[ps.Size] = append(rec[ps.Size], ps.Address)
 	}
-	for _, ps := range in.Expandable {
-		bases = append(bases, ps.Address)
-		seen[ps.Address] = true
-	}
 	for _, e := range tr {
-		switch e.Action {
-		case alloc.ActionSegmentAlloc:
+		if e.Action == alloc.ActionSegmentAlloc {
 			rec[e.Size] = append(rec[e.Size], e.Addr)
-		case alloc.ActionSegmentMap:
-			if base, ok := in.bases[clusterKey{e.Stream, e.Size == alloc.SmallBuffer}]; ok && !seen[base] {
-				bases = append(bases, base)
-				seen[base] = true
-			}
 		}
 	}
-	return rec, bases
+	return rec, in.expandableBases()
 }
