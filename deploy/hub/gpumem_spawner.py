@@ -93,7 +93,7 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 # namespace reaches through its own link (jupyterhub_config.py).
 STUDENT_NET = ipaddress.IPv4Network("10.213.0.0/16")
 HUB_ADDRESS = "10.214.0.1"
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 0x4000, 0x40000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -330,6 +330,15 @@ class CgroupSpawner(LocalProcessSpawner):
                     raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
                 for target in ("/tmp", "/var/tmp", "/dev/shm"):
                     _mount_tmpfs(target, size)
+                # A /proc of its own that lists the student's processes only
+                # (hidepid=invisible; a new proc instance since Linux 5.8):
+                # the hub's, root's and classmates' processes, their
+                # command lines and environments, are not even named.
+                # Visibility is what a PID namespace would add here; one
+                # would also need a reaper in front of the server, whose pid
+                # the hub tracks and signals.
+                if _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=invisible") != 0:
+                    raise OSError(ctypes.get_errno(), "mount proc on /proc (hidepid=invisible)")
             os.setgroups(gids)
             os.setgid(gid)
             os.setuid(uid)
@@ -339,6 +348,19 @@ class CgroupSpawner(LocalProcessSpawner):
                 pass
 
         return preexec
+
+    def get_env(self):
+        env = super().get_env()
+        # Jupyter's configuration comes from the course's root-owned
+        # folder (JUPYTER_CONFIG_DIR, jupyterhub_config.py), never from
+        # ~/.jupyter: a custom.js, a page template or a config file there
+        # would run the student's script on the hub's origin in an admin's
+        # browser. JupyterLab's own settings and workspaces stay in the
+        # home, where Lab saves them.
+        home = self._student().pw_dir
+        env["JUPYTERLAB_SETTINGS_DIR"] = os.path.join(home, ".jupyter", "lab", "user-settings")
+        env["JUPYTERLAB_WORKSPACES_DIR"] = os.path.join(home, ".jupyter", "lab", "workspaces")
+        return env
 
     def make_preexec_fn(self, name):
         return self._as_student(self._groups(), private_mounts=True)

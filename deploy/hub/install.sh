@@ -89,6 +89,12 @@ for part in solutions grader/hidden; do
 	[ ! -e "$edition.new/$part" ] || die "the student edition holds $part; not installing it"
 done
 mkdir "$edition.new/bin"
+# Jupyter's configuration folder for the students' servers
+# (JUPYTER_CONFIG_DIR): empty and root's, so that nothing in a student's
+# ~/.jupyter is loaded; jupyter_core's "migrated" marker, read-only, tells it
+# not to migrate an IPython 3 profile into it.
+mkdir -p "$edition.new/etc/jupyter"
+: >"$edition.new/etc/jupyter/migrated"
 cp "$course"/bin/gonb "$course"/bin/goimports "$course"/bin/gopls "$edition.new/bin/"
 [ -d "$edition" ] && mv "$edition" "$edition.old"
 mv "$edition.new" "$edition"

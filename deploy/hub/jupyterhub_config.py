@@ -188,6 +188,10 @@ c.Spawner.mem_limit = os.environ.get("GPUMEM_MEM_LIMIT", "2G")
 c.Spawner.cpu_limit = float(os.environ.get("GPUMEM_CPU_LIMIT", "1.0"))
 c.CgroupSpawner.pids_limit = int(os.environ.get("GPUMEM_PIDS_LIMIT", "512"))
 c.Spawner.notebook_dir = "~/course/notebooks"
+# Notebooks trusted in a student's own signature database would run their
+# script output on the hub's origin when an admin opens them: the server
+# keeps its signatures in memory, for the session only.
+c.Spawner.args = ["--NotebookNotary.db_file=:memory:"]
 # JupyterLab where the servers' Python has it (Debian 13: apt-get install
 # jupyterlab), else the classic Notebook (Debian 12 packages no JupyterLab),
 # and the hub's log says so when it starts.
@@ -211,6 +215,13 @@ c.Spawner.environment = {
     "GOTOOLCHAIN": "local",
     "PATH": os.path.join(course_dir, "bin") + ":/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin",
     "JUPYTER_PATH": os.path.join(course_dir, "share", "jupyter"),
+    # Configuration from the edition's root-owned etc/jupyter only (made by
+    # install.sh): nothing in ~/.jupyter (custom.js, templates, config
+    # files) reaches the pages the server serves on the hub's origin, and
+    # Python skips the student's ~/.local site-packages (a .pth file there
+    # would run in the server itself).
+    "JUPYTER_CONFIG_DIR": os.path.join(course_dir, "etc", "jupyter"),
+    "PYTHONNOUSERSITE": "1",
     # Go gives a server whose CPU quota is 1 core two Ps (it rounds the
     # quota up, to at least 2): gpukit's kernel helpers must not spend the
     # quota waiting awake for more work (gpukit/kernels/README.md).

@@ -280,6 +280,17 @@ if command -v crontab >/dev/null; then
 		ok "cron is closed to students (/etc/cron.allow)"
 fi
 
+# What a student leaves in her home for her own server to load: a classic
+# Notebook custom.js (served on the hub's origin, it once made an admin's
+# click create a token for her), Jupyter config files and a .pth file in
+# her Python user site (both would run code in the server itself).
+as gpumem-s1 sh -c 'mkdir -p ~/.jupyter/custom && echo "/* gpumem-custom-js */" >~/.jupyter/custom/custom.js &&
+	for f in jupyter_notebook_config.py jupyter_server_config.py; do
+		echo "open(\"$HOME/gpumem-config-ran\", \"w\").close()" >~/.jupyter/$f
+	done
+	site=$(/usr/bin/python3 -m site --user-site) && mkdir -p "$site" &&
+	echo "import os; open(os.path.expanduser(\"~/gpumem-pth-ran\"), \"w\").close()" >"$site/gpumem.pth"'
+
 # --- 5, 6. the servers, the course and a gonb kernel -----------------------
 for s in $students; do
 	t0=$(date +%s)
@@ -316,6 +327,22 @@ case ${landed#login: gpumem-s1: landed on } in
 "$want"*) ok "gpumem-s1's browser, logged in on the hub, lands on ${landed#login: gpumem-s1: landed on }" ;;
 *) bad "gpumem-s1's browser should land on $want, got: $landed" ;;
 esac
+
+for f in gpumem-config-ran gpumem-pth-ran; do
+	[ -e "/home/gpumem-s1/$f" ] && bad "gpumem-s1's server ran her ~/$f code (a config file or .pth in her home)" ||
+		ok "gpumem-s1's server loaded no code from her home (no ~/$f)"
+done
+customjs=$(/usr/bin/python3 - "$hub/user/gpumem-s1/custom/custom.js" "$token" <<'PY' 2>&1
+import sys, urllib.error, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "token " + sys.argv[2]})
+try:
+    print(urllib.request.urlopen(req, timeout=30).read().decode(errors="replace"))
+except urllib.error.HTTPError as e:
+    print("HTTP", e.code)
+PY
+)
+grep -q gpumem-custom-js <<<"$customjs" && bad "gpumem-s1's ~/.jupyter/custom/custom.js is served on the hub's origin" ||
+	ok "gpumem-s1's ~/.jupyter/custom/custom.js is not served (/custom/custom.js: $(head -c 60 <<<"$customjs" | tr '\n' ' '))"
 
 memcg=/sys/fs/cgroup/memory/$cgroup
 for s in $students; do
@@ -361,13 +388,33 @@ for _, p := range strings.Fields("$ports") {
 	}
 }
 fmt.Println("reached", reached, "of", len(strings.Fields("$ports")))
+entries, _ := os.ReadDir("/proc")
+var pids []string
+for _, e := range entries {
+	if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+		pids = append(pids, e.Name())
+	}
+}
+fmt.Println("procs", strings.Join(pids, " "))
 EOF
-	printf 'import (\n\t"fmt"\n\t"net"\n\t"strings"\n\t"time"\n)\n' >"$state/work/dial-imports.go"
+	printf 'import (\n\t"fmt"\n\t"net"\n\t"os"\n\t"strings"\n\t"time"\n)\n' >"$state/work/dial-imports.go"
 	out=$(/usr/bin/python3 "$here/run_cell.py" "$hub/user/gpumem-s2/" "$token" 00-welcome.ipynb "$state/work/dial-imports.go" "$state/work/dial.go" 2>&1)
 	if grep -q "^reached 0 of" <<<"$out"; then
 		ok "gpumem-s2's cell reaches none of gpumem-s1's $(wc -w <<<"$ports") ports, its server's and its kernel's ($ports): each server has its own network namespace"
 	else
 		bad "gpumem-s2's cell and gpumem-s1's ports ($ports): $(grep -m1 reached <<<"$out" || tail -n 3 <<<"$out")"
+	fi
+	procs=" $(grep -m1 '^procs' <<<"$out" | cut -d' ' -f2-) "
+	seen=""
+	for pid in "$hub_pid" "$s1pid" 1; do
+		case $procs in *" $pid "*) seen="$seen $pid" ;; esac
+	done
+	if [ "$procs" = "  " ]; then
+		bad "gpumem-s2's cell listed no process in /proc: $(tail -n 3 <<<"$out")"
+	elif [ -z "$seen" ]; then
+		ok "gpumem-s2's /proc lists only her own processes ($(wc -w <<<"$procs")): not the hub ($hub_pid), init, or gpumem-s1's server ($s1pid)"
+	else
+		bad "gpumem-s2's /proc shows others' processes:$seen"
 	fi
 fi
 
