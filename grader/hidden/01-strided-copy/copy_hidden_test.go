@@ -142,6 +142,7 @@ func TestInvalidLayouts(t *testing.T) {
 		{"negative size, stride 0", 48, 4, []int{-3}, []int{0}, 0},
 		{"negative size after a size-0 dimension", 48, 4, []int{0, -2}, []int{1, 1}, 0},
 		{"negative stride after a size-0 dimension", 48, 4, []int{0, 3}, []int{1, -1}, 0},
+		{"negative stride of a size-1 dimension", 48, 4, []int{1}, []int{-5}, 2},
 		{"negative offset", 48, 4, []int{3}, []int{1}, -1},
 		{"dst too small", 11, 4, []int{3}, []int{1}, 0},
 		{"reads past src", 48, 4, []int{3, 4}, []int{4, 1}, 1},
