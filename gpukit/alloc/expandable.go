@@ -226,6 +226,12 @@ func (a *Allocator) tryAllocateExpandable(p *pool, s Stream, size int64, frames 
 		// c is free and followed by an unmapped block: map what is missing,
 		// which merges with c.
 		next := c.next
+		if next == nil || !next.unmapped {
+			// The request is larger than the whole range (1 1/8 of the
+			// device): only a device that maps beyond its capacity gets
+			// here, and the block cannot be placed.
+			return nil, nil
+		}
 		if ok, err := a.mapBlock(next, min(size-c.size, next.size), frames); !ok {
 			return nil, err
 		}

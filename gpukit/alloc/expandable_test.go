@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -354,4 +355,36 @@ func TestExpandableRecordStream(t *testing.T) {
 	mem.Complete(1)
 	a.EmptyCache()
 	expectStats(t, a, map[string]int64{"reserved_bytes.all.current": 20 * MiB})
+}
+
+// overcommitMemory maps pages beyond the capacity it reports, as a device
+// with oversubscription (or a replay that follows another card) may.
+type overcommitMemory struct{ *FakeMemory }
+
+func (m overcommitMemory) Capacity() int64 { return 1 << 30 }
+
+// TestExpandableRequestBeyondRange: a request larger than an expandable
+// segment's whole range (1 1/8 of the device) cannot be placed in it even
+// when the device maps every page: it is an OOM, not a nil dereference
+// past the range's last block.
+func TestExpandableRequestBeyondRange(t *testing.T) {
+	cfg, err := ParseConfig("expandable_segments:True")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(overcommitMemory{NewFakeMemory(1 << 40)}, cfg, 0)
+	_, err = a.Malloc(2<<30, 0)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("Malloc(2 GiB) = %v, want an OutOfMemoryError", err)
+	}
+	// The retry mapped the whole range again, as PyTorch's would on such
+	// a device; EmptyCache unmaps it.
+	a.EmptyCache()
+	if err := checkInvariants(a); err != nil {
+		t.Fatal(err)
+	}
+	if b := mustMalloc(t, a, 30*MiB, 0); b.Size() != 30*MiB {
+		t.Fatalf("after the OOM, Malloc(30 MiB) gave %d bytes", b.Size())
+	}
 }
