@@ -93,6 +93,9 @@ func (m *memory) Malloc(size int64) (uint64, error) {
 	if size <= 0 {
 		return 0, fmt.Errorf("snapshot: replay device: malloc of %d bytes", size)
 	}
+	if m.adopting && (m.live[m.place] != 0 || m.resv[m.place] != 0) {
+		return 0, fmt.Errorf("snapshot: two segments at %#x", m.place)
+	}
 	var py uint64
 	var pyOK bool
 	switch {
@@ -145,6 +148,9 @@ func (m *memory) Reserve(size int64) (uint64, error) {
 	var addr uint64
 	switch {
 	case m.adopting:
+		if m.live[m.place] != 0 || m.resv[m.place] != 0 {
+			return 0, fmt.Errorf("snapshot: two segments at %#x", m.place)
+		}
 		addr = m.place
 	case m.follow != nil:
 		// PyTorch's ranges may lie closer together than gpukit's, which

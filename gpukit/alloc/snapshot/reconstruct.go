@@ -262,6 +262,21 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 			Mapped: slices.Clone(rs.runs)})
 	}
 	sort.Slice(in.Expandable, func(i, j int) bool { return in.Expandable[i].Address < in.Expandable[j].Address })
+	// PyTorch's segments never overlap: a snapshot in which they do is
+	// refused.
+	var spans []Run
+	for _, ps := range in.Plain {
+		spans = append(spans, Run{ps.Address, ps.Size})
+	}
+	for _, ps := range in.Expandable {
+		spans = append(spans, ps.Mapped...)
+	}
+	slices.SortFunc(spans, func(x, y Run) int { return cmpUint64(x.Addr, y.Addr) })
+	for i := 1; i < len(spans); i++ {
+		if prev := spans[i-1]; prev.Addr+uint64(prev.Size) > spans[i].Addr || prev.Addr+uint64(prev.Size) < prev.Addr {
+			return nil, fmt.Errorf("snapshot: device %d: segments at %#x (%d bytes) and %#x overlap at the first event", d, prev.Addr, prev.Size, spans[i].Addr)
+		}
+	}
 	find := func(addr uint64) (home, bool) {
 		i := sort.Search(len(in.Plain), func(i int) bool { return in.Plain[i].Address > addr }) - 1
 		if i >= 0 && addr < in.Plain[i].Address+uint64(in.Plain[i].Size) {
