@@ -20,7 +20,7 @@ SITE_DIR ?= site
 GOBUILDFLAGS := -trimpath
 GOTEST ?= $(GO) test $(GOBUILDFLAGS) -count=1
 
-.PHONY: lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
+.PHONY: cell-times lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 # JupyterLab where it is installed (Debian 13: setup installs it); Debian 12
 # packages no JupyterLab, so there the classic Notebook serves the course.
@@ -168,6 +168,12 @@ notebooks:
 site: setup notebooks
 	@bash scripts/build-site.sh "$(SITE_DIR)"
 	@/usr/bin/python3 scripts/site-check.py "$(SITE_DIR)"
+
+# How long a learner waits for each cell: 20 cells of lesson 02 through one
+# gonb kernel, and where one cell's time goes (go get, go build, the run).
+# Not part of make test (it measures the machine).
+cell-times: setup
+	/usr/bin/python3 scripts/cell-times.py --split $(NOTEBOOK)
 
 # Regenerate notebooks/ after editing lessons/.
 notebooks-gen:
