@@ -47,6 +47,22 @@ func Fragment(dev *device.Device, request int64) ([]*alloc.Block, error) {
 		all = append(all, b)
 	}
 
+	// The device memory no 20 MiB segment fits in (16 MiB on a 256 MiB
+	// card) could still hold a segment of its own for a request of 10 MiB
+	// or more: one block of its size, rounded down to the 2 MiB that such
+	// segments are rounded to, takes it. What is left is under 2 MiB, and
+	// no request of 2 MiB or more fits there.
+	if rest := (capacity - dev.MemoryReserved()) / (2 << 20) * (2 << 20); rest >= 10<<20 {
+		b, err := dev.Malloc(rest, dev.DefaultStream())
+		if err != nil {
+			for _, b := range all {
+				dev.Free(b)
+			}
+			return nil, err
+		}
+		all = append(all, b)
+	}
+
 	// In each segment keep the first piece, so that no segment is entirely
 	// free (the allocator would give it back and retry), and then just
 	// enough pieces that no run of freed neighbours, which merge, reaches

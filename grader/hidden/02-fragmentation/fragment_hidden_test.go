@@ -29,6 +29,15 @@ func TestFragmentRequests(t *testing.T) {
 		// run of freed neighbours can be exactly the request.
 		{256 * MiB, 2 * (MiB + 512)},
 		{96 * MiB, 5 * (MiB + 512)},
+		// 10 MiB and more get a segment of their own: the device memory
+		// that filling 20 MiB segments leaves (16 MiB on both cards) must
+		// not hold one.
+		{256 * MiB, 10 * MiB},
+		{256 * MiB, 13*MiB + 7},
+		{256 * MiB, 16 * MiB},
+		{96 * MiB, 10 * MiB},
+		{96 * MiB, 12 * MiB},
+		{96 * MiB, 16 * MiB},
 	} {
 		checkFragmented(t, c.capacity, c.request)
 	}
