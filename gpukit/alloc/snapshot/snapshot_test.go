@@ -93,10 +93,10 @@ func TestCheckH200(t *testing.T) {
 }
 
 // TestCheckGCNeedsTheCap: garbage_collection_threshold acts only under
-// set_per_process_memory_fraction (CUDACachingAllocator.cpp, malloc: "if
-// (C10_UNLIKELY(set_fraction && ...garbage_collection_threshold() > 0.0))"),
-// which the snapshot does not record: without the cap, the check finds the
-// first collection PyTorch made and gpukit did not.
+// set_per_process_memory_fraction (malloc in CUDACachingAllocator.cpp calls
+// garbage_collect_cached_blocks only when a fraction is set), which the
+// snapshot does not record: without the cap, the check finds the first
+// collection PyTorch made and gpukit did not.
 func TestCheckGCNeedsTheCap(t *testing.T) {
 	s := readFile(t, filepath.Join(h200, "gpt-tight-gc.pickle.gz"))
 	g, err := s.Check(CheckOptions{Capacity: readMeta(t, "gpt-tight-gc").Total})
