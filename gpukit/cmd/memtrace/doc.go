@@ -1,7 +1,41 @@
 // Command memtrace replays allocator traces on gpukit's caching allocator
 // (gpukit/alloc, PyTorch's CUDA caching allocator policy) and writes what
 // the allocator did, line by line, so that a trace from a lesson or an
-// exercise can be checked against hand-computed PyTorch behaviour.
+// exercise can be checked against hand-computed PyTorch behaviour; and it
+// replays PyTorch's own memory snapshots under other settings (whatif).
+//
+//	memtrace whatif SNAPSHOT [--alloc-conf STR]... [--device NAME | --capacity SIZE] [--memory-fraction F] [--gpu N] [--format text|json]
+//
+// whatif reads a pickle of torch.cuda.memory._dump_snapshot() (gzip
+// compressed or not) as data only (gpukit/internal/pickle: no object is
+// constructed, no code run; every length is checked before anything is
+// made). It rebuilds the allocator's state at the trace's first event (the
+// trace is a ring buffer and usually starts mid-run), replays the trace
+// under the snapshot's own allocator_settings and checks every decision
+// against PyTorch's (gpukit/alloc/snapshot's Check: the segments each
+// request made or released, the address of each block), and prints the
+// agreement and the first disagreement. It then replays the same requests
+// once per --alloc-conf, in parallel, and prints one row per setting: peak
+// allocated and reserved memory, reserved minus allocated memory and the
+// largest cached block when allocated memory peaked, num_device_alloc and
+// num_device_free (cudaMalloc and cudaFree, or page maps and unmaps with
+// expandable segments), num_alloc_retries, and the first OOM with the
+// Python frames PyTorch recorded for that request. Each replay stops at
+// its first OOM. --alloc-conf takes PYTORCH_CUDA_ALLOC_CONF's syntax plus
+// per_process_memory_fraction:F (c10/cuda/CUDAAllocatorConfig.h); without
+// one, the row is the snapshot's own setting. --device takes a gpukit
+// device profile (or a unique prefix: h100, a100, t4), whose CUDA context
+// counts against the capacity; --capacity a size (40GiB); without either
+// the device is unlimited. --memory-fraction is the cap the program set
+// with torch.cuda.set_per_process_memory_fraction, which snapshots do not
+// record (garbage_collection_threshold acts only under it). The output
+// states what the replay does not model: requests are replayed as
+// recorded; the timing of other streams, other processes, memory outside
+// the allocator and cudaMalloc's addresses are not modelled. --format json
+// writes the same as one JSON object. Exit status: 0 after a replay; 1 when
+// the snapshot cannot be read (not a pickle, not a memory snapshot, a
+// pickle that would construct objects, truncated, beyond the limits), with
+// a "memtrace: " message; 2 for usage errors.
 //
 //	memtrace replay --device-memory BYTES [--alloc-conf STR] [--snapshot FILE.pickle] [--html FILE.html] [--strict] < trace.jsonl
 //	memtrace replay --device NAME [--alloc-conf STR] ... < trace.jsonl

@@ -162,6 +162,9 @@ func runWhatif(args []string, stdout, stderr io.Writer) int {
 	if len(positional) != 1 {
 		return usageErr("whatif needs one SNAPSHOT file, got %d arguments %q", len(positional), positional)
 	}
+	if *gpu < -1 {
+		return usageErr("whatif: --gpu %d: must be a device index (0 or more)", *gpu)
+	}
 	if *format != "text" && *format != "json" {
 		return usageErr("whatif: --format %q: must be text or json", *format)
 	}
