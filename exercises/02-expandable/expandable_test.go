@@ -254,7 +254,9 @@ func pinAndCheck(t *testing.T, capacity, request int64) {
 	if free := capacity - dev.MemoryAllocated(); free < capacity/4 {
 		t.Errorf("capacity %d MiB, request %d bytes: only %d bytes are not allocated, want at least a quarter of the device", capacity/MiB, request, free)
 	}
-	if _, err := dev.Malloc(request, dev.DefaultStream()); !errors.As(err, new(*alloc.OutOfMemoryError)) {
+	if _, err := dev.Malloc(request, dev.DefaultStream()); err == nil {
+		t.Errorf("capacity %d MiB, request %d bytes: the request after Pin was served, want an out-of-memory error", capacity/MiB, request)
+	} else if !errors.As(err, new(*alloc.OutOfMemoryError)) {
 		t.Errorf("capacity %d MiB, request %d bytes: the request after Pin: %v, want an out-of-memory error", capacity/MiB, request, err)
 	}
 	for _, b := range kept {
