@@ -1,6 +1,8 @@
 package predict
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -10,18 +12,26 @@ import (
 
 const MiB = 1 << 20
 
-// measure serves requests on a fresh simulated classroom card, keeping every
-// block, and reads what the real allocator holds.
-func measure(t *testing.T, requests []int64) Prediction {
+// newDevice opens a private simulated classroom card in meta mode: the
+// allocator's accounting without backing bytes, all these tests read.
+func newDevice(t *testing.T) *device.Device {
 	t.Helper()
 	p, err := device.LookupProfile("classroom")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := device.New(sim.New(0, p))
+	dev, err := device.New(sim.NewMeta(0, p))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dev
+}
+
+// measure serves requests on a fresh simulated classroom card, keeping every
+// block, and reads what the real allocator holds.
+func measure(t *testing.T, requests []int64) Prediction {
+	t.Helper()
+	dev := newDevice(t)
 	var blocks []*alloc.Block
 	for _, n := range requests {
 		b, err := dev.Malloc(n, dev.DefaultStream())
@@ -65,6 +75,115 @@ func TestPredictSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := measure(t, requests); got != want {
-		t.Errorf("Predict = %+v, the allocator holds %+v", got, want)
+		t.Errorf("Predict = %s; the allocator holds %s", predictionText(got), predictionText(want))
+	}
+}
+
+// predictionText writes a Prediction as the test's messages show it.
+func predictionText(p Prediction) string {
+	return fmt.Sprintf("%d bytes allocated, %d reserved in %d segments", p.Allocated, p.Reserved, p.Segments)
+}
+
+// The public twin of the grader's TestPoolBoundaries, on other sizes near
+// the same boundaries (512 B, 1 MiB, 2 MiB, 10 MiB, 20 MiB): the pool and
+// the segment are the allocator's, measured on a fresh device.
+func TestPoolsAtBoundaries(t *testing.T) {
+	for _, n := range []int64{
+		3, 500, 510, 1000, 1536,
+		MiB - 513, MiB - 2, MiB + 2, MiB + 1000,
+		2*MiB - 512, 2*MiB + 512,
+		10*MiB - 1000, 10*MiB - 300, 10*MiB + 512, 11*MiB + 1,
+		20*MiB - 1, 20*MiB + 512, 30*MiB + 5,
+	} {
+		dev := newDevice(t)
+		b, err := dev.Malloc(n, dev.DefaultStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounded := RoundSize(n)
+		if got, want := SegmentSize(rounded), dev.MemoryReserved(); got != want {
+			t.Errorf("a request of %d B: SegmentSize(RoundSize(%d)) = SegmentSize(%d) = %d, the allocator reserved %d", n, n, rounded, got, want)
+		}
+		small := dev.Stats()["segment.small_pool.current"] == 1
+		if got := IsSmall(rounded); got != small {
+			pool := "large"
+			if small {
+				pool = "small"
+			}
+			t.Errorf("a request of %d B: IsSmall(%d) = %v, but the allocator used the %s pool", n, rounded, got, pool)
+		}
+		dev.Free(b)
+	}
+}
+
+// comparePredict compares Predict's answer for requests with the real
+// allocator's.
+func comparePredict(t *testing.T, what string, requests []int64) {
+	t.Helper()
+	got, err := Predict(requests)
+	if err != nil {
+		t.Errorf("%s %v: %v", what, requests, err)
+		return
+	}
+	if want := measure(t, requests); got != want {
+		t.Errorf("%s %v: Predict = %s; the allocator holds %s", what, requests, predictionText(got), predictionText(want))
+	}
+}
+
+// The public twin of the grader's TestPredictSplitRules, on other
+// sequences: a large-pool rest of exactly 1 MiB is not split, one just
+// over is; a small-pool rest of 512 B is split; blocks of 10 MiB and more
+// get segments of their own, rounded to 2 MiB; best fit takes the
+// smallest free block that fits.
+func TestPredictSplitCases(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		requests []int64
+	}{
+		{"a large rest of exactly 1 MiB", []int64{4 * MiB, 15 * MiB, 1}},
+		{"a large rest just over 1 MiB", []int64{4 * MiB, 15*MiB - 512, MiB + 1}},
+		{"a small rest of 512 B", []int64{MiB, MiB - 512, 300}},
+		{"an own segment, rest exactly 1 MiB", []int64{13 * MiB, 2 * MiB}},
+		{"an own segment, rest over 1 MiB", []int64{12*MiB + 512, 1500 * 1024}},
+		{"best fit", []int64{5 * MiB, 5 * MiB, 5 * MiB, 8 * MiB, 8 * MiB, 3 * MiB, 5 * MiB}},
+		{"a large rest that fits exactly", []int64{7 * MiB, 13 * MiB}},
+		{"a small rest that fits exactly", []int64{1536 * 1024, 512 * 1024}},
+		{"the small pool fills segments", []int64{800_000, 800_000, 800_000, 400_000, 100_000, MiB}},
+		{"one of each", []int64{700, 600_000, 3 * MiB, 10*MiB + 5, 48 * MiB}},
+	} {
+		comparePredict(t, c.name, c.requests)
+	}
+}
+
+// The public twin of the grader's TestPredictRandomSequences, with another
+// seed and fewer sequences: random mixes of small, large and own-segment
+// requests against the real allocator; no request, and bad requests.
+func TestPredictSeededSequences(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 77))
+	for seq := range 8 {
+		var requests []int64
+		for range 1 + r.IntN(40) {
+			var n int64
+			switch r.IntN(4) {
+			case 0:
+				n = 1 + r.Int64N(MiB) // small pool
+			case 1:
+				n = MiB + 1 + r.Int64N(9*MiB) // large pool, shared 20 MiB segments
+			case 2:
+				n = 10*MiB + r.Int64N(30*MiB) // own segments
+			default:
+				n = 1 + r.Int64N(4096)
+			}
+			requests = append(requests, n)
+		}
+		comparePredict(t, fmt.Sprintf("sequence %d", seq), requests)
+	}
+	if got, err := Predict([]int64{}); err != nil || got != (Prediction{}) {
+		t.Errorf("no requests: Predict = %s, error %v; want nothing allocated or reserved and no error", predictionText(got), err)
+	}
+	for _, bad := range [][]int64{{-3}, {MiB, 0}} {
+		if _, err := Predict(bad); err == nil {
+			t.Errorf("Predict(%v): no error, want one for a request of 0 bytes or less", bad)
+		}
 	}
 }
