@@ -38,6 +38,9 @@ func TestFragmentRequests(t *testing.T) {
 		{96 * MiB, 10 * MiB},
 		{96 * MiB, 12 * MiB},
 		{96 * MiB, 16 * MiB},
+		// Cards whose 20 MiB segments leave exactly 10 MiB, and 8 MiB.
+		{90 * MiB, 10 * MiB},
+		{88 * MiB, 4 * MiB},
 	} {
 		checkFragmented(t, c.capacity, c.request)
 	}
