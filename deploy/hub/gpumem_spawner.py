@@ -296,13 +296,27 @@ class CgroupSpawner(LocalProcessSpawner):
 
     # --- the student's side -----------------------------------------------
 
+    def _lookup_account(self):
+        """Looks the student up once for a start: the account (_student's
+        checks) and the groups they belong to. Each lookup may ask NSS
+        (files, LDAP, ...), and grp.getgrall() reads every group: once,
+        not at each step of the start."""
+        student = self._student()
+        gids = sorted({student.pw_gid} | {g.gr_gid for g in grp.getgrall() if student.pw_name in g.gr_mem})
+        self._account = (student, gids)
+        return self._account
+
+    def _account_now(self):
+        """The account and groups of this start, or looked up now (a stop
+        after the hub restarted)."""
+        return getattr(self, "_account", None) or self._lookup_account()
+
     def _as_student(self, groups, private_mounts):
         """A preexec_fn: the child joins the student's groups, optionally
         gets its private /tmp, /var/tmp and /dev/shm, then drops to the
         student's uid, gid and groups, all before it runs anything."""
-        student = self._student()
+        student, gids = self._account_now()
         uid, gid = student.pw_uid, student.pw_gid
-        gids = sorted({gid} | {g.gr_gid for g in grp.getgrall() if student.pw_name in g.gr_mem})
         home, size = student.pw_dir, self.tmp_size
         network = private_mounts and self.network_namespace
 
@@ -357,7 +371,7 @@ class CgroupSpawner(LocalProcessSpawner):
         # would run the student's script on the hub's origin in an admin's
         # browser. JupyterLab's own settings and workspaces stay in the
         # home, where Lab saves them.
-        home = self._student().pw_dir
+        home = self._account_now()[0].pw_dir
         env["JUPYTERLAB_SETTINGS_DIR"] = os.path.join(home, ".jupyter", "lab", "user-settings")
         env["JUPYTERLAB_WORKSPACES_DIR"] = os.path.join(home, ".jupyter", "lab", "workspaces")
         return env
@@ -367,7 +381,7 @@ class CgroupSpawner(LocalProcessSpawner):
 
     async def _student_setup(self, groups):
         """Checks the home and copies the course, as the student."""
-        student = self._student()
+        student = self._account_now()[0]
         info = os.lstat(student.pw_dir)
         if info.st_uid != student.pw_uid:
             raise RuntimeError("gpumem: %s's home %s is owned by uid %d, not by the student; not starting"
@@ -401,7 +415,7 @@ class CgroupSpawner(LocalProcessSpawner):
         is never silently missing."""
         if not self.disk_limit:
             return
-        student = self._student()
+        student = self._account_now()[0]
         kib = str(max(1, self.disk_limit // 1024))
         # Inodes too: with blocks limited and inodes not, a student fills
         # the filesystem's inode table with empty files.
@@ -428,7 +442,7 @@ class CgroupSpawner(LocalProcessSpawner):
                                    % (self.course_dir, part))
 
     async def start(self):
-        self._student()  # a student's, or nothing is made for it
+        student, _ = self._lookup_account()  # a student's, or nothing is made for it
         self._check_course()
         # A previous server may have left processes (a hub restart): they go.
         if self._group_pids():
@@ -440,7 +454,7 @@ class CgroupSpawner(LocalProcessSpawner):
             # The server listens on every address of its namespace: its
             # link's is the only one reachable, and only from the host.
             self.ip = "0.0.0.0"
-            _, peer, _ = student_link(self._student().pw_uid, self.uid_min)
+            _, peer, _ = student_link(student.pw_uid, self.uid_min)
             self.hub_connect_url = "http://%s:%d" % (HUB_ADDRESS, self.hub_port())
         ip_port = await super().start()
         if self.network_namespace:
@@ -470,7 +484,7 @@ class CgroupSpawner(LocalProcessSpawner):
         the host end here, eth0 in the namespace, and a route to the hub's
         address through it. Nothing else is routed: the namespace reaches
         the host's end and the hub, no classmate's link."""
-        host, peer, name = student_link(self._student().pw_uid, self.uid_min)
+        host, peer, name = student_link(self._account_now()[0].pw_uid, self.uid_min)
         ns = ["nsenter", "-t", str(pid), "-n"]
         await self._run("sh", "-c", 'ip link del "$1" 2>/dev/null; true', "sh", name)
         await self._run("ip", "link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", str(pid))

@@ -282,6 +282,26 @@ class TestStudentsOnly(unittest.TestCase):
             with self.assertRaisesRegex(RuntimeError, want, msg=name):
                 self.student(name, uid)
 
+    def test_looked_up_once(self):
+        """A start looks the account and its groups up once (NSS may be
+        LDAP), not at each of its steps."""
+        import grp
+        import pwd
+        spawner = CgroupSpawner(student_group="students", tmp_size="1G")
+        spawner.user = mock.Mock()
+        spawner.user.name = "ada"
+        account = pwd.struct_passwd(("ada", "x", 1001, 2000, "", "/home/ada", "/bin/sh"))
+        group = grp.struct_group(("students", "x", 3000, ["ada"]))
+        with mock.patch("pwd.getpwnam", return_value=account) as getpwnam, \
+                mock.patch("grp.getgrnam", return_value=group), \
+                mock.patch("grp.getgrall", return_value=[group]) as getgrall:
+            student, gids = spawner._lookup_account()
+            self.assertEqual(gids, [2000, 3000])
+            spawner._as_student([], private_mounts=False)
+            spawner._as_student([], private_mounts=True)
+            self.assertEqual(spawner._account_now()[0].pw_dir, "/home/ada")
+            self.assertEqual((getpwnam.call_count, getgrall.call_count), (1, 1))
+
     def test_unknown_account(self):
         spawner = CgroupSpawner()
         spawner.user = mock.Mock()
