@@ -148,6 +148,21 @@ RUN if [ -e solutions ] || [ -e grader/hidden ]; then \
 # cell compiles in seconds. Nothing is fetched here: setup downloaded it all.
 RUN GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build ./... \
     && GOPROXY=off go build -o /dev/null ./scripts/nbgen
+# And gopls's cache (~/.cache/gopls), so that the first Tab completion of a
+# fresh container answers in seconds: gopls type-checks gpukit's packages
+# once here, from a scratch module made as each notebook's first cell makes
+# its own (same replace, same path), and later finds them by content. Cold,
+# that check took 16 to 28 s here; warm, 3.7 s.
+RUN export GOPROXY=off GOSUMDB=off && d=$(mktemp -d) && cd "$d" && go mod init gonb_warm >/dev/null 2>&1 \
+    && go mod edit -require=github.com/gpumem/course@v0.0.0-00010101000000-000000000000 \
+        -replace=github.com/gpumem/course=/home/${NB_USER}/course \
+    && go get github.com/gpumem/course/gpukit/...@v0.0.0-00010101000000-000000000000 \
+    && { echo 'package main'; \
+         (cd /home/${NB_USER}/course && go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./gpukit/... | \
+            grep -v /internal/ | sed 's/.*/import _ "&"/'); \
+         echo 'func main() {}'; } >main.go \
+    && /home/${NB_USER}/course/bin/gopls check main.go \
+    && cd / && rm -rf "$d" && du -sh /home/${NB_USER}/.cache/gopls
 
 # Offline from here on: Go uses the module cache only, and the checksums it
 # verified while downloading (GOSUMDB=off spares the notebooks' scratch
