@@ -104,7 +104,7 @@ def main():
                   % (get, build, run))
     finally:
         kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        km.shutdown_kernel()  # GoNB stops its gopls; now=True would orphan it
     later = times[1:]
     if later:
         print("cell-times: cells 1-%d: median %.2f s, slowest %.2f s; cell 0 (the recipe) %.2f s"
