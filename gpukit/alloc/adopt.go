@@ -89,16 +89,7 @@ func (a *Allocator) Adopt(ps PriorSegment) ([]*Block, error) {
 		a.stats.oversizeSegments.inc(1)
 	}
 	a.stats.numDeviceAlloc++
-	var last *node
-	link := func(n *node) {
-		n.prev = last
-		if last == nil {
-			seg.head = n
-		} else {
-			last.next = n
-		}
-		last = n
-	}
+	link := linker(seg)
 	blocks := a.layRun(p, seg, 0, ps.Size, ps.Blocks, link)
 	if seg.head.isSplit() {
 		for n := seg.head; n != nil; n = n.next {
@@ -109,6 +100,21 @@ func (a *Allocator) Adopt(ps PriorSegment) ([]*Block, error) {
 		}
 	}
 	return blocks, nil
+}
+
+// linker returns a function that appends a node to seg's list of blocks,
+// in address order.
+func linker(seg *segment) func(*node) {
+	var last *node
+	return func(n *node) {
+		n.prev = last
+		if last == nil {
+			seg.head = n
+		} else {
+			last.next = n
+		}
+		last = n
+	}
 }
 
 // layRun makes the nodes of [off, off+size) of seg: the blocks in use that
@@ -183,13 +189,7 @@ func (a *Allocator) adoptExpandable(p *pool, ps PriorSegment) ([]*Block, error) 
 	if ps.Size != 0 {
 		return nil, fmt.Errorf("alloc: Adopt: an expandable segment's Size must be 0 (the allocator sizes its range), not %d", ps.Size)
 	}
-	page := int64(LargeBuffer)
-	if p.small {
-		page = SmallBuffer
-	}
-	capacity := a.mem.Capacity()
-	npages := (capacity + capacity/8 + page - 1) / page
-	total := npages * page
+	page, total := a.expandableRange(p)
 	end := int64(0)
 	for i, r := range ps.Mapped {
 		if r.Size <= 0 || r.Offset%page != 0 || r.Size%page != 0 || r.Offset < end || r.Offset+r.Size > total {
@@ -214,16 +214,7 @@ func (a *Allocator) adoptExpandable(p *pool, ps PriorSegment) ([]*Block, error) 
 		}
 	}
 	seg := &segment{addr: addr, size: total, stream: ps.Stream, pool: p, exp: &expandable{page: page}}
-	var last *node
-	link := func(n *node) {
-		n.prev = last
-		if last == nil {
-			seg.head = n
-		} else {
-			last.next = n
-		}
-		last = n
-	}
+	link := linker(seg)
 	unmapped := func(from, to int64) {
 		if to <= from {
 			return

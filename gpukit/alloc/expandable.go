@@ -125,25 +125,32 @@ func (a *Allocator) findExpandableBlock(p *pool, s Stream, size int64) (*node, e
 			return c, nil
 		}
 	}
-	page := int64(LargeBuffer)
-	if p.small {
-		page = SmallBuffer
-	}
-	// Address space for 1 1/8 of the device, "for some cases where we have
-	// to unmap pages earlier in the segment to put them at the end".
-	capacity := a.mem.Capacity()
-	npages := (capacity + capacity/8 + page - 1) / page
-	addr, err := a.pages.Reserve(npages * page)
+	page, total := a.expandableRange(p)
+	addr, err := a.pages.Reserve(total)
 	if err != nil {
-		return nil, fmt.Errorf("alloc: reserving %d bytes of addresses for an expandable segment: %w", npages*page, err)
+		return nil, fmt.Errorf("alloc: reserving %d bytes of addresses for an expandable segment: %w", total, err)
 	}
-	seg := &segment{addr: addr, size: npages * page, stream: s, pool: p, exp: &expandable{page: page}}
+	seg := &segment{addr: addr, size: total, stream: s, pool: p, exp: &expandable{page: page}}
 	n := a.newNode()
 	*n = node{addr: addr, size: seg.size, stream: s, seg: seg, unmapped: true}
 	seg.head = n
 	a.expSegs = append(a.expSegs, seg)
 	p.insertUnmapped(n)
 	return n, nil
+}
+
+// expandableRange is the page size of pool p's expandable segments (2 MiB
+// in the small pool, 20 MiB in the large one) and the bytes of address
+// space each reserves: 1 1/8 of the device in whole pages, "for some cases
+// where we have to unmap pages earlier in the segment to put them at the
+// end".
+func (a *Allocator) expandableRange(p *pool) (page, total int64) {
+	page = LargeBuffer
+	if p.small {
+		page = SmallBuffer
+	}
+	capacity := a.mem.Capacity()
+	return page, (capacity + capacity/8 + page - 1) / page * page
 }
 
 // mapBlock maps the pages under the first size bytes of the unmapped block
