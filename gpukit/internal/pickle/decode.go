@@ -206,8 +206,9 @@ func (d *decoder) read(n int64) ([]byte, error) {
 }
 
 // countWidth is the size of the little-endian length before the bytes of
-// each counted string or bytes opcode.
-var countWidth = map[byte]int{
+// each counted string or bytes opcode, indexed by opcode (an array: it is
+// read for every string of the file).
+var countWidth = [256]uint8{
 	'X': 4, 0x8c: 1, 0x8d: 8, // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
 	'T': 4, 'U': 1, // BINSTRING, SHORT_BINSTRING
 	'B': 4, 'C': 1, 0x8e: 8, 0x96: 8, // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
@@ -216,7 +217,7 @@ var countWidth = map[byte]int{
 // counted reads the length of op's value, then its bytes (read checks the
 // length against the limits first).
 func (d *decoder) counted(op byte) ([]byte, error) {
-	n, err := d.uint(countWidth[op])
+	n, err := d.uint(int(countWidth[op]))
 	if err != nil {
 		return nil, err
 	}
