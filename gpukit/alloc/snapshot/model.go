@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/internal/pickle"
@@ -116,7 +117,7 @@ func FromValue(v any) (*Snapshot, error) {
 	if !ok {
 		return nil, fmt.Errorf("snapshot: not a memory snapshot: the pickle holds a %s, not a dict", kind(v))
 	}
-	s := &Snapshot{Settings: Settings{}}
+	s := &Snapshot{}
 	segs, err := listAt(top, "segments", "snapshot")
 	if err != nil {
 		return nil, err
@@ -149,11 +150,6 @@ func FromValue(v any) (*Snapshot, error) {
 			evs = append(evs, e)
 		}
 		s.Traces = append(s.Traces, evs)
-	}
-	for _, seg := range s.Segments {
-		if seg.Device >= maxDevices {
-			return nil, fmt.Errorf("snapshot: a segment of device %d, more than %d devices", seg.Device, maxDevices)
-		}
 	}
 	if sv, ok := top.Get("allocator_settings"); ok && sv != nil {
 		st, err := settingsOf(sv)
@@ -326,6 +322,7 @@ func segmentOf(v any) (Segment, error) {
 	if f.err != nil {
 		return s, f.err
 	}
+	next := s.Address // where a block without an address starts
 	for i, bv := range blocks {
 		bf, err := dictOf(bv)
 		if err != nil {
@@ -340,16 +337,13 @@ func segmentOf(v any) (Segment, error) {
 		if bf.err != nil {
 			return s, fmt.Errorf("blocks[%d]: %w", i, bf.err)
 		}
-		s.Blocks = append(s.Blocks, b)
-	}
-	// Old snapshots give blocks no address: they follow each other from the
-	// segment's start (torch/cuda/_memory_viz.py does the same).
-	addr := s.Address
-	for i := range s.Blocks {
-		if _, ok := blocks[i].(*pickle.Map).Get("address"); !ok {
-			s.Blocks[i].Address = addr
+		// Old snapshots give blocks no address: they follow each other from
+		// the segment's start (torch/cuda/_memory_viz.py does the same).
+		if _, ok := bf.m.Get("address"); !ok {
+			b.Address = next
 		}
-		addr = s.Blocks[i].Address + uint64(s.Blocks[i].Size)
+		next = b.Address + uint64(b.Size)
+		s.Blocks = append(s.Blocks, b)
 	}
 	return s, nil
 }
@@ -430,7 +424,8 @@ func settingsOf(v any) (Settings, error) {
 			if !ok {
 				return st, fmt.Errorf("roundup_power2_divisions: a key of type %s", kind(k))
 			}
-			mb, err := strconv.ParseInt(trimMB(ks), 10, 64)
+			// gpukit's own snapshots put "MB" after each class.
+			mb, err := strconv.ParseInt(strings.TrimSuffix(ks, "MB"), 10, 64)
 			if err != nil || mb <= 0 || mb&(mb-1) != 0 {
 				return st, fmt.Errorf("roundup_power2_divisions: key %q is not a power of two (MiB)", ks)
 			}
@@ -458,12 +453,4 @@ func settingsOf(v any) (Settings, error) {
 		return st, err
 	}
 	return st, nil
-}
-
-// trimMB drops the "MB" that gpukit's own snapshots put after each class.
-func trimMB(s string) string {
-	if len(s) > 2 && s[len(s)-2:] == "MB" {
-		return s[:len(s)-2]
-	}
-	return s
 }
