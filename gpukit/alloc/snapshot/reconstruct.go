@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -39,8 +40,7 @@ type Initial struct {
 	// every segment...): a snapshot PyTorch wrote has none.
 	Problems []string
 
-	epochs []uint64            // addresses of the maps that start a new expandable segment, in order
-	ended  map[clusterKey]bool // scratch of Reconstruct
+	epochs []uint64 // addresses of the maps that start a new expandable segment, in order
 }
 
 // PriorSegment is a segment at the first event, with its blocks in use.
@@ -144,7 +144,7 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 		}
 	}
 	for _, ls := range labels {
-		slices.SortFunc(ls, func(x, y label) int { return cmpUint64(x.addr, y.addr) })
+		slices.SortFunc(ls, func(x, y label) int { return cmp.Compare(x.addr, y.addr) })
 	}
 	clusterOf := func(e Event) clusterKey {
 		if e.Action == alloc.ActionSegmentMap {
@@ -219,6 +219,7 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 	// released); a map into a segment with nothing mapped starts a new
 	// range, at its first page.
 	bases := map[clusterKey]uint64{}
+	ended := map[clusterKey]bool{} // all of the segment unmapped once: its range is gone
 	fwd := map[clusterKey]*runSet{}
 	for k, rs := range mapped {
 		fwd[k] = &runSet{runs: slices.Clone(rs.runs)}
@@ -244,14 +245,11 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 		} else {
 			rs.remove(e.Addr, e.Size)
 		}
-		if b, ok := bases[k]; ok && e.Addr < b && !in.ended[k] {
+		if b, ok := bases[k]; ok && e.Addr < b && !ended[k] {
 			bases[k] = e.Addr
 		}
 		if len(rs.runs) == 0 {
-			if in.ended == nil {
-				in.ended = map[clusterKey]bool{}
-			}
-			in.ended[k] = true
+			ended[k] = true
 		}
 	}
 	for k, rs := range mapped {
@@ -271,7 +269,7 @@ func (s *Snapshot) Reconstruct(d int, cfg alloc.Config) (*Initial, error) {
 	for _, ps := range in.Expandable {
 		spans = append(spans, ps.Mapped...)
 	}
-	slices.SortFunc(spans, func(x, y Run) int { return cmpUint64(x.Addr, y.Addr) })
+	slices.SortFunc(spans, func(x, y Run) int { return cmp.Compare(x.Addr, y.Addr) })
 	for i := 1; i < len(spans); i++ {
 		if prev := spans[i-1]; prev.Addr+uint64(prev.Size) > spans[i].Addr || prev.Addr+uint64(prev.Size) < prev.Addr {
 			return nil, fmt.Errorf("snapshot: device %d: segments at %#x (%d bytes) and %#x overlap at the first event", d, prev.Addr, prev.Size, spans[i].Addr)
@@ -437,16 +435,6 @@ func (ix *allocIndex) firstAfter(lo, hi uint64, before int) (uint64, bool) {
 		}
 	}
 	return 0, false
-}
-
-func cmpUint64(x, y uint64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // expandableBases are the bases of PyTorch's expandable segments: those of
