@@ -105,7 +105,6 @@ type whatifRow struct {
 	DeviceFrees       int64    `json:"num_device_free"`
 	Retries           int64    `json:"num_alloc_retries"`
 	OOM               *oomJSON `json:"first_oom"`
-	oom               *snapshot.OOM
 }
 
 type oomJSON struct {
@@ -260,7 +259,7 @@ func runWhatif(args []string, stdout, stderr io.Writer) int {
 		row := whatifRow{Setting: o.Setting.Name, MemoryFraction: o.Setting.Fraction, Requests: o.Requests,
 			PeakAllocated: o.PeakAllocated, PeakReserved: o.PeakReserved, ReservedAtPeak: o.ReservedAtPeak,
 			Fragmentation: o.FragmentationAtPeak(), LargestFreeAtPeak: o.LargestFreeAtPeak,
-			DeviceAllocs: o.DeviceAllocs, DeviceFrees: o.DeviceFrees, Retries: o.Retries, oom: o.OOM}
+			DeviceAllocs: o.DeviceAllocs, DeviceFrees: o.DeviceFrees, Retries: o.Retries}
 		if o.OOM != nil {
 			row.OOM = &oomJSON{Event: o.OOM.Index, Size: o.OOM.Size, Stream: o.OOM.Stream, Frames: []string{}}
 			for _, fr := range o.OOM.Frames {
@@ -335,10 +334,10 @@ func writeWhatifText(w io.Writer, rep whatifReport) error {
 			name += fmt.Sprintf(" (fraction %g)", r.MemoryFraction)
 		}
 		oom := "none"
-		if r.oom != nil {
-			oom = fmt.Sprintf("event %d, %s", r.oom.Index, alloc.FormatSize(r.oom.Size))
-			if r.oom.Index < 0 {
-				oom = fmt.Sprintf("before the trace, %s", alloc.FormatSize(r.oom.Size))
+		if r.OOM != nil {
+			oom = fmt.Sprintf("event %d, %s", r.OOM.Event, alloc.FormatSize(r.OOM.Size))
+			if r.OOM.Event < 0 {
+				oom = fmt.Sprintf("before the trace, %s", alloc.FormatSize(r.OOM.Size))
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", name, mib(r.PeakAllocated), mib(r.PeakReserved),
@@ -346,16 +345,16 @@ func writeWhatifText(w io.Writer, rep whatifReport) error {
 	}
 	tw.Flush()
 	for _, r := range rep.Rows {
-		if r.oom == nil {
+		if r.OOM == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\nfirst OOM under %s (event %d, %s on stream %d), where PyTorch recorded:\n", settingName(r.Setting), r.oom.Index, alloc.FormatSize(r.oom.Size), r.oom.Stream)
-		if len(r.oom.Frames) == 0 {
+		fmt.Fprintf(&b, "\nfirst OOM under %s (event %d, %s on stream %d), where PyTorch recorded:\n", settingName(r.Setting), r.OOM.Event, alloc.FormatSize(r.OOM.Size), r.OOM.Stream)
+		if len(r.OOM.Frames) == 0 {
 			b.WriteString("    no Python frame (a request from C++, or a snapshot recorded without stacks)\n")
 		}
-		for i, fr := range r.oom.Frames {
+		for i, fr := range r.OOM.Frames {
 			if i == 8 {
-				fmt.Fprintf(&b, "    ... %d more\n", len(r.oom.Frames)-i)
+				fmt.Fprintf(&b, "    ... %d more\n", len(r.OOM.Frames)-i)
 				break
 			}
 			fmt.Fprintf(&b, "    %s\n", fr)
