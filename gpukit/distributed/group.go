@@ -111,22 +111,20 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 		}
 		seen[d] = true
 	}
+	intraPath := device.PeerPath // two cards of one node
+	if o.node != nil {
+		intraPath = o.node.IntraPath
+	}
 	for r, d := range devs {
-		o2, ok := d.Backend().(occupier)
+		occ, ok := d.Backend().(occupier)
 		if !ok {
 			return nil, errorf("NewGroup: %s: process groups run on sim and meta cards (a real GPU would need NCCL, which gpukit does not wrap)", d.Name())
 		}
-		g.occ = append(g.occ, o2)
+		g.occ = append(g.occ, occ)
 		g.comm = append(g.comm, d.NewStream())
 		next := (r + 1) % N
 		if r/g.perNode == next/g.perNode { // a pair inside one node
-			var link string
-			var bw float64
-			if o.node != nil {
-				link, bw = o.node.IntraPath(d.Profile(), devs[next].Profile())
-			} else {
-				link, bw = device.PeerPath(d.Profile(), devs[next].Profile())
-			}
+			link, bw := intraPath(d.Profile(), devs[next].Profile())
 			if bw < g.bw {
 				g.link, g.bw = link, bw
 			}
