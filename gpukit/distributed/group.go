@@ -91,12 +91,9 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 		if err := o.node.Validate(); err != nil {
 			return nil, errorf("NewGroup: %s", strings.TrimPrefix(err.Error(), "backend: "))
 		}
-		c := o.node.CardsPerNode
-		if N > c && N%c != 0 {
-			return nil, errorf("NewGroup: %d cards do not fill nodes of %d cards; use at most %d or a multiple of %d", N, c, c, c)
-		}
-		if N > c {
-			g.nodes, g.perNode = N/c, c
+		var err error
+		if g.nodes, g.perNode, err = onNodes(N, o.node.CardsPerNode); err != nil {
+			return nil, errorf("NewGroup: %v", err)
 		}
 	}
 	seen := map[*device.Device]bool{}
@@ -139,6 +136,19 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 	}
 	g.stats = make([]CommStats, len(devs))
 	return g, nil
+}
+
+// onNodes places cards on nodes of perNode cards each: one node when they
+// fit in one, else as many whole nodes as they fill (an error when the
+// last would be partly full).
+func onNodes(cards, perNode int) (nodes, onEach int, err error) {
+	switch {
+	case cards <= perNode:
+		return 1, cards, nil
+	case cards%perNode != 0:
+		return 0, 0, fmt.Errorf("%d cards do not fill nodes of %d cards; use at most %d or a multiple of %d", cards, perNode, perNode, perNode)
+	}
+	return cards / perNode, perNode, nil
 }
 
 // Nodes is the number of nodes the ranks sit on (1 without OnNodes).

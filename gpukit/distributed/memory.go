@@ -152,8 +152,8 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	}
 	m := Measurement{Stage: int(e.Stage), Devices: e.Devices, Params: int64(layers) * int64(hidden) * int64(hidden),
 		Layers: layers, Hidden: hidden, Tokens: e.Tokens, Card: card, Nodes: 1, CardsPerNode: e.Devices, DeepSpeed: e.DeepSpeed}
-	if node != nil && e.Devices > node.CardsPerNode {
-		m.Nodes, m.CardsPerNode = e.Devices/node.CardsPerNode, node.CardsPerNode
+	if node != nil {
+		m.Nodes, m.CardsPerNode, _ = onNodes(e.Devices, node.CardsPerNode) // checked by e.node
 	}
 	// First on a card of unlimited memory: the figures a step needs.
 	big := prof.Resized(unlimited)
@@ -204,8 +204,8 @@ func (e Experiment) node() (*device.Node, error) {
 	if e.CardsPerNode > 0 {
 		n.CardsPerNode = e.CardsPerNode
 	}
-	if c := n.CardsPerNode; e.Devices > c && e.Devices%c != 0 {
-		return nil, errorf("MeasureMemory: %d cards do not fill nodes of %d cards; use at most %d or a multiple of %d", e.Devices, c, c, c)
+	if _, _, err := onNodes(e.Devices, n.CardsPerNode); err != nil {
+		return nil, errorf("MeasureMemory: %v", err)
 	}
 	return &n, nil
 }
