@@ -66,15 +66,26 @@
 //     That happens for small tensors only; CommStats.TreeCalls counts
 //     them, and a tree sends each byte up and down once (2n).
 //
-// Not modelled: NCCL's LL and LL128 protocols, NVLink SHARP and CollNet,
+// Not modelled in time: NCCL's LL and LL128 protocols (their buffers are,
+// below), NVLink SHARP (NVLS) and CollNet,
 // the tree's correction factors, and a ring's values still follow the
 // ring's order when the tree is timed.
-// The receive buffer each ring step needs (one chunk) is allocated
-// through the card's caching allocator for the collective's duration, as
-// the issue asked ("as NCCL's are through PyTorch's"; real NCCL keeps
-// its own buffers outside PyTorch's allocator), and the tensors a
-// collective touches are recorded on its stream, as ProcessGroupNCCL
-// records them, so that freeing them early is safe.
+//
+// # Memory inside and outside the allocator
+//
+// Two kinds of communication memory are modelled, and they are counted
+// apart. The receive buffer each ring step needs (one chunk of the
+// tensor) is allocated through the card's caching allocator for the
+// collective's duration, so it shows in MaxMemoryAllocated; this is
+// gpukit's choice, a stand-in for the staging a collective needs, and
+// the tensors a collective touches are recorded on its stream, as
+// ProcessGroupNCCL records them, so that freeing them early is safe.
+// NCCL's own buffers (WithNCCLBuffers: NCCL_BUFFSIZE and its LL and
+// LL128 siblings, per channel and connection, nccl.go) are raw device
+// memory outside the allocator, as on a real card, where they appear in
+// nvidia-smi and never in torch.cuda.memory_allocated() or
+// memory_reserved(): the allocator's statistics do not count them,
+// MemInfo does, like the CUDA context. They are off unless asked for.
 //
 // # The trainer
 //
@@ -122,7 +133,13 @@
 //     gathers and ZeRO-2's reduce-scatters are rate-limited as FSDP's
 //     limit_all_gathers does: the host waits for the collective two
 //     layers back before it issues another, so that the blocks a
-//     communication stream used can be handed out again.
+//     communication stream used can be handed out again. By default
+//     (Config.Prefetch = GatherOnDemand, gpukit's choice) a layer is
+//     gathered just before it computes, and the compute waits for it;
+//     PrefetchNext issues the next layer's gather before the current
+//     layer computes, one layer ahead at most, as FSDP does by default
+//     (BACKWARD_PRE, limit_all_gathers=True): one more gathered layer in
+//     the peak, the gathers off the critical path.
 //
 // With Config.DeepSpeed, stages 1 and 2 follow DeepSpeed's defaults
 // (deepspeed/runtime/zero/stage_1_and_2.py) instead of the paper's

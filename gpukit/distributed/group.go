@@ -43,6 +43,9 @@ type Group struct {
 
 	nodes, perNode int           // nodes, and ranks on each (rank r on node r/perNode)
 	netAlpha       time.Duration // latency of a ring step between nodes
+
+	ncclAddr  []uint64 // each rank's NCCL buffers, outside the allocator (WithNCCLBuffers)
+	ncclBytes int64
 }
 
 // CommStats is what one rank's collectives cost: how many ran, the bytes
@@ -59,7 +62,10 @@ type CommStats struct {
 // GroupOption configures NewGroup.
 type GroupOption func(*groupOptions)
 
-type groupOptions struct{ node *device.Node }
+type groupOptions struct {
+	node *device.Node
+	nccl *NCCLBuffers
+}
 
 // OnNodes places the ranks on nodes like node, node.CardsPerNode ranks
 // on each in rank order (rank r on node r/CardsPerNode), as torchrun
@@ -135,6 +141,11 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 		g.netAlpha = o.node.NetLatency
 	}
 	g.stats = make([]CommStats, len(devs))
+	if o.nccl != nil {
+		if err := g.reserveNCCL(*o.nccl); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 

@@ -39,6 +39,12 @@ type Experiment struct {
 	// DeepSpeed runs stages 1 and 2 with DeepSpeed's defaults (see
 	// Config.DeepSpeed) instead of the paper's accounting.
 	DeepSpeed bool
+	// Prefetch is when stage 3 gathers each layer (Config.Prefetch).
+	Prefetch Prefetch
+	// NCCLChannels, when above 0, gives every card NCCL's own buffers
+	// for that many channels with NCCL's default sizes
+	// (WithNCCLBuffers): device memory outside the caching allocator.
+	NCCLChannels int
 }
 
 // Measurement is what one card measured over one step (the cards of a
@@ -76,9 +82,23 @@ type Measurement struct {
 	CommBytes   int64   `json:"comm_bytes"`
 	// Fits says whether the step ran on the named card without running
 	// out of memory (nil on a card of unlimited memory); UsableBytes is
-	// what its allocator may reserve (capacity less the CUDA context).
+	// what its allocator may reserve (capacity less the CUDA context and
+	// NCCL's buffers).
 	Fits        *bool `json:"fits,omitempty"`
 	UsableBytes int64 `json:"usable_bytes,omitempty"`
+	// Gathered is the most layers whose stage-3 gathered parameters a
+	// card held at once (StepStats.Gathered).
+	Gathered int `json:"gathered,omitempty"`
+	// The memory the allocator does not see. ContextBytes is the CUDA
+	// context of the card's profile, NCCLBytes NCCL's buffers
+	// (Experiment.NCCLChannels): neither is in PeakBytes or
+	// PeakReservedBytes. DeviceUsedBytes is what nvidia-smi would show
+	// for the process after the step, read from the card's MemInfo
+	// (cudaMemGetInfo): the context, NCCL's buffers and every segment
+	// the caching allocator still holds, its cache included.
+	ContextBytes    int64 `json:"context_bytes"`
+	NCCLBytes       int64 `json:"nccl_bytes,omitempty"`
+	DeviceUsedBytes int64 `json:"device_used_bytes"`
 }
 
 // unlimited is the capacity of a meta card "of unlimited memory": 8 TiB,
@@ -130,6 +150,12 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	if e.Tokens < 0 {
 		return Measurement{}, errorf("MeasureMemory: tokens %d must be positive", e.Tokens)
 	}
+	if e.NCCLChannels < 0 || e.NCCLChannels > maxNCCLChannels {
+		return Measurement{}, errorf("MeasureMemory: NCCL channels %d must be between 0 (none modelled) and %d", e.NCCLChannels, maxNCCLChannels)
+	}
+	if e.Prefetch != GatherOnDemand && e.Stage != ZeRO3 {
+		return Measurement{}, errorf("MeasureMemory: prefetching gathers ZeRO-3's parameters ahead; stage %d gathers none per layer", int(e.Stage))
+	}
 	if e.Tokens == 0 {
 		e.Tokens = DefaultTokens
 	}
@@ -155,6 +181,7 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	if node != nil {
 		m.Nodes, m.CardsPerNode, _ = onNodes(e.Devices, node.CardsPerNode) // checked by e.node
 	}
+	m.ContextBytes = prof.ContextSize
 	// First on a card of unlimited memory: the figures a step needs.
 	big := prof.Resized(unlimited)
 	big.Name = prof.Name + "-unlimited"
@@ -168,7 +195,7 @@ func MeasureMemory(e Experiment) (Measurement, error) {
 	// allocator may reserve: on the card it would run the same. Above
 	// that, it runs on the card itself, whose allocator frees its cache
 	// and retries before it gives up, as PyTorch's does.
-	m.UsableBytes = prof.Capacity - prof.ContextSize
+	m.UsableBytes = prof.Capacity - prof.ContextSize - m.NCCLBytes
 	fits := m.PeakReservedBytes <= m.UsableBytes
 	if !fits {
 		onCard := m
@@ -223,10 +250,14 @@ func measure(e Experiment, node *device.Node, layers, hidden int, prof device.Pr
 	if node != nil {
 		opts = append(opts, OnNodes(*node))
 	}
+	if e.NCCLChannels > 0 {
+		opts = append(opts, WithNCCLBuffers(NCCLBuffers{Channels: e.NCCLChannels}))
+	}
 	g, err := NewGroup(devs, opts...)
 	if err != nil {
 		return err
 	}
+	defer g.Close()
 	// The model is built on a meta card of its own, like FSDP's
 	// device="meta" construction: it holds no values, and the trainer's
 	// ranks start from zeros.
@@ -249,7 +280,7 @@ func measure(e Experiment, node *device.Node, layers, hidden int, prof device.Pr
 	}
 	defer nn.Release(model)
 	tr, err := NewTrainer(g, model, Config{Stage: e.Stage, Dtype: tensor.Float16, Optimizer: e.Optimizer,
-		SGD: sgdForMemory, GradientAsBucketView: true, DeepSpeed: e.DeepSpeed})
+		SGD: sgdForMemory, GradientAsBucketView: true, DeepSpeed: e.DeepSpeed, Prefetch: e.Prefetch})
 	if err != nil {
 		return err
 	}
@@ -284,9 +315,16 @@ func measure(e Experiment, node *device.Node, layers, hidden int, prof device.Pr
 	}
 	*m = Measurement{Stage: m.Stage, Devices: m.Devices, Params: m.Params, Layers: m.Layers, Hidden: m.Hidden,
 		Tokens: m.Tokens, Card: m.Card, Nodes: m.Nodes, CardsPerNode: m.CardsPerNode, DeepSpeed: m.DeepSpeed,
-		Fits: m.Fits, UsableBytes: m.UsableBytes}
+		Fits: m.Fits, UsableBytes: m.UsableBytes, ContextBytes: m.ContextBytes}
 	m.Link, m.LinkBandwidth = g.Link()
+	m.NCCLBytes = g.NCCLBytes()
 	for r, st := range tr.Last() {
+		// What the driver sees beyond the context of the profile the
+		// step ran on (a card of unlimited memory has none): NCCL's
+		// buffers and the allocator's segments.
+		free, total := devs[r].MemInfo()
+		m.DeviceUsedBytes = max(m.DeviceUsedBytes, m.ContextBytes+total-free-prof.ContextSize)
+		m.Gathered = max(m.Gathered, st.Gathered)
 		m.ModelStateBytes = max(m.ModelStateBytes, devs[r].MemoryAllocated())
 		m.PeakBytes = max(m.PeakBytes, st.Peak)
 		m.PeakReservedBytes = max(m.PeakReservedBytes, st.PeakReserved)

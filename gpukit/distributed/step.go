@@ -86,8 +86,9 @@ func weights(flat *tensor.Tensor, s layerSpec) (w, b *tensor.Tensor) {
 
 // gather all-gathers layer i's parameter shards into a full flat
 // parameter on every rank (ZeRO-3), allocated through each card's
-// allocator, and makes the default streams wait for it.
-func (t *Trainer) gather(i int, lim *limiter) []*tensor.Tensor {
+// allocator. The default streams do not wait for it yet: the caller
+// waits before the layer computes.
+func (t *Trainer) gather(i int, lim *limiter) gathered {
 	s := t.layers[i]
 	full := make([]*tensor.Tensor, len(t.ranks))
 	shards := make([]*tensor.Tensor, len(t.ranks))
@@ -96,9 +97,57 @@ func (t *Trainer) gather(i int, lim *limiter) []*tensor.Tensor {
 		shards[r] = rk.units[i].param
 	}
 	w := must(t.g.AllGather(full, shards))
-	w.Wait()
 	lim.add(w)
-	return full
+	return gathered{full, w}
+}
+
+type gathered struct {
+	full []*tensor.Tensor
+	w    *Work
+}
+
+// pass hands out ZeRO-3's gathered layers in the order one pass (forward
+// or backward) computes them, gathering each on demand or one layer
+// ahead (Config.Prefetch), and counts how many are held at once.
+type pass struct {
+	t       *Trainer
+	lim     *limiter
+	order   []int
+	i       int       // the next position in order to hand out
+	ahead   *gathered // the gather issued for order[i], if any
+	held    int
+	maxHeld *int
+}
+
+// fetch returns the gathered parameters of the pass's next layer, the
+// default streams made to wait for them. With PrefetchNext it first
+// issues the gather of the layer after, which then runs while this one
+// computes.
+func (p *pass) fetch() []*tensor.Tensor {
+	l := p.order[p.i]
+	var g gathered
+	if p.ahead != nil {
+		g, p.ahead = *p.ahead, nil
+	} else {
+		g = p.t.gather(l, p.lim)
+		p.held++
+	}
+	p.i++
+	if p.t.cfg.Prefetch == PrefetchNext && p.i < len(p.order) {
+		next := p.t.gather(p.order[p.i], p.lim)
+		p.ahead = &next
+		p.held++
+	}
+	*p.maxHeld = max(*p.maxHeld, p.held)
+	g.w.Wait()
+	return g.full
+}
+
+// done frees a layer's gathered parameters once the layer has computed
+// (FSDP's reshard).
+func (p *pass) done(full []*tensor.Tensor) {
+	release(full...)
+	p.held--
 }
 
 // limiter is FSDP's rate limiter (limit_all_gathers=True): the host lets
@@ -139,11 +188,16 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 
 	// Forward.
 	var lim limiter
+	var gatheredMax int
+	fwd := pass{t: t, lim: &lim, maxHeld: &gatheredMax}
+	for l := range L {
+		fwd.order = append(fwd.order, l)
+	}
 	for l := range L {
 		s := t.layers[l]
 		var full []*tensor.Tensor
 		if stage == ZeRO3 {
-			full = t.gather(l, &lim)
+			full = fwd.fetch()
 		}
 		t.eachRank(func(r int, rk *rank) {
 			flat := rk.units[l].param
@@ -164,7 +218,9 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 			}
 			acts[r][l+1] = y
 		})
-		release(full...) // FSDP frees the gathered parameters after the forward
+		if full != nil {
+			fwd.done(full) // FSDP frees the gathered parameters after the forward
+		}
 	}
 
 	// Loss: the mean squared error of each rank's share; its gradient is
@@ -203,11 +259,15 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 	}
 	var works []*Work
 	nextBucket := 0
+	bwd := pass{t: t, lim: &lim, maxHeld: &gatheredMax}
+	for l := L - 1; l >= 0; l-- {
+		bwd.order = append(bwd.order, l)
+	}
 	for l := L - 1; l >= 0; l-- {
 		s := t.layers[l]
 		var full []*tensor.Tensor
 		if stage == ZeRO3 {
-			full = t.gather(l, &lim) // gathered again: the forward's copy is gone
+			full = bwd.fetch() // gathered again: the forward's copy is gone
 		}
 		grads := make([]*tensor.Tensor, N) // this layer's full gradient per rank
 		t.eachRank(func(r int, rk *rank) {
@@ -263,7 +323,9 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 			}
 			grads[r] = g
 		})
-		release(full...)
+		if full != nil {
+			bwd.done(full)
+		}
 
 		switch stage {
 		case DDP:
@@ -359,6 +421,7 @@ func (t *Trainer) step(inputs, targets []*tensor.Tensor) float64 {
 			Time:         d.Now() - t0[r],
 			Comm:         t.g.stats[r].Time,
 			CommBytes:    t.g.stats[r].Bytes,
+			Gathered:     gatheredMax,
 		}
 		if stage == DDP && !t.cfg.GradientAsBucketView {
 			for _, b := range rk.buckets {

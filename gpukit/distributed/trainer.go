@@ -42,6 +42,46 @@ func (s Stage) String() string {
 	return fmt.Sprintf("Stage(%d)", int(s))
 }
 
+// Prefetch is when stage 3 all-gathers a layer's parameters.
+type Prefetch int
+
+const (
+	// GatherOnDemand gathers each layer just before its forward and again
+	// just before its backward: the layer's compute waits for its gather,
+	// and only one gathered layer is held at a time. gpukit's default,
+	// not FSDP's.
+	GatherOnDemand Prefetch = iota
+	// PrefetchNext issues the gather of the next layer in the pass (l+1
+	// in forward, l-1 in backward) before the current layer computes, so
+	// that it overlaps that computation, and never more than one layer
+	// ahead: two gathered layers are held at once, the one computing and
+	// the one prefetched. This is what FSDP does by default: in backward
+	// backward_prefetch=BackwardPrefetch.BACKWARD_PRE ("prefetches the
+	// next set of parameters before the current set of parameter's
+	// gradient computation", torch/distributed/fsdp/api.py), in forward
+	// the CPU thread issuing the next unit's all-gather while the GPU
+	// still computes (forward_prefetch=False), both held to one unit
+	// ahead by limit_all_gathers=True (the rate limiter: memory of "only
+	// two consecutive FSDP instances") and backward_prefetch_limit =
+	// forward_prefetch_limit = 1 (torch/distributed/fsdp/
+	// fully_sharded_data_parallel.py). FSDP2's fully_shard prefetches the
+	// same way by default. The gather issued ahead starts once the layer
+	// before the current one has computed (its gathered copy's memory is
+	// then free), as the rate limiter waits for that layer's free event.
+	// Nothing is prefetched across the turn from forward to backward.
+	PrefetchNext
+)
+
+func (p Prefetch) String() string {
+	switch p {
+	case GatherOnDemand:
+		return "gather on demand"
+	case PrefetchNext:
+		return "prefetch next layer"
+	}
+	return fmt.Sprintf("Prefetch(%d)", int(p))
+}
+
 // Optimizer selects the update rule.
 type Optimizer int
 
@@ -110,6 +150,9 @@ type Config struct {
 	// ReduceBucketSize is DeepSpeed's reduce_bucket_size in elements
 	// (0: its default, 5e8), with DeepSpeed only.
 	ReduceBucketSize int
+	// Prefetch is when ZeRO-3 gathers a layer's parameters (zero value:
+	// GatherOnDemand); stage 3 only.
+	Prefetch Prefetch
 }
 
 // deepSpeedReduceBucket is DeepSpeed's default reduce_bucket_size, in
@@ -226,6 +269,10 @@ type StepStats struct {
 	// the rank sent.
 	Time, Comm time.Duration
 	CommBytes  int64
+	// Gathered is the most layers whose ZeRO-3 gathered parameters the
+	// card held at once: 1 gathering on demand, 2 prefetching (0 at
+	// stages 0-2).
+	Gathered int
 }
 
 // NewTrainer places model on every rank of g according to cfg. model is
@@ -303,6 +350,10 @@ func (c *Config) check() error {
 		return errorf("NewTrainer: DeepSpeed's defaults are modelled for stages 1 and 2 (stage_1_and_2.py), not %s", c.Stage)
 	case c.ReduceBucketSize < 0 || (c.ReduceBucketSize > 0 && !c.DeepSpeed):
 		return errorf("NewTrainer: reduce bucket size %d: use 0, or a positive size with DeepSpeed", c.ReduceBucketSize)
+	case c.Prefetch != GatherOnDemand && c.Prefetch != PrefetchNext:
+		return errorf("NewTrainer: unknown prefetch %d; use GatherOnDemand or PrefetchNext", int(c.Prefetch))
+	case c.Prefetch == PrefetchNext && c.Stage != ZeRO3:
+		return errorf("NewTrainer: prefetching gathers ZeRO-3's parameters ahead; %s gathers none per layer", c.Stage)
 	}
 	if c.DeepSpeed && c.ReduceBucketSize == 0 {
 		c.ReduceBucketSize = deepSpeedReduceBucket
