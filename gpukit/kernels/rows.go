@@ -10,8 +10,12 @@ import (
 // across goroutines. Every row is reduced in a fixed order (eight float64
 // lane sums, combined as a tree) that does not depend on how rows are
 // split, so results are bitwise the same for any GOMAXPROCS
-// (TestRowsDeterministic). float32 runs the AVX2 helpers of rows_amd64.s
-// where the CPU has them; their Go references round alike.
+// (TestRowsDeterministic). float32 runs the vector helpers (maxVec and
+// the others: rows_amd64.s with AVX2, rows_arm64.s, or rows_other.go's Go
+// loops) over the largest multiple of eight where useVecMath allows,
+// and the loops below on the rest; all round alike. A product that is
+// then added is converted first (float32(a*b)), so that arm64's compiler
+// does not fuse the two into one rounding the others do not make.
 
 // rowWorkers is how many goroutines to use for rows of n elements.
 func rowWorkers(rows, n int) int {
@@ -73,7 +77,7 @@ func rowMax32(s []float32) float32 {
 	i := 0
 	if useVecMath && len(s) >= 8 {
 		i = len(s) &^ 7
-		m = maxAVX2(&s[0], i)
+		m = maxVec(&s[0], i)
 	}
 	for ; i < len(s); i++ {
 		m = max(m, s[i])
@@ -87,7 +91,7 @@ func expSub32(d, s []float32, m float32, acc *[8]float64) {
 	i := 0
 	if useVecMath && len(d) >= 8 {
 		i = len(d) &^ 7
-		expSubAVX2(&d[0], &s[0], i, m, acc)
+		expSubVec(&d[0], &s[0], i, m, acc)
 	}
 	for ; i < len(d); i++ {
 		d[i] = exp32(s[i] - m)
@@ -99,7 +103,7 @@ func scale32(d []float32, c float32) {
 	i := 0
 	if useVecMath && len(d) >= 8 {
 		i = len(d) &^ 7
-		scaleAVX2(&d[0], i, c)
+		scaleVec(&d[0], i, c)
 	}
 	for ; i < len(d); i++ {
 		d[i] *= c
@@ -112,7 +116,7 @@ func subSub32(d, s []float32, m, c float32) {
 	i := 0
 	if useVecMath && len(d) >= 8 {
 		i = len(d) &^ 7
-		subSubAVX2(&d[0], &s[0], i, m, c)
+		subSubVec(&d[0], &s[0], i, m, c)
 	}
 	for ; i < len(d); i++ {
 		d[i] = (s[i] - m) - c
@@ -174,7 +178,7 @@ func rowSum[T Float](s []T) float64 {
 	i := 0
 	if s32, ok := any(s).([]float32); ok && useVecMath && len(s) >= 8 {
 		i = len(s) &^ 7
-		sumAVX2(&s32[0], i, &acc)
+		sumVec(&s32[0], i, &acc)
 	}
 	for ; i < len(s); i++ {
 		acc[i%8] += float64(s[i])
@@ -188,7 +192,7 @@ func rowSqDev[T Float](s []T, mu float64) float64 {
 	i := 0
 	if s32, ok := any(s).([]float32); ok && useVecMath && len(s) >= 8 {
 		i = len(s) &^ 7
-		sqDevAVX2(&s32[0], i, mu, &acc)
+		sqDevVec(&s32[0], i, mu, &acc)
 	}
 	for ; i < len(s); i++ {
 		d := float64(s[i]) - mu
@@ -232,10 +236,10 @@ func normRow32(y, x, w, b []float32, hi, lo, rs float32) {
 	i := 0
 	if useVecMath && len(y) >= 8 && w != nil && b != nil {
 		i = len(y) &^ 7
-		normAffineAVX2(&y[0], &x[0], &w[0], &b[0], i, hi, lo, rs)
+		normAffineVec(&y[0], &x[0], &w[0], &b[0], i, hi, lo, rs)
 	}
 	for ; i < len(y); i++ {
-		h := ((x[i] - hi) - lo) * rs
+		h := float32(((x[i] - hi) - lo) * rs)
 		switch {
 		case w != nil && b != nil:
 			y[i] = fma32(h, w[i], b[i])
@@ -305,7 +309,7 @@ func lnBackwardSums[T Float](g, x, w []T, mu, rs T, sg, sgx *[8]float64, pw, pb 
 	if g32, ok := any(g).([]float32); ok && useVecMath && len(x) >= 8 {
 		x32, w32 := any(x).([]float32), any(w).([]float32)
 		j = len(x) &^ 7
-		lnBwdSumsAVX2(&g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), sg, sgx, &pw[0], &pb[0])
+		lnBwdSumsVec(&g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), sg, sgx, &pw[0], &pb[0])
 	}
 	for ; j < len(x); j++ {
 		xh := (x[j] - mu) * rs
@@ -324,12 +328,12 @@ func lnBackwardDx[T Float](dx, g, x, w []T, mu, rs, a, b T) {
 	if d32, ok := any(dx).([]float32); ok && useVecMath && len(dx) >= 8 {
 		g32, x32, w32 := any(g).([]float32), any(x).([]float32), any(w).([]float32)
 		j = len(dx) &^ 7
-		lnBwdDxAVX2(&d32[0], &g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), float32(a), float32(b))
+		lnBwdDxVec(&d32[0], &g32[0], &x32[0], &w32[0], j, float32(mu), float32(rs), float32(a), float32(b))
 	}
 	for ; j < len(dx); j++ {
-		xh := (x[j] - mu) * rs
-		gw := g[j] * w[j]
-		dx[j] = rs * ((gw - a) - xh*b)
+		xh := T((x[j] - mu) * rs)
+		gw := T(g[j] * w[j])
+		dx[j] = rs * ((gw - a) - T(xh*b))
 	}
 }
 

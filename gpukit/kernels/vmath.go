@@ -5,13 +5,15 @@ import "math"
 // float32 elementary functions.
 //
 // Each function below is the reference for its AVX2+FMA version in
-// vmath_amd64.s: the same operations in the same order, with every
-// fused multiply-add done by fma32, which rounds once as VFMADD does. The
-// two therefore agree bit for bit, and a lesson prints the same figures
-// on an amd64 server, an arm64 laptop and a machine without AVX2
-// (TestVecMatchesScalar). The assembly runs eight lanes at a time and
-// computes every branch of a piecewise formula, then blends; the Go
-// version branches.
+// vmath_amd64.s and its NEON version in vmath_arm64.s: the same
+// operations in the same order, with every fused multiply-add done by
+// fma32, which rounds once as VFMADD and FMLA do, and every other product
+// rounded before it is added (an explicit conversion where the compiler
+// could fuse it). They therefore agree bit for bit, and a lesson prints
+// the same figures on an amd64 server, an arm64 laptop and a machine
+// without either (TestVecMatchesScalar). The assembly runs four or eight
+// lanes at a time and computes every branch of a piecewise formula, then
+// blends; the Go version branches.
 //
 // Accuracy (maximum error in ulp against math's float64 result, over
 // every float32 of the domain; TestVecAccuracy asserts it and
@@ -36,11 +38,30 @@ const (
 )
 
 // fma32 returns a·b+c rounded once to float32. The product of two
-// float32 values is exact in float64; the sum is rounded to odd (the
+// float32 values is exact in float64, so only the sum rounds there; a
+// float64 sum s that is not a float32 midpoint (bits below float32's
+// precision other than exactly one half) rounds to the same float32 as
+// the exact a·b+c, because every float32 midpoint is a float64 and
+// rounding to float64 cannot cross one. That is the inlined fast path;
+// midpoints, float32 subnormals and zero go to fma32Slow. The explicit
+// float64 conversions keep the compiler from fusing the product into
+// the sum (it does on arm64, and on amd64 with GOAMD64=v3).
+func fma32(a, b, c float32) float32 {
+	s := float64(float64(a)*float64(b)) + float64(c)
+	bits := math.Float64bits(s)
+	// Bits 0-28 of a float64 significand are those float32 drops; the
+	// exponent field 0x381 is 2⁻¹²⁶, float32's smallest normal.
+	if bits&(1<<29-1) != 1<<28 && bits&(0x7ff<<52) >= 0x381<<52 {
+		return float32(s)
+	}
+	return fma32Slow(a, b, c)
+}
+
+// fma32Slow is fma32 for every input: the sum is rounded to odd (the
 // inexact result keeps a 1 in its last bit), which makes the final
 // rounding to float32 a correct single rounding (Boldo and Melquiond,
 // "Emulation of FMA and correctly rounded sums", IEEE TC 2008).
-func fma32(a, b, c float32) float32 {
+func fma32Slow(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b)) // exact; the conversion forbids fusing
 	cc := float64(c)
 	s := p + cc
@@ -346,7 +367,9 @@ func phiGauss(x float32) (phi, gauss float32) {
 		erf := fma32(u, erfP(hh), u)
 		return fma32(0.5, erf, 0.5), e
 	}
-	q := (0.5 * e) * erfcxR(a, phiT)
+	// Rounded before 1 - q: unconverted, arm64 would fuse the product
+	// into the subtraction (the assembly rounds it, as amd64's Go does).
+	q := float32((0.5 * e) * erfcxR(a, phiT))
 	if x > 0 {
 		return 1 - q, e
 	}
@@ -402,24 +425,25 @@ func clamp32(x, c float32) float32 {
 	return x
 }
 
-// vecFunc is one elementwise function: its assembly (eight lanes, n a
-// multiple of 8) and its Go reference for float32, and the float64
-// function float64 tensors use.
+// vecFunc is one elementwise function: its vector form (n a multiple of
+// 8; expVec and the others, one decision per call: the assembly where
+// the build has it, vmath_other.go's Go loops elsewhere), its Go
+// reference for float32, and the float64 function float64 tensors use.
 type vecFunc struct {
-	asm func(dst, src *float32, n int)
+	vec func(dst, src *float32, n int)
 	f32 func(float32) float32
 	f64 func(float64) float64
 }
 
 // apply32 computes dst[i] = f(src[i]) over equal-length slices: the
-// assembly for the largest multiple of eight when the CPU has AVX2 and
-// FMA, the Go function for the rest (and everywhere on other CPUs).
+// vector form for the largest multiple of eight where useVecMath allows
+// it, the Go function for the rest (and everywhere when it does not).
 func (v *vecFunc) apply32(dst, src []float32) {
 	src = src[:len(dst)]
 	i := 0
-	if useVecMath && v.asm != nil && len(dst) >= 8 {
+	if useVecMath && len(dst) >= 8 {
 		i = len(dst) &^ 7
-		v.asm(&dst[0], &src[0], i)
+		v.vec(&dst[0], &src[0], i)
 	}
 	for ; i < len(dst); i++ {
 		dst[i] = v.f32(src[i])
@@ -434,15 +458,15 @@ func (v *vecFunc) apply64(dst, src []float64) {
 }
 
 var (
-	vecExp      = vecFunc{expAVX2, exp32, math.Exp}
-	vecLog      = vecFunc{logAVX2, log32, math.Log}
-	vecSigmoid  = vecFunc{sigmoidAVX2, sigmoid32, sigmoid64}
-	vecTanh     = vecFunc{tanhAVX2, tanh32, math.Tanh}
-	vecErf      = vecFunc{erfAVX2, erf32, math.Erf}
-	vecGelu     = vecFunc{geluAVX2, gelu32, gelu64}
-	vecGeluGrad = vecFunc{geluGradAVX2, geluGrad32, geluGrad64}
-	vecGeluTanh = vecFunc{geluTanhAVX2, geluTanh32, geluTanh64}
-	vecGeluTanG = vecFunc{geluTanhGradAVX2, geluTanhGrad32, geluTanhGrad64}
+	vecExp      = vecFunc{expVec, exp32, math.Exp}
+	vecLog      = vecFunc{logVec, log32, math.Log}
+	vecSigmoid  = vecFunc{sigmoidVec, sigmoid32, sigmoid64}
+	vecTanh     = vecFunc{tanhVec, tanh32, math.Tanh}
+	vecErf      = vecFunc{erfVec, erf32, math.Erf}
+	vecGelu     = vecFunc{geluVec, gelu32, gelu64}
+	vecGeluGrad = vecFunc{geluGradVec, geluGrad32, geluGrad64}
+	vecGeluTanh = vecFunc{geluTanhVec, geluTanh32, geluTanh64}
+	vecGeluTanG = vecFunc{geluTanhGradVec, geluTanhGrad32, geluTanhGrad64}
 )
 
 // The float64 forms, for float64 tensors and as the accuracy references.

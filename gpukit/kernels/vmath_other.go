@@ -2,34 +2,105 @@
 
 package kernels
 
-var useVecMath = false
+import "unsafe"
 
-func expAVX2(dst, src *float32, n int)          { panic("kernels: AVX2 exp not available") }
-func logAVX2(dst, src *float32, n int)          { panic("kernels: AVX2 log not available") }
-func sigmoidAVX2(dst, src *float32, n int)      { panic("kernels: AVX2 sigmoid not available") }
-func tanhAVX2(dst, src *float32, n int)         { panic("kernels: AVX2 tanh not available") }
-func erfAVX2(dst, src *float32, n int)          { panic("kernels: AVX2 erf not available") }
-func geluAVX2(dst, src *float32, n int)         { panic("kernels: AVX2 gelu not available") }
-func geluGradAVX2(dst, src *float32, n int)     { panic("kernels: AVX2 gelu not available") }
-func geluTanhAVX2(dst, src *float32, n int)     { panic("kernels: AVX2 gelu not available") }
-func geluTanhGradAVX2(dst, src *float32, n int) { panic("kernels: AVX2 gelu not available") }
+// The vector forms of vmath.go's functions where the build has no
+// assembly for them (another architecture, or the purego tag): each is
+// the Go loop its assembly equals on amd64 and arm64, under the same
+// name, over n elements (n a multiple of 8, as there). Calling exp32 and
+// the others directly, not through vecFunc's f32, lets the compiler
+// inline what it can of them (fma32's fast path) into a loop of its own.
 
-func maxAVX2(s *float32, n int) float32 { panic("kernels: AVX2 not available") }
-func expSubAVX2(dst, src *float32, n int, m float32, acc *[8]float64) {
-	panic("kernels: AVX2 not available")
-}
-func scaleAVX2(dst *float32, n int, c float32)                 { panic("kernels: AVX2 not available") }
-func subSubAVX2(dst, src *float32, n int, m, c float32)        { panic("kernels: AVX2 not available") }
-func sumAVX2(s *float32, n int, acc *[8]float64)               { panic("kernels: AVX2 not available") }
-func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64) { panic("kernels: AVX2 not available") }
-func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32) {
-	panic("kernels: AVX2 not available")
-}
+// useVecMath is true: the vector forms here are plain Go, so the callers
+// may always hand them the bulk of a slice.
+var useVecMath = true
 
-func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64) {
-	panic("kernels: AVX2 not available")
+// expVec is
+//
+//	for i := range n { dst[i] = exp32(src[i]) }
+func expVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = exp32(x)
+	}
 }
 
-func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32) {
-	panic("kernels: AVX2 not available")
+// logVec is
+//
+//	for i := range n { dst[i] = log32(src[i]) }
+func logVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = log32(x)
+	}
+}
+
+// sigmoidVec is
+//
+//	for i := range n { dst[i] = sigmoid32(src[i]) }
+func sigmoidVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = sigmoid32(x)
+	}
+}
+
+// tanhVec is
+//
+//	for i := range n { dst[i] = tanh32(src[i]) }
+func tanhVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = tanh32(x)
+	}
+}
+
+// erfVec is
+//
+//	for i := range n { dst[i] = erf32(src[i]) }
+func erfVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = erf32(x)
+	}
+}
+
+// geluVec is
+//
+//	for i := range n { dst[i] = gelu32(src[i]) }
+func geluVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = gelu32(x)
+	}
+}
+
+// geluGradVec is
+//
+//	for i := range n { dst[i] = geluGrad32(src[i]) }
+func geluGradVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = geluGrad32(x)
+	}
+}
+
+// geluTanhVec is
+//
+//	for i := range n { dst[i] = geluTanh32(src[i]) }
+func geluTanhVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = geluTanh32(x)
+	}
+}
+
+// geluTanhGradVec is
+//
+//	for i := range n { dst[i] = geluTanhGrad32(src[i]) }
+func geluTanhGradVec(dst, src *float32, n int) {
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	for i, x := range s {
+		d[i] = geluTanhGrad32(x)
+	}
 }

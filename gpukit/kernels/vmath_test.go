@@ -121,7 +121,7 @@ func TestVecMatchesScalar(t *testing.T) {
 	xs = xs[:len(xs)&^7]
 	got := make([]float32, len(xs))
 	for _, c := range vecCases() {
-		c.v.asm(&got[0], &xs[0], len(xs))
+		c.v.vec(&got[0], &xs[0], len(xs))
 		bad := 0
 		for i, x := range xs {
 			want := c.v.f32(x)
@@ -277,7 +277,7 @@ func TestVecSpecialValues(t *testing.T) {
 			xs := []float32{tt.x, tt.x, tt.x, tt.x, tt.x, tt.x, tt.x, tt.x}
 			ys := make([]float32, 8)
 			if path == "asm" {
-				tt.v.asm(&ys[0], &xs[0], 8)
+				tt.v.vec(&ys[0], &xs[0], 8)
 			} else {
 				ys[0] = tt.v.f32(tt.x)
 			}
