@@ -381,9 +381,16 @@ func TestCachedMallocIsFree(t *testing.T) {
 }
 
 func TestClocksAndEvents(t *testing.T) {
-	d := fresh(t, "t4")
+	// A t4 whose PCIe carries a thousandth of its bytes per second: the
+	// copies take a t4's 10 ms pinned and 25 ms pageable with 126 kB
+	// instead of 126 MB, which the race detector would shadow (minutes).
+	slow := mustProfile(t, "t4")
+	slow.PCIePinned /= 1000
+	slow.PCIePageable /= 1000
+	d, err := device.New(sim.New(0, slow))
+	require.NoError(t, err)
 	p := d.Profile()
-	const n = 126_000_000 // 10 ms pinned, 25 ms pageable on a t4
+	const n = 126_000 // 10 ms pinned, 25 ms pageable
 	b, err := d.Malloc(n, 0)
 	require.NoError(t, err)
 	h, err := d.HostAlloc(n, true)
@@ -520,8 +527,11 @@ func TestDeterminism(t *testing.T) {
 		d := fresh(t, "t4")
 		s := d.NewStream()
 		var live []*alloc.Block
+		// Sizes up to 8 MiB reach both pools and every rounding rule;
+		// larger ones would add only real bytes for the race detector
+		// to shadow.
 		for i := range 200 {
-			b, err := d.Malloc(int64(i*i*997%(64<<20)+1), alloc.Stream(i%2)*s)
+			b, err := d.Malloc(int64(i*i*997%(8<<20)+1), alloc.Stream(i%2)*s)
 			require.NoError(t, err)
 			addrs = append(addrs, b.Addr())
 			live = append(live, b)
