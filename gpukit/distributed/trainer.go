@@ -64,11 +64,11 @@ const (
 	// ahead by limit_all_gathers=True (the rate limiter: memory of "only
 	// two consecutive FSDP instances") and backward_prefetch_limit =
 	// forward_prefetch_limit = 1 (torch/distributed/fsdp/
-	// fully_sharded_data_parallel.py). FSDP2's fully_shard prefetches the
-	// same way by default. The gather issued ahead starts once the layer
-	// before the current one has computed (its gathered copy's memory is
-	// then free), as the rate limiter waits for that layer's free event.
-	// Nothing is prefetched across the turn from forward to backward.
+	// fully_sharded_data_parallel.py). The gather issued ahead starts
+	// once the layer before the current one has computed (its gathered
+	// copy's memory is then free), as the rate limiter waits for that
+	// layer's free event. Nothing is prefetched across the turn from
+	// forward to backward.
 	PrefetchNext
 )
 
