@@ -94,6 +94,7 @@ unit:
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 	/usr/bin/python3 scripts/prediction_check_test.py -q
+	/usr/bin/python3 scripts/notebook_same_test.py -q
 	/usr/bin/python3 scripts/gpu_judge_test.py -q
 
 # Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
