@@ -55,7 +55,8 @@ func Base(index int, meta bool) uint64 {
 type segment struct {
 	addr uint64
 	size int64
-	data []byte // nil in meta mode
+	data []byte       // nil in meta mode
+	host *hostSegment // the mapping behind data, if it has one of its own (hostmap_linux.go)
 }
 
 func (s *segment) end() uint64 { return s.addr + uint64(s.size) }
@@ -159,7 +160,7 @@ func (b *Backend) Malloc(size int64) (uint64, error) {
 	}
 	seg := segment{addr: addr, size: size}
 	if b.kind == backend.Sim {
-		seg.data = make([]byte, size)
+		seg.data, seg.host = segmentMemory(size)
 	}
 	b.segs = append(b.segs, seg) // addresses only grow: stays sorted
 	b.next = end
@@ -181,6 +182,9 @@ func (b *Backend) Free(addr uint64) error {
 	}
 	b.syncLocked() // also applies every pending copy, some may touch the segment
 	b.used -= b.segs[i].size
+	if h := b.segs[i].host; h != nil {
+		h.release()
+	}
 	b.segs = append(b.segs[:i], b.segs[i+1:]...)
 	b.host += b.prof.FreeLatency
 	return nil
