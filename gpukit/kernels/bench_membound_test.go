@@ -1,0 +1,91 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The memory-bound kernels of scripts/bench-torch.sh at its shapes, with
+// SetBytes set to what each must move at least (every input read once,
+// every output written once, float32): its MB/s against the machine's
+// bandwidth (go run ./gpukit/cmd/benchtorch -stream) says how far each is
+// from the memory's limit. Outputs are allocated and touched once before
+// the timer starts, as the caching allocator's blocks are. Each also
+// reports the process's CPU time per op and the bytes per CPU second
+// ("cpu-MB/s"): on a machine shared with other work, a thread that waits
+// for memory still counts as running, one that waits for a core does not,
+// so with GOMAXPROCS=1 that figure is the kernel's own speed.
+//
+//	go test -run '^$' -bench MemBound -cpuprofile cpu.out ./gpukit/kernels/
+
+func randBench(n int) []float32 {
+	r := rand.New(rand.NewPCG(1, 2))
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchLoop runs op b.N times (b.Loop) and reports its CPU time.
+func benchLoop(b *testing.B, bytes int64, op func()) {
+	b.SetBytes(bytes)
+	start := cpuTime()
+	n := 0
+	for b.Loop() {
+		op()
+		n++
+	}
+	cpu := cpuTime() - start
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
+	b.ReportMetric(float64(bytes)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
+}
+
+func BenchmarkMemBoundAdd(b *testing.B) {
+	const n = 4096 * 4096
+	x, y, d := randBench(n), randBench(n), randBench(n)
+	benchLoop(b, 12*n, func() { Binary(Add, d, x, y) })
+}
+
+func BenchmarkMemBoundGelu(b *testing.B) {
+	const n = 4096 * 4096
+	x, d := randBench(n), randBench(n)
+	benchLoop(b, 8*n, func() { Unary(Gelu, d, x) })
+}
+
+func BenchmarkMemBoundSoftmax(b *testing.B) {
+	const rows, n = 4096, 4096
+	x, d := randBench(rows*n), randBench(rows*n)
+	benchLoop(b, 8*rows*n, func() { SoftmaxRows(d, x, rows, n, false) })
+}
+
+func BenchmarkMemBoundLayerNorm(b *testing.B) {
+	const rows, n = 8192, 1024
+	x, y, g, dx := randBench(rows*n), randBench(rows*n), randBench(rows*n), randBench(rows*n)
+	w, bias, dw, db := randBench(n), randBench(n), randBench(n), randBench(n)
+	mean, rstd := make([]float32, rows), make([]float32, rows)
+	b.Run("forward", func(b *testing.B) {
+		benchLoop(b, 8*rows*n, func() { LayerNormRows(y, mean, rstd, x, w, bias, rows, n, 1e-5) })
+	})
+	b.Run("backward", func(b *testing.B) {
+		benchLoop(b, 12*rows*n, func() { LayerNormBackwardRows(dx, dw, db, g, x, mean, rstd, w, rows, n) })
+	})
+}
+
+func BenchmarkMemBoundAdam(b *testing.B) {
+	const n = 4096 * 4096
+	p, g, m, v := randBench(n), randBench(n), randBench(n), randBench(n)
+	for i := range v {
+		v[i] *= v[i]
+	}
+	s := AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
+	benchLoop(b, 28*n, func() { AdamUpdate(p, g, m, v, s) })
+}
