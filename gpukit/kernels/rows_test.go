@@ -55,22 +55,75 @@ func TestRowsDeterministic(t *testing.T) {
 	}
 }
 
-// TestRowsMatchScalar checks the AVX2 row helpers against their Go loops.
+// TestRowsMatchScalar checks the vector row helpers (AVX2 on amd64,
+// NEON on arm64, rows_other.go's Go loops elsewhere) against rows.go's
+// own loops, bit for bit: every row length 1..40 (every tail after the
+// multiples of eight) and longer ones, on normal rows and on rows with
+// special values (NaN, ±Inf, ±0, subnormals, values near the float32
+// limits).
 func TestRowsMatchScalar(t *testing.T) {
 	if !useVecMath {
-		t.Skip("no AVX2+FMA")
+		t.Skip("no vector row helpers on this CPU: only the Go loops run")
 	}
-	for _, n := range []int{8, 77, 1024} {
-		vec := rowResults(5, n)
-		useVecMath = false
-		ref := rowResults(5, n)
-		useVecMath = true
-		for i := range vec {
-			if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) {
-				t.Fatalf("n=%d: element %d: assembly %g, Go %g", n, i, vec[i], ref[i])
+	defer func() { useVecMath = true }()
+	ns := []int{77, 1024}
+	for n := 1; n <= 40; n++ {
+		ns = append(ns, n)
+	}
+	for _, n := range ns {
+		for _, special := range []bool{false, true} {
+			vec := rowResultsSpecial(5, n, special)
+			useVecMath = false
+			ref := rowResultsSpecial(5, n, special)
+			useVecMath = true
+			for i := range vec {
+				if math.Float32bits(vec[i]) != math.Float32bits(ref[i]) && !(vec[i] != vec[i] && ref[i] != ref[i]) {
+					t.Fatalf("n=%d special=%v: element %d: vector %g (%#08x), Go %g (%#08x)",
+						n, special, i, vec[i], math.Float32bits(vec[i]), ref[i], math.Float32bits(ref[i]))
+				}
 			}
 		}
 	}
+}
+
+// rowResultsSpecial is rowResults, with special, on inputs where row 1
+// holds a NaN, row 2 is all -Inf but one +Inf, row 3 subnormals and
+// ±0, and row 4 magnitudes near 1e30, among normal values.
+func rowResultsSpecial(rows, n int, special bool) []float32 {
+	if !special {
+		return rowResults(rows, n)
+	}
+	r := rand.New(rand.NewPCG(11, uint64(n)))
+	x := randRows(r, rows, n, 3)
+	g := randRows(r, rows, n, 1)
+	w, b := randRows(r, 1, n, 1), randRows(r, 1, n, 1)
+	inf := float32(math.Inf(1))
+	for j := range n {
+		switch {
+		case rows > 1 && j == n/2:
+			x[n+j] = float32(math.NaN())
+		case rows > 2:
+			x[2*n+j] = -inf
+		}
+		if rows > 3 {
+			x[3*n+j] = []float32{0, math.Float32frombits(0x80000000), math.Float32frombits(1), math.Float32frombits(0x807fffff), 0x1p-126}[j%5]
+		}
+		if rows > 4 {
+			x[4*n+j] *= 1e30
+		}
+		g[j] = []float32{g[j], 0, math.Float32frombits(0x80000000), 1e-40}[j%4]
+	}
+	if rows > 2 {
+		x[2*n+n-1] = inf
+	}
+	sm, lsm := make([]float32, rows*n), make([]float32, rows*n)
+	SoftmaxRows(sm, x, rows, n, false)
+	SoftmaxRows(lsm, x, rows, n, true)
+	y, mu, rs := make([]float32, rows*n), make([]float32, rows), make([]float32, rows)
+	LayerNormRows(y, mu, rs, x, w, b, rows, n, 1e-5)
+	dx, dw, db := make([]float32, rows*n), make([]float32, n), make([]float32, n)
+	LayerNormBackwardRows(dx, dw, db, g, x, mu, rs, w, rows, n)
+	return slices.Concat(sm, lsm, y, mu, rs, dx, dw, db)
 }
 
 func TestSoftmaxRows(t *testing.T) {

@@ -11,8 +11,9 @@ import (
 //   - gemmMR×gemmNR is the register tile computed by one micro-kernel call:
 //     12×32 float32 (24 AVX-512 registers of accumulators) where the CPU
 //     has AVX-512, 6×16 (12 AVX2 registers) otherwise; both are the
-//     shapes OpenBLAS and BLIS use on those cores. The choice is made
-//     once, at start-up (sgemm_kernel_amd64.go).
+//     shapes OpenBLAS and BLIS use on those cores. On arm64 it is 8×12
+//     (24 NEON registers, BLIS's armv8a shape). The choice is made
+//     once, at start-up (sgemm_kernel_amd64.go, sgemm_kernel_arm64.go).
 //   - gemmKC is the depth of one packed panel. A kc×NR sliver of B
 //     (256·32·4 = 32 KiB at most) stays in L1 while the micro-kernel walks
 //     down A.
@@ -229,6 +230,10 @@ func microKernel(kc int, as, bs, c []float32, ldc int, alpha float32, overwrite 
 	}
 	if useAVX2 {
 		sgemmKernel6x16AVX2(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha, accumulate)
+		return
+	}
+	if useNEON {
+		sgemmKernel8x12NEON(kc, unsafe.SliceData(as), unsafe.SliceData(bs), unsafe.SliceData(c), ldc, alpha, accumulate)
 		return
 	}
 	if overwrite {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -101,13 +102,15 @@ func TestSgemm(t *testing.T) {
 	}
 }
 
-// TestSgemmPortable runs the pure-Go micro-kernel even on AVX2 machines.
+// TestSgemmPortable runs the pure-Go micro-kernel even where an assembly
+// one is on (AVX2 on amd64, NEON on arm64).
 func TestSgemmPortable(t *testing.T) {
-	if !useAVX2 {
+	if !useAVX2 && !useNEON {
 		t.Skip("portable kernel already used")
 	}
-	useAVX2 = false
-	defer func() { useAVX2 = true }()
+	saved2, saved512, savedNEON, mr, nr := useAVX2, useAVX512, useNEON, gemmMR, gemmNR
+	useAVX2, useAVX512, useNEON = false, false, false
+	defer func() { useAVX2, useAVX512, useNEON, gemmMR, gemmNR = saved2, saved512, savedNEON, mr, nr }()
 	for _, s := range [][3]int{{1, 1, 1}, {7, 17, 257}, {100, 40, 30}} {
 		runGemmCase(t, gemmCase{m: s[0], n: s[1], k: s[2], alpha: 1.5, beta: 0.5, tB: true}, 3)
 	}
@@ -137,6 +140,83 @@ func FuzzSgemm(f *testing.F) {
 		tc := gemmCase{tA: tA, tB: tB, m: int(m), n: int(n), k: int(k % 700), alpha: 1.25, beta: -0.5, padA: int(pad % 5), padB: int(pad % 3), padC: int(pad % 7)}
 		runGemmCase(t, tc, uint64(m)<<8|uint64(n))
 	})
+}
+
+// fmaTile is the micro-kernels' contract in Go: each element of the
+// mr×nr tile one chain of FMAs over k in order (fma32 rounds as VFMADD
+// and FMLA do), then c = fma(acc, alpha, c or +0).
+func fmaTile(k, mr, nr int, as, bs, c []float32, ldc int, alpha float32, accumulate bool) {
+	for i := range mr {
+		for j := range nr {
+			var acc float32
+			for p := range k {
+				acc = fma32(as[p*mr+i], bs[p*nr+j], acc)
+			}
+			old := float32(0)
+			if accumulate {
+				old = c[i*ldc+j]
+			}
+			c[i*ldc+j] = fma32(acc, alpha, old)
+		}
+	}
+}
+
+// TestSgemmKernelMatchesFMAChain checks the micro-kernel in use (AVX-512,
+// AVX2 or NEON) and the NEON kernel's Go loop (sgemm_neon_other.go, where
+// it is built) against fmaTile, bit for bit, on random slivers with
+// zeros, negative zeros and large values, with and without accumulation:
+// every kernel gives the bits of one FMA chain per element.
+func TestSgemmKernelMatchesFMAChain(t *testing.T) {
+	type kernel struct {
+		name   string
+		mr, nr int
+		run    func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int)
+	}
+	var kernels []kernel
+	if useAVX2 || useAVX512 || useNEON {
+		kernels = append(kernels, kernel{"selected", gemmMR, gemmNR, func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int) {
+			microKernel(k, as, bs, c, ldc, alpha, accumulate == 0)
+		}})
+	}
+	if !useNEON {
+		kernels = append(kernels, kernel{"neon-go", 8, 12, func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int) {
+			sgemmKernel8x12NEON(k, &as[0], &bs[0], &c[0], ldc, alpha, accumulate)
+		}})
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e30, -1e-30, 3}
+	for _, kn := range kernels {
+		for _, k := range []int{1, 2, 3, 5, 17, 256} {
+			for _, accumulate := range []int{0, 1} {
+				as, bs := randSlice(r, k*kn.mr), randSlice(r, k*kn.nr)
+				for i := range as {
+					if r.IntN(8) == 0 {
+						as[i] = special[r.IntN(len(special))]
+					}
+				}
+				ldc := kn.nr + 3
+				c := randSlice(r, kn.mr*ldc)
+				want := slices.Clone(c)
+				alpha := float32(r.NormFloat64())
+				kn.run(k, as, bs, c, ldc, alpha, accumulate)
+				fmaTile(k, kn.mr, kn.nr, as, bs, want, ldc, alpha, accumulate != 0)
+				for i := range kn.mr {
+					for j := range kn.nr {
+						g, w := c[i*ldc+j], want[i*ldc+j]
+						if math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("%s k=%d accumulate=%d: C[%d,%d] = %g (%#08x), FMA chain %g (%#08x)",
+								kn.name, k, accumulate, i, j, g, math.Float32bits(g), w, math.Float32bits(w))
+						}
+					}
+					for j := kn.nr; j < ldc; j++ {
+						if math.Float32bits(c[i*ldc+j]) != math.Float32bits(want[i*ldc+j]) {
+							t.Fatalf("%s k=%d: wrote C[%d,%d], outside the tile", kn.name, k, i, j)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestSgemmKernelsAgree checks that the AVX-512 and AVX2 micro-kernels
