@@ -5,9 +5,10 @@ REPS times. The training steps (mlp_adam_step, gpt_step) copy back the
 parameters they had at setup before each timed run, untimed, so that
 every timed step starts from the same state (see
 gpukit/cmd/benchtorch/main.go). With --serve, it sets up the one case
-named by --only, warms it up, prints "ready", then runs it once per line
-of standard input and prints that run's seconds (scripts/bench-torch.sh
-alternates it with gpukit's that way).
+named by --only, warms it up, prints "ready" and that first call's
+seconds ("ready 0.0123"), then runs it once per line of standard input
+and prints that run's seconds (scripts/bench-torch.sh alternates it with
+gpukit's that way).
 
     python3 scripts/bench_torch.py [--threads 2] [--reps 7] [--only a,b] [--serve]
 """
@@ -43,6 +44,13 @@ def cases():
     def add():
         a, b = randn(4096, 4096), randn(4096, 4096)
         return lambda: a + b
+
+    def adam():
+        # one Adam step on a 4096×4096 parameter whose gradient is set
+        params = torch.nn.ParameterList([torch.nn.Parameter(randn(4096, 4096))])
+        params[0].grad = randn(4096, 4096)
+        opt = torch.optim.Adam(params.parameters(), lr=1e-3)
+        return restorable(lambda: opt.step(), params)
 
     def gelu_fwd():
         a = randn(4096, 4096)
@@ -130,7 +138,7 @@ def cases():
             opt.zero_grad(set_to_none=True)
         return restorable(run, g)
 
-    return [matmul, add, gelu_fwd, softmax, layernorm_fwd_bwd, gelu_fwd_bwd, cross_entropy_fwd_bwd, mlp_adam_step, gpt_step]
+    return [matmul, add, adam, gelu_fwd, softmax, layernorm_fwd_bwd, gelu_fwd_bwd, cross_entropy_fwd_bwd, mlp_adam_step, gpt_step]
 
 
 def main():
@@ -148,9 +156,11 @@ def main():
             continue
         run = make()
         reset = getattr(run, "reset", lambda: None)
+        t0 = time.perf_counter()
         run()
+        first = time.perf_counter() - t0
         if a.serve:
-            print("ready", flush=True)
+            print(f"ready {first:.6g}", flush=True)
             for _ in sys.stdin:
                 reset()
                 t0 = time.perf_counter()

@@ -15,7 +15,12 @@
 // that run's seconds: scripts/bench-torch.sh drives it and
 // scripts/bench_torch.py (the same cases in PyTorch) that way, alternating
 // the two run by run, so that a change in the machine's load touches both
-// alike. Run it with GOMAXPROCS set to the thread count PyTorch gets.
+// alike. The "ready" line carries the seconds of that first, warm-up call
+// ("ready 0.0123"): it is the one that takes fresh device memory (sim
+// segments) for its outputs, as a lesson's first cell does.
+// With -stream, it measures the memory bandwidth instead, STREAM-style
+// (stream.go), and prints "copy" and "triad" lines of bytes per second.
+// Run it with GOMAXPROCS set to the thread count PyTorch gets.
 package main
 
 import (
@@ -39,7 +44,12 @@ func main() {
 	only := flag.String("only", "", "comma-separated case names to run (default: all)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	serve := flag.Bool("serve", false, "run the case named by -only once per line of standard input")
+	stream := flag.Bool("stream", false, "measure the memory bandwidth (copy, triad) on GOMAXPROCS threads and exit")
 	flag.Parse()
+	if *stream {
+		streamBandwidth(*reps)
+		return
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		check(err)
@@ -57,7 +67,11 @@ func main() {
 			continue
 		}
 		run, reset, done := c.setup()
+		dev.Synchronize()
+		first := time.Now()
 		run() // warm-up: the caching allocator holds the blocks from here on
+		dev.Synchronize()
+		firstSeconds := time.Since(first).Seconds()
 		timed := func() float64 {
 			reset()
 			dev.Synchronize()
@@ -67,7 +81,7 @@ func main() {
 			return time.Since(start).Seconds()
 		}
 		if *serve {
-			fmt.Println("ready")
+			fmt.Printf("ready %.6g\n", firstSeconds)
 			in := bufio.NewScanner(os.Stdin)
 			for in.Scan() {
 				fmt.Printf("%.6g\n", timed())
@@ -138,6 +152,21 @@ func cases(on, gen tensor.Option) []benchCase {
 		{"add", func() (func(), func(), func()) {
 			a, b := randn(4096, 4096), randn(4096, 4096)
 			return func() { a.Add(b).Release() }, stateless, releaseAll(a, b)
+		}},
+		{"adam", func() (func(), func(), func()) {
+			// One Adam step on a 4096×4096 parameter whose gradient is set:
+			// the optimizer's own pass over p, its gradient and two moments.
+			p := param(4096, 4096)
+			p.SetGrad(randn(4096, 4096))
+			opt, err := optim.NewAdam([]*tensor.Tensor{p}, optim.DefaultAdam())
+			check(err)
+			reset, forget := restorable([]*tensor.Tensor{p})
+			return opt.Step, reset, func() {
+				forget()
+				opt.Release()
+				p.SetGrad(nil)
+				p.Release()
+			}
 		}},
 		{"gelu_fwd", func() (func(), func(), func()) {
 			a := randn(4096, 4096)
