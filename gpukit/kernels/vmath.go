@@ -42,8 +42,9 @@ const (
 // float64 sum s that is not a float32 midpoint (bits below float32's
 // precision other than exactly one half) rounds to the same float32 as
 // the exact a·b+c, because every float32 midpoint is a float64 and
-// rounding to float64 cannot cross one. That is the inlined fast path;
-// midpoints, float32 subnormals and zero go to fma32Slow. The explicit
+// rounding to float64 cannot cross one. That is the fast path (an add
+// and two bit tests instead of TwoSum's six operations); midpoints,
+// float32 subnormals and zero go to fma32Slow. The explicit
 // float64 conversions keep the compiler from fusing the product into
 // the sum (it does on arm64, and on amd64 with GOAMD64=v3).
 func fma32(a, b, c float32) float32 {

@@ -7,9 +7,9 @@ import "unsafe"
 // The vector forms of vmath.go's functions where the build has no
 // assembly for them (another architecture, or the purego tag): each is
 // the Go loop its assembly equals on amd64 and arm64, under the same
-// name, over n elements (n a multiple of 8, as there). Calling exp32 and
-// the others directly, not through vecFunc's f32, lets the compiler
-// inline what it can of them (fma32's fast path) into a loop of its own.
+// name, over n elements (n a multiple of 8, as there). Each calls exp32
+// and the others directly, not through vecFunc's f32, which saves an
+// indirect call per element.
 
 // useVecMath is true: the vector forms here are plain Go, so the callers
 // may always hand them the bulk of a slice.
