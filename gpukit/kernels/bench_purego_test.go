@@ -10,6 +10,7 @@ import (
 // without the purego tag for the table in README.md ("arm64 and
 // purego"). Run them with -cpu 1: the kernels split rows and tiles
 // across goroutines, and one core measures the kernel, not the machine.
+// Each reports its CPU time per call (reportCPU) beside the wall time.
 
 func BenchmarkRows(b *testing.B) {
 	const rows, n = 64, 1024
@@ -23,9 +24,11 @@ func BenchmarkRows(b *testing.B) {
 	bench := func(name string, f func()) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(8 * rows * n))
-			for b.Loop() {
-				f()
-			}
+			reportCPU(b, func() {
+				for b.Loop() {
+					f()
+				}
+			})
 		})
 	}
 	bench("softmax", func() { SoftmaxRows(y, x, rows, n, false) })
@@ -40,9 +43,11 @@ func BenchmarkSgemm(b *testing.B) {
 		m, n, k := s[0], s[1], s[2]
 		a, bm, c := randSlice(r, m*k), randSlice(r, k*n), make([]float32, m*n)
 		b.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(b *testing.B) {
-			for b.Loop() {
-				Sgemm(false, true, m, n, k, 1, a, k, bm, k, 0, c, n)
-			}
+			reportCPU(b, func() {
+				for b.Loop() {
+					Sgemm(false, true, m, n, k, 1, a, k, bm, k, 0, c, n)
+				}
+			})
 			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}

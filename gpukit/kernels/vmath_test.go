@@ -356,9 +356,11 @@ func BenchmarkVec(b *testing.B) {
 		}
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(8 * len(xs)))
-			for b.Loop() {
-				c.v.apply32(ys, in)
-			}
+			reportCPU(b, func() {
+				for b.Loop() {
+					c.v.apply32(ys, in)
+				}
+			})
 		})
 	}
 }
