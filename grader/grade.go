@@ -529,7 +529,7 @@ func verdict(out sandbox.Outcome, log *testLog, name, secret string, limits sand
 		return StatusFailed, fmt.Sprintf("killed: the test printed more than %d MiB", limits.Output>>20)
 	case out.OOMKilled:
 		return StatusCrashed, fmt.Sprintf("the test ran out of memory (limit %d MiB for all its processes together)", limits.AddressSpace>>20)
-	case out.Signal == syscall.SIGXCPU || out.Signal == syscall.SIGKILL && out.Elapsed < limits.Wall:
+	case out.Signal == sigXCPU || out.Signal == syscall.SIGKILL && out.Elapsed < limits.Wall:
 		return StatusCrashed, fmt.Sprintf("killed by %s: more than %s of CPU time, or too much memory", out.Signal, limits.CPU)
 	case log.saw(msgThreads) || log.saw(msgNewOSProc):
 		return StatusCrashed, fmt.Sprintf("the test process hit the limit of %d processes and threads", limits.Procs)

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -822,8 +821,8 @@ func TestGradeStrictUmask(t *testing.T) {
 	require.NoError(t, err)
 	sub := filepath.Join(t.TempDir(), "ada")
 	require.NoError(t, os.CopyFS(sub, os.DirFS(filepath.Join(c.Root, "solutions", "01-toy"))))
-	old := syscall.Umask(0o077)
-	defer syscall.Umask(old)
+	old := umask(0o077)
+	defer umask(old)
 	res, err := g.Grade(context.Background(), ex, sub)
 	require.NoError(t, err)
 	assert.Equal(t, res.MaxScore, res.Score, "%+v", res.Tests)

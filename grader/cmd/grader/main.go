@@ -35,7 +35,6 @@ import (
 	"github.com/gpumem/course/grader"
 	"github.com/gpumem/course/grader/sandbox"
 	"github.com/gpumem/course/internal/atomicfile"
-	"golang.org/x/sys/unix"
 )
 
 const usage = `usage: grader COMMAND [flags]
@@ -133,7 +132,7 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.course, "course", "", "the course's root folder (default: found from the current folder)")
-	fs.StringVar(&c.sandbox, "sandbox", "auto", "auto (bubblewrap when it works), bwrap (required) or limits (rlimits only)")
+	fs.StringVar(&c.sandbox, "sandbox", "auto", "auto (bubblewrap when it works), bwrap (required), limits (rlimits only) or none (limits; off Linux, where grade, batch and verify need it said)")
 }
 
 // findCourse opens the course of --course, or the one the current folder
@@ -181,6 +180,22 @@ func (c *common) openExercise(stderr io.Writer, defaultMode sandbox.Mode, name s
 		return nil, nil, err
 	}
 	return g, ex, nil
+}
+
+// hostOS is the OS the grader runs on (runtime.GOOS; tests set another).
+var hostOS = runtime.GOOS
+
+// osGate refuses command (grade, batch, verify: they run others' code)
+// on an OS other than Linux, where the grader has no sandbox (no
+// bubblewrap, cgroups or uid pool: grader/sandbox), unless the flag
+// --sandbox none (sandboxFlag) says that none is wanted. check, which runs
+// the student's own code, works everywhere.
+func osGate(goos, command, sandboxFlag string) error {
+	if goos == "linux" || sandboxFlag == "none" {
+		return nil
+	}
+	return errUsage{fmt.Sprintf("%s runs other people's code, and its sandbox needs Linux (this is %s): grade on Linux (on Windows, in WSL2), "+
+		"or add --sandbox none to run that code here as you, with no sandbox", command, goos)}
 }
 
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -381,6 +396,9 @@ func cmdGrade(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if err := osGate(hostOS, "grade", c.sandbox); err != nil {
+		return err
+	}
 	g, ex, err := c.openExercise(stderr, sandbox.ModeAuto, *exercise)
 	if err != nil {
 		return err
@@ -432,6 +450,9 @@ func cmdBatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	index, count, err := parseShard(*shard)
 	if err != nil {
+		return err
+	}
+	if err := osGate(hostOS, "batch", c.sandbox); err != nil {
 		return err
 	}
 	g, ex, err := c.openExercise(stderr, sandbox.ModeAuto, *exercise)
@@ -496,6 +517,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if err := osGate(hostOS, "verify", c.sandbox); err != nil {
+		return err
+	}
 	g, err := c.open(stderr, sandbox.ModeAuto)
 	if err != nil {
 		return err
@@ -532,13 +556,4 @@ func cmdRelease(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "release: %d files written to %s (no solutions/, no grader/hidden/)\n", n, *out)
 	return nil
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

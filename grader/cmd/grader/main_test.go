@@ -117,3 +117,56 @@ func TestChangedGivenFiles(t *testing.T) {
 	assert.Equal(t, []string{"given.go", "x_test.go"}, changedGivenFiles(dir, []string{"x.go"}))
 	assert.Empty(t, changedGivenFiles(t.TempDir(), nil), "not a git checkout: nothing to say")
 }
+
+// Off Linux, grade, batch and verify run others' code with no sandbox:
+// refused unless --sandbox none is given; check is never refused.
+func TestOSGate(t *testing.T) {
+	for _, tc := range []struct {
+		goos, command, sandbox string
+		refused                bool
+	}{
+		{"linux", "grade", "auto", false},
+		{"linux", "verify", "bwrap", false},
+		{"darwin", "grade", "auto", true},
+		{"darwin", "batch", "limits", true},
+		{"windows", "verify", "bwrap", true},
+		{"darwin", "grade", "none", false},
+		{"windows", "batch", "none", false},
+		{"freebsd", "verify", "auto", true},
+	} {
+		err := osGate(tc.goos, tc.command, tc.sandbox)
+		if !tc.refused {
+			assert.NoError(t, err, "%+v", tc)
+			continue
+		}
+		var u errUsage
+		require.ErrorAs(t, err, &u, "%+v", tc)
+		assert.Contains(t, u.msg, tc.command+" runs other people's code", "%+v", tc)
+		assert.Contains(t, u.msg, "this is "+tc.goos, "%+v", tc)
+		assert.Contains(t, u.msg, "--sandbox none", "%+v", tc)
+	}
+}
+
+// The gate as the command line meets it: exit status 2 and one line that
+// starts with "grader: ", before anything is opened; --sandbox none goes
+// on to the command (here, to an exercise that does not exist).
+func TestOSGateCommands(t *testing.T) {
+	old := hostOS
+	hostOS = "darwin"
+	t.Cleanup(func() { hostOS = old })
+	for _, args := range [][]string{
+		{"grade", "--exercise", "01-shared-storage", "--submission", t.TempDir()},
+		{"batch", "--exercise", "01-shared-storage", "--submissions", t.TempDir(), "--out", filepath.Join(t.TempDir(), "g.csv")},
+		{"verify", "01-shared-storage"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, &out, &errb)
+		assert.Equal(t, 2, code, "%v: %s", args, errb.String())
+		assert.Regexp(t, `^grader: `+args[0]+` runs other people's code, and its sandbox needs Linux \(this is darwin\)`, errb.String())
+		assert.Equal(t, 1, strings.Count(errb.String(), "\n"), errb.String())
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"verify", "--course", courseRoot, "--sandbox", "none", "99-no-such"}, &out, &errb)
+	assert.NotContains(t, errb.String(), "sandbox needs Linux")
+	assert.NotEqual(t, 0, code, errb.String())
+}

@@ -527,8 +527,8 @@ func runExercise(ctx context.Context, opt options, ex, gremlins, dir string, log
 	cmd := exec.CommandContext(ctx, gremlins, args...)
 	cmd.Dir = dir
 	cmd.Env = env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	inGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = 5 * time.Second
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -547,7 +547,7 @@ func runExercise(ctx context.Context, opt options, ex, gremlins, dir string, log
 	// A test binary whose go command gremlins killed for a timeout may
 	// still run; it is in gremlins' process group.
 	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd)
 	}
 	pw.Close()
 	<-done
@@ -636,8 +636,8 @@ func goTest(ctx context.Context, dir string, timeout time.Duration) (string, str
 	cmd := exec.CommandContext(ctx, "go", append(args, ".")...)
 	cmd.Dir = dir
 	cmd.Env = env()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	inGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	switch {
