@@ -31,7 +31,11 @@ func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64) {
 	for i := 0; i < n; i += 8 {
 		d8, s8 := d[i:i+8:i+8], s[i:i+8:i+8]
 		for j, v := range s8 {
-			e := exp32(v - m)
+			slow := false
+			e := exp32Try(v-m, &slow)
+			if slow {
+				e = exp32(v - m)
+			}
 			d8[j] = e
 			acc[j] += float64(e)
 		}
