@@ -48,40 +48,60 @@ func measure(t *testing.T, requests []int64) Prediction {
 	return held
 }
 
+// The grader's TestRoundSize checks other sizes near the boundaries and
+// other random sizes against the allocator's own rounding (PyTorch's
+// default: up to a multiple of 512 B).
 func TestRoundSize(t *testing.T) {
-	for _, c := range []struct{ n, want int64 }{{1, 512}, {512, 512}, {513, 1024}, {4_000_000, 4_000_256}} {
-		if got := RoundSize(c.n); got != c.want {
-			t.Errorf("RoundSize(%d) = %d, want %d", c.n, got, c.want)
+	var cfg alloc.Config
+	sizes := []int64{
+		3, 100, 510, 514, 1000, 1536, 2047, 2049,
+		MiB - 511, MiB - 2, MiB + 2, MiB + 1000,
+		2*MiB - 2, 2*MiB + 700, 10*MiB - 300, 10*MiB + 512, 20*MiB - 7, 33*MiB + 3,
+	}
+	r := rand.New(rand.NewPCG(29, 3))
+	for range 60 {
+		sizes = append(sizes, 1+r.Int64N(48*MiB))
+	}
+	for _, n := range sizes {
+		if got, want := RoundSize(n), cfg.RoundSize(n); got != want {
+			t.Errorf("RoundSize(%d) = %d, the allocator rounds it to %d", n, got, want)
 		}
 	}
 }
 
+// The grader's TestSegmentSize measures other requests: one of each pool
+// and one with a segment of its own.
 func TestSegmentSize(t *testing.T) {
-	for _, n := range []int64{100_000, 4_000_000, 25_000_001} {
+	for _, n := range []int64{300_000, 6_000_000, 31_000_001} {
 		rounded := RoundSize(n)
 		if got, want := SegmentSize(rounded), measure(t, []int64{n}).Reserved; got != want {
 			t.Errorf("a request of %d B: SegmentSize(RoundSize(%d)) = SegmentSize(%d) = %d, the allocator reserved %d", n, n, rounded, got, want)
 		}
 	}
-	if !IsSmall(RoundSize(1000)) || IsSmall(RoundSize(2*MiB)) {
-		t.Error("1000 B come from the small pool, 2 MiB from the large pool")
+	if !IsSmall(RoundSize(1500)) || IsSmall(RoundSize(3*MiB)) {
+		t.Error("1500 B come from the small pool, 3 MiB from the large pool")
 	}
 }
 
+// The grader's TestPredictSequence serves another fixed sequence.
 func TestPredictSequence(t *testing.T) {
-	requests := []int64{4_000_000, 4_000_000, 1000, 30 * MiB, 700_000, 700_000}
+	requests := []int64{3_000_000, 5_000_000, 2000, 25 * MiB, 900_000, 300_000, 3_000_000}
 	got, err := Predict(requests)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := measure(t, requests); got != want {
-		t.Errorf("Predict = %s; the allocator holds %s", predictionText(got), predictionText(want))
+		t.Errorf("Predict(%v) = %s; the allocator holds %s", requests, predictionText(got), predictionText(want))
 	}
 }
 
 // predictionText writes a Prediction as the test's messages show it.
 func predictionText(p Prediction) string {
-	return fmt.Sprintf("%d bytes allocated, %d reserved in %d segments", p.Allocated, p.Reserved, p.Segments)
+	segments := "segments"
+	if p.Segments == 1 {
+		segments = "segment"
+	}
+	return fmt.Sprintf("%d bytes allocated, %d reserved in %d %s", p.Allocated, p.Reserved, p.Segments, segments)
 }
 
 // The public twin of the grader's TestPoolBoundaries, on other sizes near
