@@ -220,6 +220,10 @@ image:
 
 image-test: image
 	@bash scripts/image-test.sh
+# gpukit beside PyTorch 1.13 (Debian 12), 2.6 (Debian 13, in a chroot that
+# scripts/trixie-torch.sh makes on first use, as root) as installed and
+# with a warm heap, and the memory bandwidth: gpukit/kernels/README.md.
+# THREADS, REPS, ONLY and SIDES as scripts/bench-torch.sh says.
 
 # The GPU variant, gpumem-course:cuda: the same image with Debian's CUDA 11.8
 # headers and gpukit built with -tags cuda. image-cuda-test checks, without a
