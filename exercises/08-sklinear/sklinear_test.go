@@ -1,6 +1,9 @@
 package sklinear
 
 import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,41 +21,193 @@ func newDev(t testing.TB) *device.Device {
 	require.NoError(t, err)
 	d, err := device.New(sim.New(0, p))
 	require.NoError(t, err)
+	// the first product on the card takes cuBLAS's workspace (lesson 02),
+	// which stays for good: take it now, so that the tests measure tensors
+	require.NoError(t, d.BlasWorkspace(d.DefaultStream()))
 	return d
 }
 
-// x = [1 2 3 4], S1 = [1 0 0 1]ᵀ, U1 = [1 -1 1 -1], U2 = [1 1 1 1]ᵀ,
-// S2 = [.1 .2 .3 .4], b = 1: y = ([5 -5 5 -5] + [1 2 3 4])/2 + 1.
-func TestForwardHandChecked(t *testing.T) {
-	dev := newDev(t)
-	l := NewLayer(4, 4, 1, 1, true, tensor.On(dev), tensor.Float64)
+// f64 are the options of float64 tensors on dev drawn from seed.
+func f64(dev *device.Device, seed uint64) []tensor.Option {
+	return []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(seed))}
+}
+
+// set writes vals into t's elements, in order.
+func set(t *tensor.Tensor, vals ...float64) {
 	tensor.NoGrad(func() {
-		for _, p := range []struct {
-			t    *tensor.Tensor
-			vals []float64
-		}{
-			{l.S1s, []float64{1, 0, 0, 1}}, {l.U1s, []float64{1, -1, 1, -1}},
-			{l.U2s, []float64{1, 1, 1, 1}}, {l.S2s, []float64{0.1, 0.2, 0.3, 0.4}},
-			{l.Bias, []float64{1, 1, 1, 1}},
-		} {
-			flat := p.t.Reshape(-1)
-			for i, v := range p.vals {
-				flat.SetAt(v, i)
-			}
-			flat.Release()
+		flat := t.Reshape(-1)
+		defer flat.Release()
+		for i, v := range vals {
+			flat.SetAt(v, i)
 		}
 	})
-	x := tensor.FromSlice([]float64{1, 2, 3, 4}, []int{1, 4}, tensor.On(dev))
+}
+
+// noCollector runs a full collection, then turns Go's collector off until
+// the test ends, so that what the test measures does not depend on when a
+// collection runs.
+func noCollector(t *testing.T) {
+	tensor.CollectGarbage()
+	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(gc)
+		debug.SetMemoryLimit(limit)
+	})
+}
+
+// shapeOf is a tensor's shape for a message, or "none" for nil.
+func shapeOf(t *tensor.Tensor) any {
+	if t == nil {
+		return "none"
+	}
+	return t.Shape()
+}
+
+// formula computes y for x [B, in] with plain loops.
+func formula(x []float64, B, in, out int, l *Layer) []float64 {
+	L, k := l.S1s.Size(0), l.S1s.Size(2)
+	s1, s2, u1, u2 := l.S1s.Float64s(), l.S2s.Float64s(), l.U1s.Float64s(), l.U2s.Float64s()
+	var b []float64
+	if l.Bias != nil {
+		b = l.Bias.Float64s()
+	}
+	y := make([]float64, B*out)
+	for row := range B {
+		for o := range out {
+			var sum float64
+			for i := range L {
+				for r := range k {
+					var xs1, xu2 float64
+					for j := range in {
+						xs1 += x[row*in+j] * s1[(i*in+j)*k+r]
+						xu2 += x[row*in+j] * u2[(i*in+j)*k+r]
+					}
+					sum += xs1*u1[(i*k+r)*out+o] + xu2*s2[(i*k+r)*out+o]
+				}
+			}
+			y[row*out+o] = sum / float64(2*L)
+			if b != nil {
+				y[row*out+o] += b[o]
+			}
+		}
+	}
+	return y
+}
+
+// The grader's TestForwardHandChecked checks another hand-checked example.
+// Here L = 1, k = 1, in = 3, out = 2: S1 = [1 1 0]ᵀ, U1 = [1 -1],
+// U2 = [1 -1 1]ᵀ, S2 = [.5 .25], b = [.5 -1]. For x = [2 -1 1]: x·S1 = 1,
+// x·U2 = 4, y = ([1 -1] + [2 1])/2 + b = [2 -1]. For x = [0 1 3]: x·S1 = 1,
+// x·U2 = 2, y = ([1 -1] + [1 .5])/2 + b = [1.5 -1.25].
+func TestForwardHandChecked(t *testing.T) {
+	dev := newDev(t)
+	l := NewLayer(3, 2, 1, 1, true, f64(dev, 1)...)
+	set(l.S1s, 1, 1, 0)
+	set(l.U1s, 1, -1)
+	set(l.U2s, 1, -1, 1)
+	set(l.S2s, 0.5, 0.25)
+	set(l.Bias, 0.5, -1)
+	x := tensor.FromSlice([]float64{2, -1, 1, 0, 1, 3}, []int{2, 3}, tensor.On(dev))
 	var y *tensor.Tensor
 	tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
 	require.NotNil(t, y, "SketchedForward returned nil")
-	assert.InDeltaSlice(t, []float64{4, -0.5, 5, 0.5}, y.Float64s(), 1e-12)
+	require.Equal(t, []int{2, 2}, y.Shape(), "the shape of y for x [2, 3] and out = 2")
+	assert.InDeltaSlice(t, []float64{2, -1, 1.5, -1.25}, y.Float64s(), 1e-12, "y, row by row")
 }
 
+// The public twin of the grader's TestHiddenForwardFormula, on other
+// shapes, terms, ranks and seeds: the forward pass equals the formula,
+// computed with plain loops, with and without bias.
+func TestForwardMatchesFormula(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	for _, tc := range []struct {
+		in, out, terms, rank int
+		bias                 bool
+	}{{9, 4, 2, 2, false}, {5, 11, 4, 1, true}, {8, 6, 3, 3, true}} {
+		l := NewLayer(tc.in, tc.out, tc.terms, tc.rank, tc.bias, f64(dev, 12)...)
+		x := tensor.Randn([]int{3, tc.in}, f64(dev, 13)...)
+		var y *tensor.Tensor
+		tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
+		require.NotNil(t, y, "SketchedForward returned nil")
+		what := fmt.Sprintf("in %d, out %d, %d terms of rank %d, bias %v", tc.in, tc.out, tc.terms, tc.rank, tc.bias)
+		require.Equal(t, []int{3, tc.out}, y.Shape(), "the shape of y: %s", what)
+		assert.InDeltaSlice(t, formula(x.Float64s(), 3, tc.in, tc.out, l), y.Float64s(), 1e-12, "y against the formula: %s", what)
+	}
+}
+
+// The grader's TestGradcheck checks another layer: the backward pass
+// agrees with finite differences for x, S1s, S2s and the bias, with and
+// without bias.
 func TestGradcheck(t *testing.T) {
 	dev := newDev(t)
-	opts := []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(4))}
-	l := NewLayer(6, 5, 2, 2, true, opts...)
-	x := tensor.Randn([]int{3, 6}, opts...).SetRequiresGrad(true)
-	gradcheck.Assert(t, func([]*tensor.Tensor) *tensor.Tensor { return l.Forward(x) }, x, l.S1s, l.S2s, l.Bias)
+	for _, bias := range []bool{true, false} {
+		l := NewLayer(5, 4, 3, 2, bias, f64(dev, 14)...)
+		x := tensor.Randn([]int{2, 5}, f64(dev, 15)...).SetRequiresGrad(true)
+		inputs := []*tensor.Tensor{x, l.S1s, l.S2s}
+		if bias {
+			inputs = append(inputs, l.Bias)
+		}
+		err := gradcheck.Check(func([]*tensor.Tensor) *tensor.Tensor { return l.Forward(x) }, inputs, gradcheck.Options{})
+		assert.NoError(t, err, "gradcheck of a layer with bias %v", bias)
+	}
+}
+
+// The public twin of the grader's TestHiddenNeeds, with other needs and
+// another layer: only the needed gradients are computed; the buffers and
+// an input without grad get none.
+func TestOnlyNeededGradients(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	l := NewLayer(4, 3, 3, 1, true, f64(dev, 16)...)
+	x := tensor.Randn([]int{2, 4}, f64(dev, 17)...) // no grad for x
+	g := tensor.Ones([]int{2, 3}, tensor.On(dev), tensor.Float64)
+	saved := []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}
+	grads := SketchedBackward(g, saved, []bool{true, false, true, false})
+	require.Len(t, grads, 4, "one gradient (or nil) for each of x, S1s, S2s and the bias")
+	assert.True(t, grads[1] == nil, "needs[1] is false: no gradient for S1s, got one of shape %v", shapeOf(grads[1]))
+	assert.True(t, grads[3] == nil, "needs[3] is false: no gradient for the bias, got one of shape %v", shapeOf(grads[3]))
+	require.NotNil(t, grads[0], "needs[0] is true: x's gradient")
+	require.NotNil(t, grads[2], "needs[2] is true: S2s's gradient")
+	assert.Equal(t, []int{2, 4}, grads[0].Shape(), "x's gradient has x's shape")
+	assert.Equal(t, []int{3, 1, 3}, grads[2].Shape(), "S2s's gradient has S2s's shape")
+	grads = SketchedBackward(g, saved, []bool{false, false, false, true})
+	require.Len(t, grads, 4)
+	require.NotNil(t, grads[3], "needs[3] is true: the bias's gradient")
+	assert.Equal(t, []float64{2, 2, 2}, grads[3].Float64s(), "the bias's gradient sums g over the batch of 2")
+	for i := range 3 {
+		assert.True(t, grads[i] == nil, "needs[%d] is false: no gradient, got one of shape %v", i, shapeOf(grads[i]))
+	}
+
+	y := l.Forward(x)
+	loss := y.Sum()
+	loss.Backward()
+	assert.True(t, l.U1s.Grad() == nil, "U1s is a buffer: it gets no gradient (got one of shape %v)", shapeOf(l.U1s.Grad()))
+	assert.True(t, l.U2s.Grad() == nil, "U2s is a buffer: it gets no gradient (got one of shape %v)", shapeOf(l.U2s.Grad()))
+	assert.True(t, x.Grad() == nil, "x does not require a gradient: it gets none (got one of shape %v)", shapeOf(x.Grad()))
+	require.NotNil(t, l.S1s.Grad(), "S1s is trained: it gets a gradient")
+	assert.Equal(t, []int{3, 4, 1}, l.S1s.Grad().Shape(), "S1s's gradient has S1s's shape")
+}
+
+// The public twin of the grader's TestHiddenMemory, on another layer: a
+// forward pass leaves only its output allocated (the node saves references
+// to tensors that exist anyway); backward leaves only the gradients.
+func TestMemoryOnlyOutputAndGradients(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	const B, in, out, L, k = 16, 192, 256, 3, 8 // every tensor a multiple of 512 bytes
+	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(18)))
+	x := tensor.Randn([]int{B, in}, tensor.On(dev)).SetRequiresGrad(true)
+	base := dev.MemoryAllocated()
+	y := l.Forward(x)
+	require.NotNil(t, y, "Forward returned nil")
+	assert.EqualValues(t, base+B*out*4, dev.MemoryAllocated(), "bytes allocated after forward: only the output may stay, release every intermediate")
+	loss := y.Sum()
+	loss.Backward()
+	loss.Release()
+	y.Release()
+	grads := int64(B*in+L*in*k+L*k*out+out) * 4
+	assert.EqualValues(t, base+grads, dev.MemoryAllocated(), "bytes allocated after backward: only the gradients of x, S1s, S2s and the bias may stay")
+	runtime.KeepAlive(l) // the layer and x count in base
+	runtime.KeepAlive(x)
 }
