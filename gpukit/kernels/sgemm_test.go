@@ -399,4 +399,10 @@ func TestSgemmBetaZeroOverwrites(t *testing.T) {
 			gemmMR, gemmNR = 12, 32
 		}
 	}
+	if useNEON {
+		// The Go kernel with the NEON kernel's tile (8×12).
+		useNEON = false
+		t.Run("go", run)
+		useNEON = true
+	}
 }
