@@ -9,8 +9,15 @@
 #   scripts/setup.sh --no-apt   never call apt-get; only report what is missing
 #   scripts/setup.sh --apt-only only the Debian packages (the Dockerfile's root step)
 #
+# On macOS (uname -s is Darwin) Homebrew installs what is missing (go,
+# jupyterlab); without Homebrew, JupyterLab goes into a venv of its own,
+# bin/jupyter-venv (python3 -m venv, pip install jupyterlab), which make
+# finds; bubblewrap is skipped (the grader's sandbox is Linux's). Tested with
+# fake uname, brew and python3 by scripts/setup-macos-test.sh (make cross).
+#
 # Environment: JUPYTER_DATA_DIR chooses where the kernel is registered
-# (default ~/.local/share/jupyter; the Dockerfile uses a system-wide one);
+# (default ~/.local/share/jupyter, ~/Library/Jupyter on macOS; the
+# Dockerfile uses a system-wide one);
 # GOPLS_GOMODCACHE where gopls's own modules are fetched to build it (default
 # Go's module cache; the Dockerfile keeps them out of the image, where
 # notebooks need only the course's modules).
@@ -21,6 +28,7 @@ cd "$here"
 use_apt=1 apt_only=0
 [ "${1:-}" = --no-apt ] && use_apt=0
 [ "${1:-}" = --apt-only ] && apt_only=1
+os=$(uname -s)
 
 say() { printf 'setup: %s\n' "$*"; }
 # with_progress WHAT COMMAND...: runs COMMAND, saying every 20 s that it is
@@ -49,6 +57,10 @@ die() {
 }
 
 # --- Go -------------------------------------------------------------------
+if [ "$os" = Darwin ] && ! command -v go >/dev/null 2>&1 && command -v brew >/dev/null 2>&1; then
+	say "go: installing with Homebrew (brew install go)"
+	brew install go >/dev/null || die "brew install go failed (above)"
+fi
 command -v go >/dev/null 2>&1 || die "go not found on PATH. Install Go 1.26 or later (https://go.dev/dl) and add /usr/local/go/bin to PATH."
 go_minor=$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')
 [ "${go_minor:-0}" -ge 26 ] || die "Go $(go env GOVERSION) is too old; the course needs Go 1.26 or later (https://go.dev/dl)."
@@ -63,7 +75,33 @@ jupyter_ok() {
 		command -v jupyter-nbconvert >/dev/null 2>&1 &&
 		/usr/bin/python3 -c 'import nbclient, ipykernel, jupyter_client' >/dev/null 2>&1
 }
-if jupyter_ok; then
+# macOS: JupyterLab from Homebrew, or, without Homebrew, from PyPI into
+# bin/jupyter-venv (which the Makefile appends to PATH).
+venv=$here/bin/jupyter-venv
+mac_jupyter_ok() { command -v jupyter-lab >/dev/null 2>&1 && command -v jupyter-nbconvert >/dev/null 2>&1; }
+mac_jupyter() {
+	PATH=$PATH:$venv/bin
+	if mac_jupyter_ok; then
+		say "jupyter: present (JupyterLab)"
+		return
+	fi
+	if [ "$use_apt" = 0 ]; then
+		die "Jupyter is missing: brew install jupyterlab (or, without Homebrew: python3 -m venv bin/jupyter-venv && bin/jupyter-venv/bin/pip install jupyterlab), then run this again."
+	elif command -v brew >/dev/null 2>&1; then
+		say "jupyter: installing JupyterLab with Homebrew (brew install jupyterlab)"
+		brew install jupyterlab >/dev/null || die "brew install jupyterlab failed (above)"
+	elif command -v python3 >/dev/null 2>&1; then
+		say "jupyter: no Homebrew; installing JupyterLab into bin/jupyter-venv (python3 -m venv, pip install jupyterlab)"
+		python3 -m venv "$venv" || die "python3 -m venv $venv failed (above)"
+		"$venv/bin/pip" install --quiet jupyterlab || die "pip install jupyterlab failed (above); check the network, then rerun."
+	else
+		die "Jupyter is missing, and this Mac has neither Homebrew (https://brew.sh) nor python3: install Homebrew, then run this again."
+	fi
+	mac_jupyter_ok || die "JupyterLab was installed but jupyter-lab or jupyter-nbconvert is still not on PATH."
+}
+if [ "$os" = Darwin ]; then
+	mac_jupyter
+elif jupyter_ok; then
 	say "jupyter: present ($(command -v jupyter-lab >/dev/null 2>&1 && echo JupyterLab || echo "the classic Notebook"))"
 else
 	if [ "$use_apt" = 1 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -96,7 +134,9 @@ else
 fi
 
 # --- bubblewrap, the grader's sandbox (grader/README.md); optional ----------
-if command -v bwrap >/dev/null 2>&1; then
+if [ "$os" = Darwin ]; then
+	say "bubblewrap: skipped on macOS (the grader's sandbox needs Linux; check runs your tests with rlimits and a timeout)"
+elif command -v bwrap >/dev/null 2>&1; then
 	say "bubblewrap: present"
 elif [ "$use_apt" = 1 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
 	say "bubblewrap: installing"
@@ -134,6 +174,9 @@ why="GoNB adds the imports a cell needs" took="under a minute" build_tool goimpo
 # dependencies stay out of the course's go.mod.
 why="Tab completion and help in the notebooks" took="2 to 5 minutes" build_tool gopls golang.org/x/tools/gopls tools/gopls "${GOPLS_GOMODCACHE:-}"
 
+sha256() { # sha256 FILE: its SHA-256 first, as sha256sum prints it (macOS has shasum)
+	if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1"; else shasum -a 256 "$1"; fi
+}
 # --- the module cache: everything a notebook compiles, so that Jupyter works
 # with the network off once setup has run. Nothing is fetched when all of it
 # is already in the cache.
@@ -147,7 +190,7 @@ say "modules: in the cache ($(go env GOMODCACHE))"
 # module made here, like GoNB's, leaves those answers in the module cache,
 # so notebooks need no network later. (The image sets GOSUMDB=off instead.)
 sumdb_dir=$(go env GOMODCACHE)/cache/download/sumdb
-if [ "$(go env GOSUMDB)" != off ] && [ -d gpukit ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)" ]; then
+if [ "$(go env GOSUMDB)" != off ] && [ -d gpukit ] && [ ! -f "$sumdb_dir/.gpumem-$(sha256 go.sum | cut -c1-16)" ]; then
 	scratch=$(mktemp -d)
 	go list -f '{{if ne .Name "main"}}import _ "{{.ImportPath}}"{{end}}' ./gpukit/... |
 		{ echo 'package main'; cat; echo 'func main() {}'; } >"$scratch/main.go"
@@ -159,7 +202,7 @@ if [ "$(go env GOSUMDB)" != off ] && [ -d gpukit ] && [ ! -f "$sumdb_dir/.gpumem
 $out"
 	fi
 	rm -rf "$scratch"
-	mkdir -p "$sumdb_dir" && touch "$sumdb_dir/.gpumem-$(sha256sum go.sum | cut -c1-16)"
+	mkdir -p "$sumdb_dir" && touch "$sumdb_dir/.gpumem-$(sha256 go.sum | cut -c1-16)"
 	say "checksums: cached for offline notebooks"
 fi
 
@@ -178,6 +221,19 @@ fi
 
 # --- register the gonb kernel ---------------------------------------------
 data_dir=${JUPYTER_DATA_DIR:-$HOME/.local/share/jupyter}
+python=/usr/bin/python3
+if [ "$os" = Darwin ]; then
+	# The user's Jupyter data folder on macOS, and the Python that runs
+	# Jupyter (macOS's /usr/bin/python3 may be only the Xcode installer).
+	data_dir=${JUPYTER_DATA_DIR:-$HOME/Library/Jupyter}
+	if [ -x "$venv/bin/python3" ]; then
+		python=$venv/bin/python3
+	elif command -v brew >/dev/null 2>&1 && [ -x "$(brew --prefix jupyterlab 2>/dev/null)/libexec/bin/python" ]; then
+		python=$(brew --prefix jupyterlab)/libexec/bin/python
+	else
+		python=python3
+	fi
+fi
 kernel_json=$data_dir/kernels/gonb/kernel.json
 gonb_path=$here/bin/gonb
 kernel_path="$here/bin:$(dirname "$(command -v go)"):/usr/local/bin:/usr/bin:/bin"
@@ -189,7 +245,7 @@ else
 		die "registering the gonb kernel failed: run 'bin/gonb --install --force_deps' to see why."
 	# GoNB writes an empty environment; give the kernel a PATH that finds go
 	# and goimports even when Jupyter was started from a desktop launcher.
-	/usr/bin/python3 - "$kernel_json" "$kernel_path" <<'PY'
+	"$python" - "$kernel_json" "$kernel_path" <<'PY'
 import json, sys
 path, kernel_path = sys.argv[1], sys.argv[2]
 with open(path) as f:

@@ -48,6 +48,7 @@ if [ -n "${NOTEBOOKS_EXECUTED:-}" ]; then
 	go_steps=(unit-gpukit fuzz)
 	lessons_steps=(site grader-verify unit-grader cuda)
 fi
+go_steps+=(cross)
 lane go "${go_steps[@]}" &
 go_pid=$!
 lane lessons "${lessons_steps[@]}" &
