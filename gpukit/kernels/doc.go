@@ -13,7 +13,8 @@
 //   - Matrix multiply (Sgemm) follows the GotoBLAS/BLIS scheme: op(A) and
 //     op(B) are packed into cache-sized panels, and a register-blocked
 //     micro-kernel (12×32 in AVX-512 or 6×16 in AVX2+FMA assembly on amd64,
-//     portable Go elsewhere or with the purego build tag) does the
+//     8×12 in NEON assembly on arm64, portable Go elsewhere or with the
+//     purego build tag) does the
 //     arithmetic and prefetches its C tile. Transposes are absorbed by the
 //     packing (an AVX transpose where a sliver's values lie a row apart),
 //     so all four transpose combinations run at about the same speed; with
@@ -38,7 +39,9 @@
 //     accumulate sums in float64.
 //   - The float32 transcendental functions (exp, log, sigmoid, tanh, erf,
 //     GELU in both forms and the derivatives) run eight lanes at a time in
-//     AVX2+FMA assembly, bitwise equal to their Go reference (vmath.go);
+//     AVX2+FMA assembly on amd64 and four in NEON assembly on arm64, both
+//     bitwise equal to their Go reference (vmath.go), which is also the
+//     fallback elsewhere (README.md, "arm64 and purego");
 //     softmax, log-softmax and LayerNorm work on whole rows, split across
 //     goroutines, with a per-row reduction order that makes the results
 //     independent of the number of cores (rows.go). README.md has their
