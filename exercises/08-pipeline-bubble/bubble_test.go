@@ -161,7 +161,9 @@ func TestPlan(t *testing.T) {
 
 	again, err := Measure(stages, x, m, order)
 	require.NoError(t, err)
-	assert.Equal(t, again, st, "Plan returns what Measure measures")
+	if st.Time != again.Time || st.Bubble != again.Bubble || fmt.Sprint(st.Peak) != fmt.Sprint(again.Peak) {
+		t.Errorf("Plan's step measured %s; Measure on the same plan measures %s: return what Measure measures", stepText(st), stepText(again))
+	}
 	for _, o := range []parallel.Order{parallel.GPipe, parallel.OneFOneB} {
 		fewer, err := Measure(stages, x, m-1, o)
 		require.NoError(t, err)
