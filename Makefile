@@ -87,8 +87,7 @@ nbcheck:
 # their public tests by design. A race-enabled binary sleeps a second
 # before it exits (GORACE's atexit_sleep_ms, for goroutines still running
 # to report races): after a test binary's last test that sleep finds
-# nothing, and it cost a second a package. make test runs unit's two
-# halves in different lanes (scripts/test-lanes.sh).
+# nothing, and it cost a second a package.
 unit: unit-gpukit unit-grader
 
 # gpukit under the race detector. The tests that replay whole recordings
