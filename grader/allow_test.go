@@ -192,8 +192,7 @@ func TestRefusedAPIIsComplete(t *testing.T) {
 // harmlessCall reports whether a call of fn whose first argument is the
 // constant arg (nil when it is not constant) cannot do what a sink does: a
 // constant path (os.ReadFile("/proc/self/statm")), GOMAXPROCS(0), an
-// anonymous mapping (syscall.Mmap(-1, ...)), sched_yield; and Madvise,
-// the raw madvise syscall (sim's huge-page advice on its own mappings) and
+// anonymous mapping (syscall.Mmap(-1, ...)), sched_yield; and Madvise and
 // Munmap, which act on memory the process already holds.
 func harmlessCall(fn types.Object, arg constant.Value) bool {
 	if fn == nil || fn.Pkg() == nil {
@@ -207,8 +206,7 @@ func harmlessCall(fn types.Object, arg constant.Value) bool {
 	case "syscall.Mmap":
 		return arg != nil && constant.Compare(arg, token.EQL, constant.MakeInt64(-1))
 	case "syscall.Syscall", "syscall.RawSyscall":
-		return arg != nil && (constant.Compare(arg, token.EQL, constant.MakeInt64(syscall.SYS_SCHED_YIELD)) ||
-			constant.Compare(arg, token.EQL, constant.MakeInt64(syscall.SYS_MADVISE)))
+		return arg != nil && constant.Compare(arg, token.EQL, constant.MakeInt64(syscall.SYS_SCHED_YIELD))
 	}
 	return fn.Pkg().Path() == "os" && arg != nil && arg.Kind() == constant.String
 }

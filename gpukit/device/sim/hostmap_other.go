@@ -15,11 +15,3 @@ func hostDiscard(b []byte) {
 }
 
 func hostRelease(b []byte) {}
-
-// Elsewhere every segment is a Go slice (hostmap_linux.go says why Linux
-// maps the large ones itself).
-type hostSegment struct{}
-
-func (*hostSegment) release() {}
-
-func segmentMemory(size int64) ([]byte, *hostSegment) { return make([]byte, size), nil }

@@ -55,8 +55,7 @@ func Base(index int, meta bool) uint64 {
 type segment struct {
 	addr uint64
 	size int64
-	data []byte       // nil in meta mode
-	host *hostSegment // the mapping behind data, if it has one of its own (hostmap_linux.go)
+	data []byte // nil in meta mode
 }
 
 func (s *segment) end() uint64 { return s.addr + uint64(s.size) }
@@ -160,7 +159,7 @@ func (b *Backend) Malloc(size int64) (uint64, error) {
 	}
 	seg := segment{addr: addr, size: size}
 	if b.kind == backend.Sim {
-		seg.data, seg.host = segmentMemory(size)
+		seg.data = make([]byte, size)
 	}
 	b.segs = append(b.segs, seg) // addresses only grow: stays sorted
 	b.next = end
@@ -182,9 +181,6 @@ func (b *Backend) Free(addr uint64) error {
 	}
 	b.syncLocked() // also applies every pending copy, some may touch the segment
 	b.used -= b.segs[i].size
-	if h := b.segs[i].host; h != nil {
-		h.release()
-	}
 	b.segs = append(b.segs[:i], b.segs[i+1:]...)
 	b.host += b.prof.FreeLatency
 	return nil
