@@ -93,9 +93,9 @@ unit: unit-gpukit unit-grader
 # gpukit under the race detector. The tests that replay whole recordings
 # or decode whole snapshots (alloc/snapshot, internal/pickle) or simulate
 # hundreds of meta cards (distributed) are one goroutine's work: they skip
-# themselves under -race and run in the second, plain pass of their
-# packages (on a loaded two-core machine: 337, 422 and 430 s under -race,
-# 10, 33 and 12 s without).
+# themselves under -race (gpukit/internal/racetest) and run in the second,
+# plain pass of their packages (on a loaded two-core machine: 337, 422 and
+# 430 s under -race, 10, 33 and 12 s without).
 unit-gpukit:
 	GORACE=atexit_sleep_ms=0 $(GOTEST) -race -timeout 30m ./gpukit/...
 	$(GOTEST) ./gpukit/alloc/snapshot/ ./gpukit/internal/pickle/ ./gpukit/distributed/

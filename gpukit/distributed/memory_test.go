@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/distributed"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
 // table1 is Table 1 of Rajbhandari, Rasley, Ruwase and He, "ZeRO: Memory
@@ -58,7 +60,7 @@ func TestMeasuredModelStatesReproduceTable1(t *testing.T) {
 		// Above 64 cards the same code runs on more meta cards: under
 		// the race detector that took minutes of make test, which runs
 		// this package a second time without -race (make unit).
-		if (testing.Short() || raceEnabled) && row.n > 64 {
+		if (testing.Short() || racetest.Enabled) && row.n > 64 {
 			continue
 		}
 		for _, stage := range []distributed.Stage{distributed.DDP, distributed.ZeRO1, distributed.ZeRO2, distributed.ZeRO3} {

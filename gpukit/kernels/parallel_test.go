@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
 // TestParallelPiecesCoversEachIndexOnce runs many parallelPieces calls at
@@ -19,7 +21,7 @@ func TestParallelPiecesCoversEachIndexOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	defer spinNanos.Store(spinNanos.Swap(int64(defaultSpin)))
 	callers, calls := 6, 60
-	if raceEnabled {
+	if racetest.Enabled {
 		calls = 15
 	}
 	var wg sync.WaitGroup

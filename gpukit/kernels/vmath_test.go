@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
 // vecCase is one function under test: its vecFunc, the float64
@@ -112,7 +114,7 @@ func TestVecMatchesScalar(t *testing.T) {
 		t.Skip("no AVX2+FMA on this CPU: only the Go functions run")
 	}
 	step, extra := uint32(4099), 1<<16
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racetest.Enabled {
 		step, extra = 65521, 1<<12
 	}
 	xs := sample(float32(math.Inf(-1)), float32(math.Inf(1)), step)
@@ -170,17 +172,13 @@ func TestVecEveryLength(t *testing.T) {
 	}
 }
 
-// raceEnabled is set under the race detector, which slows the float64
-// references tenfold.
-var raceEnabled bool
-
 // TestVecAccuracy measures the largest error in ulp against the float64
 // reference over a dense sample of all float32 values (every 1021st bit
 // pattern, about 4.2 million; GPUKIT_VMATH_EXHAUSTIVE=1 checks every
 // float32) and asserts the documented bound.
 func TestVecAccuracy(t *testing.T) {
 	step := uint32(1021)
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racetest.Enabled {
 		step = 16381
 	}
 	exhaustive := os.Getenv("GPUKIT_VMATH_EXHAUSTIVE") != ""

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
 // h200 is the folder of the course's own H200 recordings (README.md there).
@@ -18,20 +20,6 @@ const h200 = "../../cmd/memtrace/testdata/h200"
 // realsnap is the folder of the third-party snapshots; it sits beside the
 // checkout on CI and is absent from a user's clone.
 const realsnap = "../../../../shared/realsnap"
-
-// skipUnderRace skips a test that decodes and replays whole recordings
-// when the race detector is on. Decoding and a replay are one goroutine's
-// work, with nothing for the detector to find, and under -race these
-// tests took five minutes of make test; make unit runs this package a
-// second time without -race, where they take seconds. The what-if's
-// goroutines stay under the detector (TestWhatIfDefaultRequests,
-// TestWhatIfWrapped).
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("single-goroutine replay of whole recordings: make unit runs it without -race")
-	}
-}
 
 func readFile(t testing.TB, path string) *Snapshot {
 	t.Helper()
@@ -65,7 +53,7 @@ func readMeta(t testing.TB, name string) h200Meta {
 // cap, which the snapshot does not record) and asserts that every decision
 // is PyTorch's.
 func TestCheckH200(t *testing.T) {
-	skipUnderRace(t)
+	racetest.Skip(t, "single-goroutine replay of whole recordings: make unit runs it without -race")
 	for _, tc := range []struct {
 		name                    string
 		events, allocs, segEvts int
@@ -128,7 +116,7 @@ func TestCheckGCNeedsTheCap(t *testing.T) {
 // ../shared/realsnap (MANIFEST.tsv there) on every device with a trace,
 // under their own settings, with no cap (none of them records one).
 func TestCheckRealSnapshots(t *testing.T) {
-	skipUnderRace(t)
+	racetest.Skip(t, "single-goroutine replay of whole recordings: make unit runs it without -race")
 	files, _ := filepath.Glob(filepath.Join(realsnap, "*.pickle.gz"))
 	if len(files) == 0 {
 		t.Log("no ../shared/realsnap beside the checkout: the third-party snapshots are not checked")
@@ -224,7 +212,7 @@ func pytorchFigures(t testing.TB, name string) figures {
 // setting: peaks, retries, the OOM and the cudaMalloc count (less the
 // segment made and freed before the trace) are PyTorch's.
 func TestWhatIfOwnRequests(t *testing.T) {
-	skipUnderRace(t)
+	racetest.Skip(t, "single-goroutine replay of whole recordings: make unit runs it without -race")
 	for _, name := range []string{"gpt-default", "gpt-expandable", "gpt-max-split-64", "gpt-roundup-4", "gpt-mixed",
 		"gpt-tight", "gpt-tight-expandable", "gpt-tight-gc", "gpt-tight-max-split", "gpt-oom", "gpt-oom-expandable",
 		"streams", "streams-expandable"} {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
 func TestDecodeRoundTrip(t *testing.T) {
@@ -159,20 +161,9 @@ func gunzip(t *testing.T, path string) []byte {
 	return raw
 }
 
-// skipUnderRace skips a test that decodes whole real snapshots when the
-// race detector is on: decoding is one goroutine's work, with nothing for
-// the detector to find, and under -race these tests took minutes of make
-// test; make unit runs this package a second time without -race.
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("single-goroutine decoding of whole snapshots: make unit runs it without -race")
-	}
-}
-
 // Every real snapshot decodes, to a dict with PyTorch's two keys.
 func TestDecodeSnapshots(t *testing.T) {
-	skipUnderRace(t)
+	racetest.Skip(t, "single-goroutine decoding of whole snapshots: make unit runs it without -race")
 	for _, f := range snapshotFiles(t) {
 		v, err := Decode(bytes.NewReader(gunzip(t, f)), DefaultLimits)
 		require.NoError(t, err, f)
@@ -188,7 +179,7 @@ func TestDecodeSnapshots(t *testing.T) {
 // The decoder against Python's own pickle module, value by value, on three
 // of them (each comparison goes through megabytes of JSON).
 func TestDecodeMatchesPython(t *testing.T) {
-	skipUnderRace(t)
+	racetest.Skip(t, "single-goroutine decoding of whole snapshots: make unit runs it without -race")
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 to compare with")

@@ -1,6 +1,0 @@
-//go:build race
-
-package distributed_test
-
-// raceEnabled: this test binary was built with -race.
-const raceEnabled = true

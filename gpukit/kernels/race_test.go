@@ -1,5 +1,0 @@
-//go:build race
-
-package kernels
-
-func init() { raceEnabled = true }
