@@ -7,6 +7,7 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import tempfile
 import unittest
 from contextlib import redirect_stderr
@@ -38,7 +39,7 @@ def executed(nb):
 class SameTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
-        self.addCleanup(lambda: __import__("shutil").rmtree(self.dir))
+        self.addCleanup(shutil.rmtree, self.dir)
         self.nb = self.write("nb.ipynb", NOTEBOOK)
 
     def write(self, name, nb):
