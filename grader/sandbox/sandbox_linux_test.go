@@ -292,21 +292,32 @@ func TestSandboxCgroupMemory(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))
 	script := filepath.Join(dir, "hogs")
-	// Four children of 200 MiB each against 512 MiB for the test.
-	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
-for i in 1 2 3 4; do
-	`+python+` -c "import time; b = b'a' * (200 << 20); time.sleep(2); print('held')" &
-done
-wait
+	// Four children of 200 MiB each against 512 MiB for the test. The
+	// parent waits until each child has its memory or is dead, however
+	// slowly a loaded machine starts them (a CI run once saw them not
+	// overlap within 2 s), then says which still hold theirs: at most two
+	// fit.
+	require.NoError(t, os.WriteFile(script, []byte(`#!`+python+`
+import subprocess, sys
+child = "import sys; b = b'a' * (200 << 20); sys.stdout.write('r'); sys.stdout.flush(); sys.stdin.read()"
+kids = [subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(4)]
+ready = [k for k in kids if k.stdout.read(1) == b"r"]
+for k in ready:
+    if k.poll() is None:
+        print("held", flush=True)
+for k in kids:
+    k.kill()
+    k.wait()
 `), 0o755))
+	start := time.Now()
 	out, err := s.Run(context.Background(), Run{Binary: script, Limits: Limits{
-		Test: 20 * time.Second, Wall: 20 * time.Second, CPU: 20 * time.Second,
+		Test: 60 * time.Second, Wall: 60 * time.Second, CPU: 60 * time.Second,
 		AddressSpace: 512 << 20, Procs: 32, FileSize: 1 << 20, Output: 1 << 16,
 	}})
 	require.NoError(t, err)
 	held := strings.Count(string(out.Output), "held")
 	assert.Less(t, held, 4, "four children held 800 MiB against 512 MiB: %s", out.Output)
-	assert.True(t, out.OOMKilled)
+	assert.True(t, out.OOMKilled, "no child was killed for the test's memory in %s: %+v", time.Since(start), out)
 	// A test within the limit is not disturbed.
 	one := filepath.Join(dir, "one")
 	require.NoError(t, os.WriteFile(one, []byte("#!/bin/sh\n"+python+" -c \"b = b'a' * (100 << 20); print('held')\"\n"), 0o755))
