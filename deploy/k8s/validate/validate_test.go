@@ -57,8 +57,24 @@ func TestGradeJob(t *testing.T) {
 	if count != strconv.Itoa(int(*spec.Completions)) {
 		t.Errorf("COMPLETIONS=%q, want the Job's completions %d", count, *spec.Completions)
 	}
-	if sc := spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 {
-		t.Error("the grading pods must run as the image's user, uid 1000")
+	// The grader runs as root so that each test runs as a uid of its own
+	// that owns nothing; root holds only the capabilities that takes.
+	if sc := spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+		t.Error("the grading pods must run the grader as root (uid 0), which runs each test as a uid of its own")
+	}
+	sc := containers[0].SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || (sc.Privileged != nil && *sc.Privileged) {
+		t.Error("the grading container must set allowPrivilegeEscalation: false and never be privileged")
+	}
+	if sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+		t.Error("the grading container must drop ALL capabilities and add back only what the grader needs")
+	} else {
+		needed := map[corev1.Capability]bool{"SETUID": true, "SETGID": true, "KILL": true, "DAC_OVERRIDE": true, "DAC_READ_SEARCH": true, "CHOWN": true, "FOWNER": true}
+		for _, c := range sc.Capabilities.Add {
+			if !needed[c] {
+				t.Errorf("the grading container adds %s, which the grader does not need", c)
+			}
+		}
 	}
 	if containers[0].Resources.Limits.Memory().IsZero() {
 		t.Error("the grading container needs a memory limit")
