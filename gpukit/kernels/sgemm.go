@@ -376,3 +376,29 @@ func packTransposed(d []float32, ldd int, src []float32, lds, rows, n int) {
 		}
 	}
 }
+
+// fmaKernel is what every micro-kernel computes for its mr×nr tile, as
+// one FMA chain per element of C (fma32 rounds as VFMADD and FMLA do):
+//
+//	acc = Σₚ a[p·mr+i]·b[p·nr+j], fused in order of p
+//	C[i,j] = acc·alpha + (accumulate ≠ 0 ? C[i,j] : 0), fused
+//
+// It is the Go loop behind the assembly kernels' names where they are not
+// built, and slow: the callers take microKernelGo's blocked loop instead.
+func fmaKernel(mr, nr, k int, a, b, c *float32, ldc int, alpha float32, accumulate int) {
+	as, bs := unsafe.Slice(a, k*mr), unsafe.Slice(b, k*nr)
+	cs := unsafe.Slice(c, (mr-1)*ldc+nr)
+	for i := range mr {
+		for j := range nr {
+			var acc float32
+			for p := range k {
+				acc = fma32(as[p*mr+i], bs[p*nr+j], acc)
+			}
+			old := float32(0)
+			if accumulate != 0 {
+				old = cs[i*ldc+j]
+			}
+			cs[i*ldc+j] = fma32(acc, alpha, old)
+		}
+	}
+}

@@ -56,3 +56,7 @@ func adamAVX(p, grad, m, v *float32, n int, c *[8]float32)
 
 // useAVX selects the 8-wide Adam update (AVX, no FMA needed).
 var useAVX = cpu.X86.HasAVX
+
+// avxNamesAreGo reports that the AVX names are Go loops; here they are
+// the assembly, callable only where the CPU has the features.
+const avxNamesAreGo = false

@@ -2,36 +2,108 @@
 
 package kernels
 
-var useAVX2 = false
+import (
+	"math"
+	"math/bits"
+	"unsafe"
+)
 
-var useAVX512 = false
+// This build has none of the amd64 assembly: the use flags are false, so
+// the kernels' callers take their own Go paths, and each assembly name is
+// the Go loop it equals (its doc in sgemm_kernel_amd64.go), never a stub.
+// TestAVXNamesMatchTheirLoops checks these loops, and the assembly where
+// it is built, against plain references.
 
+var (
+	useAVX    = false
+	useAVX2   = false
+	useAVX512 = false
+)
+
+// avxNamesAreGo reports that the AVX names below are Go loops, callable
+// on any CPU.
+const avxNamesAreGo = true
+
+// sgemmKernel12x32AVX512 is the 12×32 micro-kernel: one FMA chain per
+// element of C, as every assembly micro-kernel (fmaKernel).
 func sgemmKernel12x32AVX512(k int, a, b, c *float32, ldc int, alpha float32, accumulate int) {
-	panic("kernels: AVX-512 kernel not available")
+	fmaKernel(12, 32, k, a, b, c, ldc, alpha, accumulate)
 }
 
+// sgemmKernel6x16AVX2 is the 6×16 micro-kernel (fmaKernel).
 func sgemmKernel6x16AVX2(k int, a, b, c *float32, ldc int, alpha float32, accumulate int) {
-	panic("kernels: AVX2 kernel not available")
+	fmaKernel(6, 16, k, a, b, c, ldc, alpha, accumulate)
 }
 
+// transpose16x16AVX writes dst[c·ldd+r] = src[r·lds+c] for r, c < 16.
 func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int) {
-	panic("kernels: AVX transpose not available")
+	d, s := unsafe.Slice(dst, 15*ldd+16), unsafe.Slice(src, 15*lds+16)
+	for r := range 16 {
+		for c := range 16 {
+			d[c*ldd+r] = s[r*lds+c]
+		}
+	}
 }
 
+// packTranspose4AVX writes dst[p·ldd+i] = src[i·lds+p] for i < 4, p < n
+// (n a multiple of 8).
 func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int) {
-	panic("kernels: AVX packing not available")
+	if n <= 0 {
+		return
+	}
+	d, s := unsafe.Slice(dst, (n-1)*ldd+4), unsafe.Slice(src, 3*lds+n)
+	for p := range n {
+		for i := range 4 {
+			d[p*ldd+i] = s[i*lds+p]
+		}
+	}
 }
 
+// packRowsAVX512 writes, for p < n, the width = popcount(masks[0]) +
+// popcount(masks[1]) values of row p (src[p·lds:]) to dst[p·ldd:] and
+// zeros the row's lanes from width to ldd.
 func packRowsAVX512(dst *float32, ldd int, src *float32, lds int, n int, masks *[4]uint16) {
-	panic("kernels: AVX-512 packing not available")
+	if n <= 0 {
+		return
+	}
+	width := bits.OnesCount16(masks[0]) + bits.OnesCount16(masks[1])
+	d := unsafe.Slice(dst, n*ldd)
+	for p := range n {
+		row := d[p*ldd : p*ldd+ldd]
+		if width > 0 {
+			copy(row, unsafe.Slice((*float32)(unsafe.Add(unsafe.Pointer(src), 4*p*lds)), width))
+		}
+		clear(row[width:])
+	}
 }
 
+// addToFloat64AVX adds row[j] to acc[j], in float64, for j < n.
 func addToFloat64AVX(acc *float64, row *float32, n int) {
-	panic("kernels: AVX column sum not available")
+	if n <= 0 {
+		return
+	}
+	a, r := unsafe.Slice(acc, n), unsafe.Slice(row, n)
+	for j := range a {
+		a[j] += float64(r[j])
+	}
 }
 
-var useAVX = false
-
+// adamAVX is AdamUpdate's float32 step without L2 decay for n elements,
+// with c = {decay, β1, 1−β1, β2, 1−β2, √(1−β2ᵗ), eps, lr/(1−β1ᵗ)}; each
+// operation rounded to float32 in AdamUpdate's order (the conversions
+// forbid fused multiply-adds).
 func adamAVX(p, grad, m, v *float32, n int, c *[8]float32) {
-	panic("kernels: AVX Adam update not available")
+	if n <= 0 {
+		return
+	}
+	decay, b1, c1, b2, c2, bc2Sqrt, eps, stepSize := c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+	ps, gs, ms, vs := unsafe.Slice(p, n), unsafe.Slice(grad, n), unsafe.Slice(m, n), unsafe.Slice(v, n)
+	for i := range ps {
+		pi, gi := float32(ps[i]*decay), gs[i]
+		mi := float32(ms[i]*b1) + float32(gi*c1)
+		vi := float32(vs[i]*b2) + float32(float32(gi*gi)*c2)
+		ms[i], vs[i] = mi, vi
+		denom := float32(float32(math.Sqrt(float64(vi)))/bc2Sqrt) + eps
+		ps[i] = pi - float32(float32(mi/denom)*stepSize)
+	}
 }

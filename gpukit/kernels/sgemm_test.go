@@ -162,8 +162,8 @@ func fmaTile(k, mr, nr int, as, bs, c []float32, ldc int, alpha float32, accumul
 }
 
 // TestSgemmKernelMatchesFMAChain checks the micro-kernel in use (AVX-512,
-// AVX2 or NEON) and the NEON kernel's Go loop (sgemm_neon_other.go, where
-// it is built) against fmaTile, bit for bit, on random slivers with
+// AVX2 or NEON) and the kernels' Go loops (sgemm_neon_other.go and
+// sgemm_kernel_other.go, where they are built) against fmaTile, bit for bit, on random slivers with
 // zeros, negative zeros and large values, with and without accumulation:
 // every kernel gives the bits of one FMA chain per element.
 func TestSgemmKernelMatchesFMAChain(t *testing.T) {
@@ -181,6 +181,13 @@ func TestSgemmKernelMatchesFMAChain(t *testing.T) {
 	if !useNEON {
 		kernels = append(kernels, kernel{"neon-go", 8, 12, func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int) {
 			sgemmKernel8x12NEON(k, &as[0], &bs[0], &c[0], ldc, alpha, accumulate)
+		}})
+	}
+	if avxNamesAreGo {
+		kernels = append(kernels, kernel{"avx512-go", 12, 32, func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int) {
+			sgemmKernel12x32AVX512(k, &as[0], &bs[0], &c[0], ldc, alpha, accumulate)
+		}}, kernel{"avx2-go", 6, 16, func(k int, as, bs, c []float32, ldc int, alpha float32, accumulate int) {
+			sgemmKernel6x16AVX2(k, &as[0], &bs[0], &c[0], ldc, alpha, accumulate)
 		}})
 	}
 	r := rand.New(rand.NewPCG(21, 22))
