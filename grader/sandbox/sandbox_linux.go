@@ -283,19 +283,6 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Outcome, error) {
 	for _, f := range cmd.ExtraFiles {
 		f.Close() // the child's ends
 	}
-	reportDone := make(chan struct{})
-	if r.Secret != "" {
-		// 64 bytes never fill a pipe: this does not wait for the child.
-		secretW.WriteString(r.Secret)
-		secretW.Close()
-		go func() {
-			defer close(reportDone)
-			out.Report, _ = readCapped(reportR, maxReport, nil)
-			io.Copy(io.Discard, reportR)
-		}()
-	} else {
-		close(reportDone)
-	}
 	pgid := cmd.Process.Pid
 	killAll := func() {
 		syscall.Kill(-pgid, syscall.SIGKILL)
@@ -303,72 +290,19 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Outcome, error) {
 			killUID(uid)
 		}
 	}
-
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		out.Output, out.Flooded = readCapped(pr, r.Limits.Output, r.Output)
-		if out.Flooded {
-			killAll()
-		}
-		io.Copy(io.Discard, pr) // until every writer is gone
-		pr.Close()
-	}()
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-	timer := time.NewTimer(r.Limits.Wall)
-	defer timer.Stop()
-	var waitErr error
-	select {
-	case waitErr = <-waitDone:
-	case <-timer.C:
-		out.TimedOut = true
-		killAll()
-		waitErr = <-waitDone
-	case <-ctx.Done():
-		killAll()
-		<-waitDone
-		pr.Close()
-		<-readDone
-		if reportR != nil {
-			reportR.Close()
-		}
-		<-reportDone
-		return Outcome{}, ctx.Err()
-	}
-	out.Elapsed = time.Since(start)
-	// Children that outlived the test (background processes, a fork
-	// bomb) go with their group and, as root, with their uid; and what
-	// the uid left in the machine's shared folders goes too.
-	killAll()
+	// What the uid left in the machine's shared folders goes when the
+	// test is over.
+	var removeLeftovers func()
 	if uid >= 0 && s.bwrap == "" {
-		removeOwned(uid, "/dev/shm", "/tmp", os.TempDir())
+		removeLeftovers = func() { removeOwned(uid, "/dev/shm", "/tmp", os.TempDir()) }
 	}
-	select {
-	case <-readDone:
-	case <-time.After(5 * time.Second):
-		// A descendant that left the group keeps the pipe open: close our
-		// end and go on.
-		pr.Close()
-		<-readDone
-	}
-	if reportR != nil {
-		select {
-		case <-reportDone:
-		case <-time.After(time.Second):
+	if err := supervise(ctx, cmd, r, start, pr, secretW, reportR, killAll, removeLeftovers, &out); err != nil {
+		if err == ctx.Err() {
+			return Outcome{}, err
 		}
-		reportR.Close()
-		<-reportDone
+		return out, err
 	}
-	out.ExitCode = cmd.ProcessState.ExitCode()
 	out.OOMKilled = cg != nil && cg.oomKilled()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal()
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return out, fmt.Errorf("sandbox: waiting for the test process: %w", waitErr)
-	}
 	// bwrap reports a child killed by a signal as 128+signal.
 	if out.Signal == 0 && out.ExitCode > 128 && out.ExitCode < 128+65 && s.bwrap != "" {
 		out.Signal = syscall.Signal(out.ExitCode - 128)

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -128,74 +126,11 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Outcome, error) {
 			f.Close()
 		}
 	}
-	reportDone := make(chan struct{})
-	if r.Secret != "" {
-		secretW.WriteString(r.Secret) // 64 bytes never fill a pipe
-		secretW.Close()
-		go func() {
-			defer close(reportDone)
-			out.Report, _ = readCapped(reportR, maxReport, nil)
-			io.Copy(io.Discard, reportR)
-		}()
-	} else {
-		close(reportDone)
-	}
-	kill := func() { killProcess(cmd) }
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		out.Output, out.Flooded = readCapped(pr, r.Limits.Output, r.Output)
-		if out.Flooded {
-			kill()
+	if err := supervise(ctx, cmd, r, start, pr, secretW, reportR, func() { killProcess(cmd) }, nil, &out); err != nil {
+		if err == ctx.Err() {
+			return Outcome{}, err
 		}
-		io.Copy(io.Discard, pr)
-		pr.Close()
-	}()
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-	timer := time.NewTimer(r.Limits.Wall)
-	defer timer.Stop()
-	var waitErr error
-	select {
-	case waitErr = <-waitDone:
-	case <-timer.C:
-		out.TimedOut = true
-		kill()
-		waitErr = <-waitDone
-	case <-ctx.Done():
-		kill()
-		<-waitDone
-		pr.Close()
-		<-readDone
-		if reportR != nil {
-			reportR.Close()
-		}
-		<-reportDone
-		return Outcome{}, ctx.Err()
-	}
-	out.Elapsed = time.Since(start)
-	kill() // what the test left running in its group
-	select {
-	case <-readDone:
-	case <-time.After(5 * time.Second):
-		pr.Close()
-		<-readDone
-	}
-	if reportR != nil {
-		select {
-		case <-reportDone:
-		case <-time.After(time.Second):
-		}
-		reportR.Close()
-		<-reportDone
-	}
-	out.ExitCode = cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		out.Signal = ws.Signal()
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return out, fmt.Errorf("sandbox: waiting for the test process: %w", waitErr)
+		return out, err
 	}
 	return out, nil
 }
