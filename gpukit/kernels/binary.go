@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // BinaryOp selects the function of an elementwise binary kernel.
@@ -88,8 +89,9 @@ func Binary[T Float](op BinaryOp, dst, a, b []T) {
 	if len(a) != len(dst) || len(b) != len(dst) {
 		panic(fmt.Sprintf("kernels: Binary %v: lengths dst=%d a=%d b=%d differ", op, len(dst), len(a), len(b)))
 	}
+	stream := len(dst) >= streamFloats
 	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
-		binaryVV(op, dst[lo:hi], a[lo:hi], b[lo:hi])
+		binaryVVStream(op, dst[lo:hi], a[lo:hi], b[lo:hi], stream)
 	})
 }
 
@@ -98,8 +100,9 @@ func BinaryScalar[T Float](op BinaryOp, dst, a []T, s T) {
 	if len(a) != len(dst) {
 		panic(fmt.Sprintf("kernels: BinaryScalar %v: lengths dst=%d a=%d differ", op, len(dst), len(a)))
 	}
+	stream := len(dst) >= streamFloats
 	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
-		binaryVS(op, dst[lo:hi], a[lo:hi], s)
+		binaryVSStream(op, dst[lo:hi], a[lo:hi], s, stream)
 	})
 }
 
@@ -161,10 +164,59 @@ func binaryRow[T Float](op BinaryOp, n int, d []T, do, ds int, a []T, ao, as int
 	}
 }
 
-// binaryVV is the contiguous kernel. Each case is its own loop with the op
-// inlined and bounds checks hoisted by the re-slicing, so the loop body is a
-// load/op/store with no branches; the switch runs once per call.
+// streamFloats is the length from which an elementwise result of float32
+// is written with non-temporal stores: 16 MiB of results, more than a
+// core's share of the cache holds, so what reads them next would not have
+// found them there anyway, and the stores need not read d's lines in
+// first (a quarter of an add's traffic). The whole operation's length
+// decides, not a goroutine's part of it.
+const streamFloats = 4 << 20
+
+// binaryVV is the contiguous kernel.
 func binaryVV[T Float](op BinaryOp, d, a, b []T) {
+	binaryVVStream(op, d, a, b, len(d) >= streamFloats)
+}
+
+// binaryVVStream is binaryVV with float32 arithmetic (Add, Sub, Mul, Div)
+// in AVX where the CPU has it, streaming its stores when stream is set;
+// the rest in binaryVVGo.
+func binaryVVStream[T Float](op BinaryOp, d, a, b []T, stream bool) {
+	a, b = a[:len(d)], b[:len(d)]
+	if op <= Div && useAVX && len(d) >= 32 {
+		if d32, ok := any(d).([]float32); ok {
+			lo, hi := vectorSpan(d32, stream)
+			arithVVAVX(int(op), &d32[lo], &any(a).([]float32)[lo], &any(b).([]float32)[lo], hi-lo, boolInt(stream))
+			binaryVVGo(op, d[:lo], a[:lo], b[:lo])
+			binaryVVGo(op, d[hi:], a[hi:], b[hi:])
+			return
+		}
+	}
+	binaryVVGo(op, d, a, b)
+}
+
+// vectorSpan is the part [lo, hi) of d (at least 32 long) the vector
+// loops take: whole steps of 32 lanes, starting where d is 32-byte aligned
+// when they stream (non-temporal stores need it). The Go loop does the
+// ends.
+func vectorSpan(d []float32, stream bool) (lo, hi int) {
+	if stream {
+		lo = int((32-uintptr(unsafe.Pointer(&d[0]))&31)&31) / 4
+	}
+	return lo, lo + (len(d)-lo)&^31
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// binaryVVGo is the contiguous kernel in Go. Each case is its own loop
+// with the op inlined and bounds checks hoisted by the re-slicing, so the
+// loop body is a load/op/store with no branches; the switch runs once per
+// call.
+func binaryVVGo[T Float](op BinaryOp, d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	switch op {
 	case Add:
@@ -228,7 +280,27 @@ func binaryVV[T Float](op BinaryOp, d, a, b []T) {
 	}
 }
 
+// binaryVS is the vector⊕scalar kernel.
 func binaryVS[T Float](op BinaryOp, d, a []T, s T) {
+	binaryVSStream(op, d, a, s, len(d) >= streamFloats)
+}
+
+// binaryVSStream is binaryVS in AVX as binaryVVStream is binaryVV.
+func binaryVSStream[T Float](op BinaryOp, d, a []T, s T, stream bool) {
+	a = a[:len(d)]
+	if op <= Div && useAVX && len(d) >= 32 {
+		if d32, ok := any(d).([]float32); ok {
+			lo, hi := vectorSpan(d32, stream)
+			arithVSAVX(int(op), &d32[lo], &any(a).([]float32)[lo], float32(s), hi-lo, boolInt(stream))
+			binaryVSGo(op, d[:lo], a[:lo], s)
+			binaryVSGo(op, d[hi:], a[hi:], s)
+			return
+		}
+	}
+	binaryVSGo(op, d, a, s)
+}
+
+func binaryVSGo[T Float](op BinaryOp, d, a []T, s T) {
 	a = a[:len(d)]
 	switch op {
 	case Add:

@@ -140,6 +140,44 @@ func TestBinaryContiguous(t *testing.T) {
 	}
 }
 
+// TestArithVectorLoops checks float32 Add, Sub, Mul and Div, vector with
+// vector and with a scalar, bit for bit against Apply, where the AVX loops
+// run (steps of 32 lanes, the ends in Go), storing as usual and streaming
+// (as for results of streamFloats and more, from the first 32-byte
+// aligned element): lengths around a step, misaligned starts, special
+// values (NaN, ±Inf, ±0, subnormals) and results in place.
+func TestArithVectorLoops(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 2))
+	special := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1e-45, -3e-39, 3e38}
+	for _, n := range []int{31, 32, 33, 64 + 7, 1000} {
+		for _, skip := range []int{0, 1, 3} {
+			a, b := randSlice(r, n+skip)[skip:], randSlice(r, n+skip)[skip:]
+			for i := 0; i < n; i += 1 + r.IntN(13) {
+				a[i] = special[r.IntN(len(special))]
+				b[(i*7)%n] = special[r.IntN(len(special))]
+			}
+			for _, op := range []BinaryOp{Add, Sub, Mul, Div} {
+				for _, stream := range []bool{false, true} {
+					got, gotS := make([]float32, n+skip)[skip:], make([]float32, n+skip)[skip:]
+					binaryVVStream(op, got, a, b, stream)
+					binaryVSStream(op, gotS, a, -1.75, stream)
+					inPlace := append([]float32(nil), a...)
+					binaryVVStream(op, inPlace, inPlace, b, stream)
+					for i := range got {
+						w, ws := Apply(op, a[i], b[i]), Apply(op, a[i], -1.75)
+						if math.Float32bits(got[i]) != math.Float32bits(w) || math.Float32bits(inPlace[i]) != math.Float32bits(w) {
+							t.Fatalf("%v n=%d skip=%d stream=%v: [%d] = %v (in place %v), want %v", op, n, skip, stream, i, got[i], inPlace[i], w)
+						}
+						if math.Float32bits(gotS[i]) != math.Float32bits(ws) {
+							t.Fatalf("%v scalar n=%d skip=%d stream=%v: [%d] = %v, want %v", op, n, skip, stream, i, gotS[i], ws)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestBinaryInPlace(t *testing.T) {
 	a := []float32{1, 2, 3}
 	Binary(Mul, a, a, a)

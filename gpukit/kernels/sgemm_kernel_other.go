@@ -107,3 +107,20 @@ func adamAVX(p, grad, m, v *float32, n int, c *[8]float32) {
 		ps[i] = pi - float32(float32(mi/denom)*stepSize)
 	}
 }
+
+// arithVVAVX writes d[i] = a[i] op b[i] for i < n, op Add, Sub, Mul or
+// Div; stream, a hint about the cache, changes nothing here.
+func arithVVAVX(op int, d, a, b *float32, n int, stream int) {
+	if n <= 0 {
+		return
+	}
+	binaryVVGo(BinaryOp(op), unsafe.Slice(d, n), unsafe.Slice(a, n), unsafe.Slice(b, n))
+}
+
+// arithVSAVX writes d[i] = a[i] op s for i < n (arithVVAVX).
+func arithVSAVX(op int, d, a *float32, s float32, n int, stream int) {
+	if n <= 0 {
+		return
+	}
+	binaryVSGo(BinaryOp(op), unsafe.Slice(d, n), unsafe.Slice(a, n), s)
+}
