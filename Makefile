@@ -23,7 +23,7 @@ GOBUILDFLAGS := -trimpath
 export PATH := $(PATH):$(CURDIR)/bin/jupyter-venv/bin
 GOTEST ?= $(GO) test $(GOBUILDFLAGS) -count=1
 
-.PHONY: cross cell-times lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit unit-gpukit unit-grader fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
+.PHONY: cross cell-times learner-check lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit unit-gpukit unit-grader fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 # JupyterLab where it is installed (Debian 13: setup installs it); Debian 12
 # packages no JupyterLab, so there the classic Notebook serves the course.
@@ -209,6 +209,13 @@ site: setup notebooks
 # Not part of make test (it measures the machine).
 cell-times: setup
 	/usr/bin/python3 scripts/cell-times.py --split $(NOTEBOOK)
+
+# What a new student waits for, on a clean clone of REV (default HEAD) with
+# empty Go caches: setup, lesson 00's first answer, the first grader check
+# and 20 cells of lesson 02 (scripts/learner-check.sh; 5 to 15 minutes, the
+# Go module proxy needed; not in CI).
+learner-check:
+	@bash scripts/learner-check.sh $(REV)
 
 # Regenerate notebooks/ after editing lessons/.
 notebooks-gen:
