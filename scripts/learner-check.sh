@@ -24,7 +24,8 @@ export PATH="/usr/local/go/bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/learner-check-XXXXXX")
 # The module cache is read-only (Go's choice); make it removable first.
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-export GOCACHE=$work/gocache GOMODCACHE=$work/gomodcache JUPYTER_DATA_DIR=$work/jupyter
+# XDG_CACHE_HOME: the grader keeps its own build cache there (as root).
+export GOCACHE=$work/gocache GOMODCACHE=$work/gomodcache JUPYTER_DATA_DIR=$work/jupyter XDG_CACHE_HOME=$work/cache
 export GOFLAGS= GOTOOLCHAIN=local
 
 start=$SECONDS
@@ -44,7 +45,7 @@ course=$work/course
 # setup, as make lab runs it (apt never: what it would install is the
 # machine's, not the learner's wait).
 t0=$SECONDS
-(cd "$course" && bash scripts/setup.sh --no-apt) 2>&1 | sed 's/^/    /' || fail "setup failed (above)"
+(cd "$course" && bash scripts/setup.sh --no-apt) 2>&1 | sed -u 's/^/    /' || fail "setup failed (above)"
 setup=$((SECONDS - t0))
 say "setup: $setup s"
 

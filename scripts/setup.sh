@@ -217,6 +217,16 @@ if [ -d gpukit ]; then
 	else
 		say "build cache: compiling failed (above); the notebooks will compile what they need themselves"
 	fi
+	# grader check builds an exercise's tests as grading does (no cgo,
+	# -trimpath, and as root in the grader's own cache): other cache keys
+	# than the build above. One check of an exercise warms those too (it
+	# only reads the exercise; its result, the stub's, is not shown).
+	if [ -d grader ] && [ -d exercises/01-shared-storage ]; then
+		warm_start=$SECONDS
+		say "build cache: one grader check (01-shared-storage), so that your first check takes seconds (about a minute the first time)"
+		with_progress "warming grader check" sh -c 'go run ./grader/cmd/grader check 01-shared-storage >/dev/null 2>&1' || true
+		say "build cache: grader check ready ($((SECONDS - warm_start)) s)"
+	fi
 fi
 
 # --- register the gonb kernel ---------------------------------------------
