@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Row kernels: softmax, log-softmax and LayerNorm over the rows of a
@@ -281,7 +282,9 @@ func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n
 		}
 	}
 	nb := (rows + lnBlock - 1) / lnBlock
-	pw, pb := make([]float64, nb*n), make([]float64, nb*n)
+	scratch := zeroedScratch(2 * nb * n)
+	defer scratchPool.Put(scratch)
+	pw, pb := (*scratch)[:nb*n], (*scratch)[nb*n:]
 	parallelFor(nb, min(rowWorkers(rows, n), nb), 1, func(lo, hi int) {
 		for blk := lo; blk < hi; blk++ {
 			bw, bb := pw[blk*n:(blk+1)*n], pb[blk*n:(blk+1)*n]
@@ -335,6 +338,24 @@ func lnBackwardDx[T Float](dx, g, x, w []T, mu, rs, a, b T) {
 		gw := T(g[j] * w[j])
 		dx[j] = rs * ((gw - a) - T(xh*b))
 	}
+}
+
+// scratchPool keeps LayerNormBackwardRows's per-block column sums from
+// one call to the next: for 8192 rows of 1024 they are 4 MiB, which taken
+// fresh from the heap each call were pages the OS had to fault in again,
+// about a thousand a call (perf stat, issue 39).
+var scratchPool sync.Pool // of *[]float64
+
+// zeroedScratch is n zeros from scratchPool, or new ones; Put it back.
+func zeroedScratch(n int) *[]float64 {
+	p, _ := scratchPool.Get().(*[]float64)
+	if p == nil || cap(*p) < n {
+		s := make([]float64, n)
+		return &s
+	}
+	*p = (*p)[:n]
+	clear(*p)
+	return p
 }
 
 func sumBlocks[T Float](dst []T, parts []float64, nb, n int) {

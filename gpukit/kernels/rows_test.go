@@ -4,8 +4,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/internal/racetest"
+	"github.com/stretchr/testify/assert"
 )
 
 func randRows(r *rand.Rand, rows, n int, scale float64) []float32 {
@@ -222,4 +226,42 @@ func TestLayerNormRows(t *testing.T) {
 			t.Fatalf("dw[%d], db[%d] = %g, %g, want %g, %g", j, j, dw[j], db[j], wantDw[j], wantDb[j])
 		}
 	}
+}
+
+// LayerNormBackwardRows keeps its per-block column sums between calls
+// (scratchPool): after the first call, a call of 8192 rows of 1024 takes
+// far less than the 4 MiB of sums from the heap (it took them every call),
+// and a call after a larger one starts its sums from zero: dw and db are
+// the same as on a fresh run.
+func TestLayerNormBackwardReusesItsScratch(t *testing.T) {
+	if racetest.Enabled {
+		t.Skip("sync.Pool drops what it is given at random under the race detector")
+	}
+	r := rand.New(rand.NewPCG(39, 3))
+	grad := func(rows, n int) (dw, db []float32, run func()) {
+		x, g, w := randRows(r, rows, n, 2), randRows(r, rows, n, 1), randRows(r, 1, n, 1)
+		mu, rs := make([]float32, rows), make([]float32, rows)
+		LayerNormRows(make([]float32, rows*n), mu, rs, x, w, nil, rows, n, 1e-5)
+		dx := make([]float32, rows*n)
+		dw, db = make([]float32, n), make([]float32, n)
+		return dw, db, func() { LayerNormBackwardRows(dx, dw, db, g, x, mu, rs, w, rows, n) }
+	}
+	smallDW, smallDB, small := grad(100, 64)
+	small()
+	want := slices.Concat(smallDW, smallDB)
+
+	_, _, big := grad(8192, 1024)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection empties the pool mid-test
+	big()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 5 {
+		big()
+	}
+	runtime.ReadMemStats(&after)
+	perCall := (after.TotalAlloc - before.TotalAlloc) / 5
+	assert.Less(t, perCall, uint64(256<<10), "bytes from the heap per call of 8192×1024")
+
+	small() // after the big calls, with a pooled scratch larger than it needs
+	assert.Equal(t, want, slices.Concat(smallDW, smallDB), "dw and db after a larger call")
 }
