@@ -173,7 +173,7 @@ func readHeader(r io.Reader, size int64) (*File, error) {
 	if _, err := io.ReadFull(r, header); err != nil {
 		return nil, fmt.Errorf("reading the %d-byte header: %w", n, err)
 	}
-	f, err := ParseHeader(header)
+	f, err := parseHeader(header)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +202,16 @@ type entry struct {
 // match the shapes and tile the data section from 0 without gaps or
 // overlaps. The tensors are returned in data order.
 func ParseHeader(header []byte) (*File, error) {
+	f, err := parseHeader(header)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	return f, nil
+}
+
+// parseHeader is ParseHeader without the package's prefix, which Open
+// puts before the file's name.
+func parseHeader(header []byte) (*File, error) {
 	trimmed := bytes.TrimRight(header, " ")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, errors.New("header is not a JSON object")

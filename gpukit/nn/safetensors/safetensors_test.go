@@ -154,6 +154,9 @@ func FuzzParseHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header []byte) {
 		h, err := safetensors.ParseHeader(header)
 		if err != nil {
+			if !strings.HasPrefix(err.Error(), "safetensors: ") {
+				t.Fatalf("an error without the package's prefix: %v", err)
+			}
 			return
 		}
 		var at int64
