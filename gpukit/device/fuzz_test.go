@@ -95,12 +95,21 @@ func runProgram(t *testing.T, prog []byte) {
 					if err := d.CopyDevice(y.blk, 0, x.blk, 0, n, s); err != nil {
 						t.Fatal(err)
 					}
+					// Both blocks are in use on s until the copy runs: as
+					// PyTorch asks (record_stream), so that neither is
+					// handed out again while the copy is pending.
+					d.RecordStream(x.blk, s)
+					d.RecordStream(y.blk, s)
 					copy(y.data, x.data[:n])
 				}
 			case 4: // read back a block
 				if len(blocks) > 0 {
 					x := blocks[arg%len(blocks)]
 					got := make([]byte, len(x.data))
+					// Copies on other streams land when those streams get
+					// to them (sim defers them): wait for all of them
+					// before reading, as a program must.
+					d.Synchronize()
 					if err := d.CopyToHost(got, x.blk, 0, arg%2 == 1, s, false); err != nil {
 						t.Fatal(err)
 					}
@@ -134,13 +143,17 @@ func runProgram(t *testing.T, prog []byte) {
 			if _, used := b.Segments(); used != d.MemoryReserved() {
 				t.Fatalf("backend holds %d bytes, allocator reserves %d", used, d.MemoryReserved())
 			}
+			checkContents := i%32 == 0 || i+3 >= len(prog)
+			if checkContents {
+				d.Synchronize() // pending copies land first, as before any read
+			}
 			sorted := append([]live(nil), blocks...)
 			sort.Slice(sorted, func(i, j int) bool { return sorted[i].blk.Addr() < sorted[j].blk.Addr() })
 			var allocated int64
 			for k, x := range sorted {
 				allocated += x.blk.Size()
 				got := d.Bytes(x.blk)
-				if int64(len(got)) != x.blk.Size() || (i%32 == 0 || i+3 >= len(prog)) && !bytes.Equal(got[:len(x.data)], x.data) {
+				if int64(len(got)) != x.blk.Size() || checkContents && !bytes.Equal(got[:len(x.data)], x.data) {
 					t.Fatalf("block at 0x%x: Bytes has length %d or wrong contents", x.blk.Addr(), len(got))
 				}
 				if x.blk.Addr()%512 != 0 {
