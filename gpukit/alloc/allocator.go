@@ -211,7 +211,10 @@ func (a *Allocator) gcEnabled() bool {
 // allocations, and Free(nil) does nothing. A negative size is an error. When
 // the device cannot hold the block even after the cache is released, the
 // error is an *OutOfMemoryError; so it is, at once, for a size above
-// MaxRequest. Other errors of Memory.Malloc are returned wrapped.
+// MaxRequest. Other errors of Memory.Malloc are returned wrapped, and so
+// are those of the releases that make room (Memory.Free, and UnmapPages and
+// Unreserve for expandable segments): what failed to be released stays
+// cached, reserved and counted (see TryEmptyCache).
 func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("alloc: Malloc of a negative size (%d bytes)", size)
@@ -237,20 +240,29 @@ func (a *Allocator) Malloc(size int64, s Stream) (*Block, error) {
 
 	n := a.getFreeBlock(p, s, rounded)
 	if n == nil {
+		// A release that the device fails ends the request with its
+		// error, as C10_CUDA_CHECK(cudaFree(...)) throws out of PyTorch's
+		// malloc; nothing after it runs.
 		if a.gcEnabled() {
-			a.garbageCollect(frames)
+			if err := a.garbageCollect(frames); err != nil {
+				return nil, err
+			}
 		}
 		var err error
 		// A new segment (or, with expandable segments, new pages); then
 		// free enough oversize cached blocks and retry; then free every
 		// cached whole segment (and unmap every free page) and retry.
 		n, err = a.allocBlock(p, s, rounded, allocSize, false, frames)
-		if n == nil && err == nil && a.releaseAvailable(p, s, rounded, frames) {
-			n, err = a.allocBlock(p, s, rounded, allocSize, false, frames)
+		if n == nil && err == nil {
+			var released bool
+			if released, err = a.releaseAvailable(p, s, rounded, frames); released {
+				n, err = a.allocBlock(p, s, rounded, allocSize, false, frames)
+			}
 		}
 		if n == nil && err == nil {
-			a.releaseCached(frames)
-			n, err = a.allocBlock(p, s, rounded, allocSize, true, frames)
+			if err = a.releaseCached(frames); err == nil {
+				n, err = a.allocBlock(p, s, rounded, allocSize, true, frames)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -649,23 +661,31 @@ func (a *Allocator) tryMerge(dst, src *node, p *pool) int64 {
 	return sub
 }
 
-// releaseBlock returns the segment of n, a cached unsplit block, to Memory.
-func (a *Allocator) releaseBlock(n *node, frames []Frame) {
+// releaseBlock returns the segment of n, a cached unsplit block, to Memory;
+// PyTorch's release_block. When Memory.Free fails, nothing changes: the
+// segment stays cached, reserved and counted, and a later release retries
+// it. PyTorch's release_block counts num_device_free and records
+// segment_free, then C10_CUDA_CHECK(cudaFree((void*)block->ptr)) throws,
+// leaving the block in its pool (c10/cuda/CUDACachingAllocator.cpp); here
+// the count and the entry wait for the free to succeed, the entry stamped,
+// as there, before it.
+func (a *Allocator) releaseBlock(n *node, frames []Frame) error {
 	if n.isSplit() || n.allocated {
 		panic("alloc: internal error: releasing a segment that is in use")
 	}
 	seg := n.seg
 	p := seg.pool
-	a.stats.numDeviceFree++
 	ctx := frames
 	if ctx == nil {
 		ctx = seg.frames
 	}
-	a.trace(ActionSegmentFree, n.addr, n.size, n.stream, ctx)
-	p.blocks.remove(n)
+	at := a.traceClock()
 	if err := a.mem.Free(n.addr); err != nil {
-		panic(fmt.Errorf("alloc: device free of segment 0x%x (%d bytes) failed: %w", n.addr, n.size, err))
+		return fmt.Errorf("alloc: device free of segment 0x%x (%d bytes) failed: %w", n.addr, n.size, err)
 	}
+	a.stats.numDeviceFree++
+	a.traceAt(at, ActionSegmentFree, n.addr, n.size, n.stream, ctx)
+	p.blocks.remove(n)
 	a.totalReserved -= n.size
 	a.stats.segment.dec(p.small, 1)
 	a.stats.reservedBytes.dec(p.small, n.size)
@@ -674,22 +694,26 @@ func (a *Allocator) releaseBlock(n *node, frames []Frame) {
 	}
 	delete(a.segments, seg.addr)
 	a.recycle(n)
+	return nil
 }
 
 // releaseAvailable frees oversize cached blocks of stream s, just enough to
-// satisfy size; PyTorch's release_available_cached_blocks.
-func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Frame) bool {
+// satisfy size; PyTorch's release_available_cached_blocks. It stops at the
+// first segment Memory fails to free and returns that error.
+func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Frame) (bool, error) {
 	if a.maxSplit == math.MaxInt64 {
-		return false
+		return false, nil
 	}
 	key := max(size, a.maxSplit)
 	pos := p.blocks.lowerBound(fkey{s, key, 0})
 	if p.blocks.valid(pos) && p.blocks.at(pos).stream == s && p.blocks.at(pos).seg.exp == nil {
-		a.releaseBlock(p.blocks.at(pos), frames)
-		return true
+		if err := a.releaseBlock(p.blocks.at(pos), frames); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
 	if p.blocks.isBegin(pos) {
-		return false
+		return false, nil
 	}
 	// No single block is large enough: release oversize blocks from the
 	// largest down until enough is freed. Blocks of expandable segments
@@ -704,7 +728,9 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 		if p.blocks.isBegin(pos) {
 			if cur.seg.exp == nil {
 				released += cur.size
-				a.releaseBlock(cur, frames)
+				if err := a.releaseBlock(cur, frames); err != nil {
+					return false, err
+				}
 			}
 			break
 		}
@@ -712,18 +738,23 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 		if cur.seg.exp == nil {
 			released += cur.size
 			prevNode := p.blocks.at(pos)
-			a.releaseBlock(cur, frames)
+			if err := a.releaseBlock(cur, frames); err != nil {
+				return false, err
+			}
 			pos = p.blocks.lowerBound(keyOf(prevNode)) // removal moved entries
 		}
 	}
-	return released >= key
+	return released >= key, nil
 }
 
 // releaseCached waits for pending frees, then releases every cached block
 // that is a whole segment, and unmaps the whole free pages of expandable
 // segments, releasing those left with none mapped; PyTorch's
-// release_cached_blocks and release_blocks.
-func (a *Allocator) releaseCached(frames []Frame) {
+// release_cached_blocks and release_blocks. It stops at the first release
+// Memory fails and returns that error, as C10_CUDA_CHECK throws out of
+// release_blocks: what was released before stays released, the rest stays
+// cached for the next call.
+func (a *Allocator) releaseCached(frames []Frame) error {
 	a.synchronizeAndFreeEvents(frames)
 	for _, p := range []*pool{&a.large, &a.small} {
 		var unmap []*node
@@ -732,24 +763,35 @@ func (a *Allocator) releaseCached(frames []Frame) {
 			case n.seg.exp != nil:
 				unmap = append(unmap, n) // unmapping changes the pool: after the loop
 			case !n.isSplit():
-				a.releaseBlock(n, frames)
+				if err := a.releaseBlock(n, frames); err != nil {
+					return err
+				}
 			}
 		}
 		for _, n := range unmap {
-			a.unmapBlock(n, frames)
+			if err := a.unmapBlock(n, frames); err != nil {
+				return err
+			}
 			if !n.isSplit() {
-				a.releaseExpandableSegment(n)
+				if err := a.releaseExpandableSegment(n); err != nil {
+					return err
+				}
 			}
 		}
+		if err := a.retryUnreserve(p); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // garbageCollect frees old cached whole segments of the large pool until
 // reserved memory drops below the threshold fraction of the allowed memory.
-func (a *Allocator) garbageCollect(frames []Frame) {
+// It stops at the first segment Memory fails to free and returns that error.
+func (a *Allocator) garbageCollect(frames []Frame) error {
 	threshold := int64(a.cfg.GarbageCollectionThreshold * float64(a.allowedMax))
 	if a.totalReserved <= threshold {
-		return
+		return nil
 	}
 	target := a.totalReserved - threshold
 	p := &a.large
@@ -761,7 +803,7 @@ func (a *Allocator) garbageCollect(frames []Frame) {
 		}
 	})
 	if count == 0 {
-		return
+		return nil
 	}
 	var reclaimed int64
 	freed := true
@@ -775,22 +817,41 @@ func (a *Allocator) garbageCollect(frames []Frame) {
 				reclaimed += n.size
 				totalAge -= age
 				count--
-				a.releaseBlock(n, frames)
+				if err := a.releaseBlock(n, frames); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
 }
 
 // EmptyCache waits for pending frees and returns every cached segment that
-// is entirely free to Memory. Segments with any block in use stay.
+// is entirely free to Memory. Segments with any block in use stay. It
+// panics only if the device fails to release memory (Memory.Free, or
+// PageMemory's UnmapPages or Unreserve), with TryEmptyCache's error; code
+// that can handle a failing device calls TryEmptyCache.
 func (a *Allocator) EmptyCache() {
+	if err := a.TryEmptyCache(); err != nil {
+		panic(err)
+	}
+}
+
+// TryEmptyCache is EmptyCache returning the device's failure instead of
+// panicking. It stops at the first segment that the device fails to free or
+// unmap, as PyTorch's empty_cache raises when C10_CUDA_CHECK throws out of
+// release_blocks: segments released before it stay released; it and the
+// rest stay cached, reserved and counted, with no num_device_free or
+// history entry for the failure, and the next call retries them. The error
+// wraps Memory's.
+func (a *Allocator) TryEmptyCache() error {
 	var frames []Frame
 	if a.stacks.Load() {
 		frames = captureFrames()
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.releaseCached(frames)
+	return a.releaseCached(frames)
 }
 
 // SetMemoryFraction caps the memory this allocator may reserve at f times the

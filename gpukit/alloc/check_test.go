@@ -163,7 +163,11 @@ func checkInvariants(a *Allocator) error {
 		return fmt.Errorf("oversize stats %+v %+v, recount %+v %+v", a.stats.oversizeAllocations,
 			a.stats.oversizeSegments, st.oversizeAllocations, st.oversizeSegments)
 	}
-	if fm, ok := a.mem.(*FakeMemory); ok {
+	fm, ok := a.mem.(*FakeMemory)
+	if w, isW := a.mem.(*failingMemory); isW {
+		fm, ok = w.FakeMemory, true
+	}
+	if ok {
 		nseg, used := fm.Live()
 		if nseg != len(a.segments) || used != a.totalReserved {
 			return fmt.Errorf("fake memory holds %d segments / %d bytes, allocator %d / %d", nseg, used, len(a.segments), a.totalReserved)

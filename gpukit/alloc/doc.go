@@ -128,6 +128,11 @@
 // tensor (ProcessMemoryReporter). Library workspaces are not outside it:
 // PyTorch allocates cuBLAS's through the caching allocator
 // (CublasHandlePool.cpp), and so do gpukit's devices (device.BlasWorkspace).
+// A release the device fails (Memory.Free, UnmapPages, Unreserve) is an
+// error from Malloc or TryEmptyCache, where PyTorch's C10_CUDA_CHECK
+// throws; the segment stays cached, reserved and counted, and unlike
+// PyTorch's release_block the failure counts no num_device_free and
+// records no segment_free.
 //
 // Package alloctest holds a conformance suite that every Memory backend runs.
 package alloc

@@ -31,6 +31,11 @@ import (
 type expandable struct {
 	page  int64  // PyTorch's segment_size_: bytes per physical page
 	pages []bool // PyTorch's handles_: which pages are mapped, trimmed at the end
+	// unreserveFailed marks a segment whose address range the device
+	// failed to free (releaseExpandableSegment): with no page mapped it
+	// has no block in the pool's blocks, so releaseCached looks for it
+	// here to retry.
+	unreserveFailed bool
 }
 
 // expandableActive reports whether new allocations go to expandable
@@ -250,19 +255,24 @@ func (a *Allocator) tryAllocateExpandable(p *pool, s Stream, size int64, frames 
 
 // unmapBlock unmaps the pages that lie entirely inside the free block n;
 // what is left of n on either side stays mapped and free. PyTorch's
-// unmap_block and ExpandableSegment::unmap.
-func (a *Allocator) unmapBlock(n *node, frames []Frame) {
+// unmap_block and ExpandableSegment::unmap. When UnmapPages fails, nothing
+// changes: the pages stay mapped, reserved and counted, n stays free, and
+// the error is returned for the caller to pass on. PyTorch's unmapHandles
+// throws from C10_CUDA_DRIVER_CHECK(cuMemUnmap_(...)) after it has
+// forgotten the page's handle, before unmap_block updates its pool or its
+// statistics.
+func (a *Allocator) unmapBlock(n *node, frames []Frame) error {
 	seg := n.seg
 	e := seg.exp
 	off := int64(n.addr - seg.addr)
 	begin := (off + e.page - 1) / e.page
 	end := (off + n.size) / e.page
 	if begin >= end {
-		return
+		return nil
 	}
 	start := seg.addr + uint64(begin*e.page)
 	if err := a.pages.UnmapPages(n.stream, start, e.page, int(end-begin)); err != nil {
-		panic(fmt.Errorf("alloc: unmapping %d pages at 0x%x failed: %w", end-begin, start, err))
+		return fmt.Errorf("alloc: unmapping %d pages at 0x%x failed: %w", end-begin, start, err)
 	}
 	for i := begin; i < end; i++ {
 		e.pages[i] = false
@@ -310,23 +320,49 @@ func (a *Allocator) unmapBlock(n *node, frames []Frame) {
 		ctx = n.segFrames
 	}
 	a.trace(ActionSegmentUnmap, start, size, n.stream, ctx)
+	return nil
 }
 
 // releaseExpandableSegment frees the addresses of a segment that has no
 // page mapped: n is its single, unmapped block. PyTorch's
-// release_expandable_segment.
-func (a *Allocator) releaseExpandableSegment(n *node) {
+// release_expandable_segment, whose delete of the ExpandableSegment runs
+// C10_CUDA_DRIVER_CHECK(cuMemAddressFree_(...)) in a destructor. When
+// Unreserve fails, the segment stays, unmapped (reserved_bytes counts none
+// of it), for the stream's next allocation to map or for releaseCached to
+// retry (retryUnreserve), and the error is returned.
+func (a *Allocator) releaseExpandableSegment(n *node) error {
 	seg := n.seg
 	if !n.unmapped || n.isSplit() || n.size != seg.size {
 		panic("alloc: internal error: releasing an expandable segment that is in use")
 	}
-	seg.pool.removeUnmapped(n)
 	if err := a.pages.Unreserve(seg.addr, seg.size); err != nil {
-		panic(fmt.Errorf("alloc: freeing the %d-byte address range at 0x%x failed: %w", seg.size, seg.addr, err))
+		seg.exp.unreserveFailed = true
+		return fmt.Errorf("alloc: freeing the %d-byte address range at 0x%x failed: %w", seg.size, seg.addr, err)
 	}
+	seg.pool.removeUnmapped(n)
 	i := slices.Index(a.expSegs, seg)
 	a.expSegs = slices.Delete(a.expSegs, i, i+1)
 	a.recycle(n)
+	return nil
+}
+
+// retryUnreserve frees the address ranges of pool p's expandable segments
+// that a failed Unreserve left behind and that still have no page mapped.
+// A range whose first map found the device full is not one of them: it
+// stays reserved for the stream's next allocation, as in PyTorch, where no
+// cached block leads release_blocks to it.
+func (a *Allocator) retryUnreserve(p *pool) error {
+	for i := 0; i < len(a.expSegs); {
+		seg := a.expSegs[i]
+		if n := seg.head; seg.pool == p && seg.exp.unreserveFailed && n.unmapped && !n.isSplit() {
+			if err := a.releaseExpandableSegment(n); err != nil {
+				return err
+			}
+			continue // a.expSegs[i] is the next segment now
+		}
+		i++
+	}
+	return nil
 }
 
 // expandableSize is the size a free block could grow to by mapping the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -62,7 +63,12 @@ func runFuzz(t *testing.T, data []byte) { fuzzWith(t, data, fuzzConfigs, false) 
 
 // fuzzWith runs the operations that data encodes on an allocator with one of
 // configs. With toggle, half of the memory-fraction operations switch
-// expandable segments on or off instead.
+// expandable segments on or off instead. When the first byte has its high
+// bit set, the device fails every k-th call of each of Free, UnmapPages
+// and Unreserve, k from 1 (every call) to 8 (bits 4-6): Malloc and
+// TryEmptyCache must return that failure, never panic, and leave the
+// invariants true; at the end the device frees again and everything must
+// be released (issue 36).
 func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 	if len(data) == 0 {
 		return
@@ -71,9 +77,20 @@ func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fm := newFailingMemory(256 * MiB)
+	inject := data[0]&0x80 != 0
+	if inject {
+		every := int(data[0]>>4&7) + 1
+		fm.failOn(func(_ string, call int) bool { return call%every == 0 })
+	}
 	data = data[1:]
-	mem := NewFakeMemory(256 * MiB)
-	a := New(mem, cfg, 0)
+	mem := fm.FakeMemory
+	a := New(fm, cfg, 0)
+	// injected reports whether err is a failure the device was told to
+	// make, returned as the package's error.
+	injected := func(err error) bool {
+		return inject && errors.Is(err, errInjected) && strings.HasPrefix(err.Error(), "alloc: ")
+	}
 	a.RecordHistory(HistoryOptions{Enabled: true, MaxEntries: 64})
 	var live []*Block
 	next := func() byte {
@@ -103,6 +120,7 @@ func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 				}
 				live = append(live, b)
 			case errors.As(err, &oom):
+			case injected(err) && b == nil:
 			default:
 				t.Fatalf("%s: %v", what, err)
 			}
@@ -126,7 +144,9 @@ func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 			mem.Complete(s)
 		case 8:
 			what = "EmptyCache"
-			a.EmptyCache()
+			if err := a.TryEmptyCache(); err != nil && !injected(err) {
+				t.Fatalf("%s: %v", what, err)
+			}
 		case 9:
 			b := next()
 			if toggle && b&0x80 != 0 {
@@ -152,7 +172,10 @@ func fuzzWith(t *testing.T, data []byte, configs []string, toggle bool) {
 	for _, b := range live {
 		a.Free(b)
 	}
-	a.EmptyCache()
+	fm.failOn(nil) // the device recovers: what failed to go goes now
+	if err := a.TryEmptyCache(); err != nil {
+		t.Fatal(err)
+	}
 	if err := checkInvariants(a); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +238,12 @@ func FuzzAllocator(f *testing.F) {
 		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
 	}
 	f.Add(long)
+	// The same with device frees failing: every one (0x82), every third
+	// (0xa3) and every eighth (0xf5).
+	for _, first := range []byte{0x82, 0xa3, 0xf5} {
+		f.Add(append([]byte{first}, long[1:]...))
+	}
+	f.Add([]byte{0x80, 3, 200, 1, 3, 250, 7, 4, 0, 8, 3, 255, 255, 8, 4, 1, 8})
 	f.Fuzz(runFuzz)
 }
 
@@ -233,5 +262,11 @@ func FuzzExpandable(f *testing.F) {
 		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
 	}
 	f.Add(long)
+	// The same with unmaps and range releases failing: every one (0x81),
+	// every second (0x93) and every fifth (0xc4).
+	for _, first := range []byte{0x81, 0x93, 0xc4} {
+		f.Add(append([]byte{first}, long[1:]...))
+	}
+	f.Add([]byte{0x80, 3, 200, 1, 9, 0x80, 3, 200, 2, 4, 0, 9, 0x81, 3, 201, 3, 8, 4, 0, 8})
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzWith(t, data, expandableConfigs, true) })
 }

@@ -74,11 +74,26 @@ func (a *Allocator) RecordHistory(opts HistoryOptions) {
 }
 
 func (a *Allocator) trace(action string, addr uint64, size int64, s Stream, frames []Frame) {
+	a.traceAt(a.traceClock(), action, addr, size, s, frames)
+}
+
+// traceClock reads the device clock for an entry that traceAt records
+// later (a segment_free once the device free has succeeded); 0 when
+// history is off, so that the clock is read exactly when trace would.
+func (a *Allocator) traceClock() int64 {
+	if !a.hist.enabled {
+		return 0
+	}
+	return int64(a.mem.NowMicros())
+}
+
+// traceAt records an entry stamped at, a reading of traceClock.
+func (a *Allocator) traceAt(at int64, action string, addr uint64, size int64, s Stream, frames []Frame) {
 	if !a.hist.enabled {
 		return
 	}
 	a.hist.add(TraceEntry{Action: action, Addr: addr, Size: size, Stream: s,
-		TimeMicros: int64(a.mem.NowMicros()), Frames: frames})
+		TimeMicros: at, Frames: frames})
 }
 
 func (a *Allocator) traceOOM(free, size int64, s Stream, frames []Frame) {

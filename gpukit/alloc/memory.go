@@ -19,7 +19,9 @@ type Memory interface {
 	// cannot hold it, Malloc returns an error that wraps ErrDeviceFull.
 	Malloc(size int64) (addr uint64, err error)
 	// Free releases a segment returned by Malloc. Like cudaFree, it
-	// synchronizes the whole device first.
+	// synchronizes the whole device first. When it fails, the allocator
+	// takes the segment as still allocated: it stays cached and reserved,
+	// and the next release (EmptyCache, Malloc's retry) frees it again.
 	Free(addr uint64) error
 	// RecordEvent records an event at the end of the work queued on s so far.
 	RecordEvent(s Stream) Event
@@ -51,10 +53,13 @@ type PageMemory interface {
 	// ErrDeviceFull.
 	MapPages(addr uint64, pageSize int64, n int) error
 	// UnmapPages waits for the work queued on stream s, then unmaps and
-	// releases n pages mapped by MapPages.
+	// releases n pages mapped by MapPages. When it fails, the allocator
+	// takes all n pages as still mapped, and a later release unmaps them
+	// again.
 	UnmapPages(s Stream, addr uint64, pageSize int64, n int) error
 	// Unreserve frees a range returned by Reserve; no page in it may be
-	// mapped.
+	// mapped. When it fails, the allocator keeps the range, to map pages
+	// in or to free again.
 	Unreserve(addr uint64, size int64) error
 }
 
