@@ -7,8 +7,8 @@ import "testing"
 // BenchmarkLnBwdAVX2 times LayerNorm backward's two row helpers alone,
 // over bench-torch's 8192×1024 rows, with the column sums of each block of
 // lnBlock rows in arrays allocated once (LayerNormBackwardRows allocates
-// them per call): sums is lnBwdSumsAVX2, the pass that reads g and x
-// from memory; dx is lnBwdDxAVX2, which reads them again, from the cache,
+// them per call): sums is lnBwdSumsVec, the pass that reads g and x
+// from memory; dx is lnBwdDxVec, which reads them again, from the cache,
 // and writes dx. Bytes: 8 per element for sums, 12 for both.
 func BenchmarkLnBwdAVX2(b *testing.B) {
 	if !useVecMath {
@@ -25,9 +25,9 @@ func BenchmarkLnBwdAVX2(b *testing.B) {
 			}
 			var sg, sgx [8]float64
 			gr, xr := g[r*n:(r+1)*n], x[r*n:(r+1)*n]
-			lnBwdSumsAVX2(&gr[0], &xr[0], &w[0], n, 0.01, 1.2, &sg, &sgx, &pw[0], &pb[0])
+			lnBwdSumsVec(&gr[0], &xr[0], &w[0], n, 0.01, 1.2, &sg, &sgx, &pw[0], &pb[0])
 			if withDx {
-				lnBwdDxAVX2(&dx[r*n], &gr[0], &xr[0], &w[0], n, 0.01, 1.2, float32(sg[0]), float32(sgx[0]))
+				lnBwdDxVec(&dx[r*n], &gr[0], &xr[0], &w[0], n, 0.01, 1.2, float32(sg[0]), float32(sgx[0]))
 			}
 		}
 	}

@@ -1,5 +1,5 @@
 // NEON instructions Go's arm64 assembler does not spell, as WORD
-// encodings (Arm A64 ISA, "Advanced SIMD"). Shared by vmath_arm64.s,
+// encodings (Arm A64 ISA, "Advanced SIMD"). Shared by vmath_*_arm64.s,
 // rows_arm64.s and sgemm_kernel_arm64.s.
 //
 // Operands are register numbers in Arm's order, destination first:

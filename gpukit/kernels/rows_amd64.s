@@ -3,20 +3,21 @@
 #include "textflag.h"
 #include "vmath_amd64.h"
 
-// Row helpers of rows.go (AVX2); n is a multiple of 8 (≥ 8). Float64
-// lane sums keep lane i%8 of the row in acc[i%8], as the Go loops do.
+// Row helpers of rows.go (AVX2), declared in rows_amd64.go with the Go
+// loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
+// lane i%8 of the row in acc[i%8], as the Go loops do.
 //
-// The first pass over a row, the one that reads it from memory (maxAVX2,
-// sumAVX2, lnBwdSumsAVX2), prefetches 2 KiB ahead: rows lie one after the
+// The first pass over a row, the one that reads it from memory (maxVec,
+// sumVec, lnBwdSumsVec), prefetches 2 KiB ahead: rows lie one after the
 // other, so that is the rest of this row and the start of the next, which
 // the hardware prefetcher, restarting at each call, was late for. On the
 // build machine (2 vCPUs, loaded), one thread's CPU time for
-// lnBwdSumsAVX2 over 8192×1024 went from 4.9–6.6 to 3.5–4.0 ms and for
+// lnBwdSumsVec over 8192×1024 went from 4.9–6.6 to 3.5–4.0 ms and for
 // LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms (BenchmarkLnBwdAVX2,
 // BenchmarkMemBoundLayerNorm); prefetching changes no result.
 
-// func maxAVX2(s *float32, n int) float32
-TEXT ·maxAVX2(SB), NOSPLIT, $0-20
+// func maxVec(s *float32, n int) float32
+TEXT ·maxVec(SB), NOSPLIT, $0-20
 	MOVQ    s+0(FP), SI
 	MOVQ    n+8(FP), CX
 	SHRQ    $3, CX
@@ -43,8 +44,8 @@ reduce:
 	VZEROUPPER
 	RET
 
-// func expSubAVX2(dst, src *float32, n int, m float32, acc *[8]float64)
-TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
+// func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64)
+TEXT ·expSubVec(SB), NOSPLIT, $0-40
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
@@ -76,8 +77,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func scaleAVX2(dst *float32, n int, c float32)
-TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+// func scaleVec(dst *float32, n int, c float32)
+TEXT ·scaleVec(SB), NOSPLIT, $0-20
 	MOVQ         dst+0(FP), DI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSS c+16(FP), Y1
@@ -95,8 +96,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func subSubAVX2(dst, src *float32, n int, m, c float32)
-TEXT ·subSubAVX2(SB), NOSPLIT, $0-32
+// func subSubVec(dst, src *float32, n int, m, c float32)
+TEXT ·subSubVec(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
@@ -119,8 +120,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func sumAVX2(s *float32, n int, acc *[8]float64)
-TEXT ·sumAVX2(SB), NOSPLIT, $0-24
+// func sumVec(s *float32, n int, acc *[8]float64)
+TEXT ·sumVec(SB), NOSPLIT, $0-24
 	MOVQ    s+0(FP), SI
 	MOVQ    n+8(FP), CX
 	MOVQ    acc+16(FP), AX
@@ -145,8 +146,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func sqDevAVX2(s *float32, n int, mu float64, acc *[8]float64)
-TEXT ·sqDevAVX2(SB), NOSPLIT, $0-32
+// func sqDevVec(s *float32, n int, mu float64, acc *[8]float64)
+TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVQ         s+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD mu+16(FP), Y6
@@ -175,8 +176,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func normAffineAVX2(y, x, w, b *float32, n int, hi, lo, rs float32)
-TEXT ·normAffineAVX2(SB), NOSPLIT, $0-52
+// func normAffineVec(y, x, w, b *float32, n int, hi, lo, rs float32)
+TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	MOVQ         y+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         w+16(FP), R8
@@ -207,8 +208,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func lnBwdSumsAVX2(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
-TEXT ·lnBwdSumsAVX2(SB), NOSPLIT, $0-72
+// func lnBwdSumsVec(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
+TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	MOVQ         grad+0(FP), SI
 	MOVQ         x+8(FP), DX
 	MOVQ         w+16(FP), R8
@@ -276,8 +277,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func lnBwdDxAVX2(dx, grad, x, w *float32, n int, mu, rs, a, b float32)
-TEXT ·lnBwdDxAVX2(SB), NOSPLIT, $0-56
+// func lnBwdDxVec(dx, grad, x, w *float32, n int, mu, rs, a, b float32)
+TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	MOVQ         dx+0(FP), DI
 	MOVQ         grad+8(FP), SI
 	MOVQ         x+16(FP), DX

@@ -1,7 +1,6 @@
 //go:build !purego
 
 #include "textflag.h"
-#include "go_asm.h"
 #include "neon_arm64.h"
 #include "vmath_arm64.h"
 

@@ -5,7 +5,7 @@ import "math"
 // float32 elementary functions.
 //
 // Each function below is the reference for its AVX2+FMA version in
-// vmath_amd64.s and its NEON version in vmath_arm64.s: the same
+// vmath_*_amd64.s and its NEON version in vmath_*_arm64.s: the same
 // operations in the same order, with every fused multiply-add done by
 // fma32, which rounds once as VFMADD and FMLA do, and every other product
 // rounded before it is added (an explicit conversion where the compiler
@@ -221,12 +221,12 @@ func log32(x float32) float32 {
 // of the float32 c0. The last interval reaches tanhMax or erfMax, above
 // which the function rounds to ±1; a is clamped there.
 //
-//go:generate go run ./internal/vmathfit -o vmath_tables.go
+//go:generate go run ./internal/vmathfit
 const (
 	tanhSplit = float32(0.75)
 	tanhMax   = float32(9.125)
 	tanhBase  = 0x3f400000 >> 22 // 0.75: the bits of a >> 22, less this, index [0.75, 1), [1, 1.5), ..., [8, tanhMax]
-	erfSplit  = tanhSplit        // the assembly uses one constant for both
+	erfSplit  = tanhSplit
 	erfMax    = float32(4)
 	erfBase   = 0x3f400000 >> 21 // [0.75, 0.875), [0.875, 1), [1, 1.25), ..., [2, 2.5), [2.5, erfMax] (clamped to 7)
 )

@@ -1,7 +1,13 @@
-// Shared by vmath_arm64.s and rows_arm64.s. R4 holds &·vk, R5 is scratch.
+// Shared by vmath_*_arm64.s and rows_arm64.s. R4 holds &·vk, R5 is
+// scratch. fma32 is one VFMLA or VFMLS (V += a·b, V -= a·b, one
+// rounding); fma32(a, b, -c) is V = -c, then VFMLA; every branch of a
+// piecewise formula is computed and the lanes blended (VBIT: where the
+// mask is set, VBIF: where it is not).
 
-// K broadcasts the field of ·vk at offset off (go_asm.h: vconst_log2e)
-// to the four lanes of v.
+#include "vmath_consts.h"
+
+// K broadcasts the constant of ·vk at offset off (K(EXP_C7, V19):
+// vmath_consts.h, generated with the table) to the four lanes of v.
 #define K(off, v) \
 	ADD   $(off), R4, R5; \
 	VLD1R (R5), [v.S4]
@@ -10,20 +16,20 @@
 // them, and &·vk into R4.
 #define EXPCONSTS \
 	MOVD $·vk(SB), R4; \
-	K(vconst_log2e, V16); \
-	K(vconst_ln2Hi, V17); \
-	K(vconst_ln2Lo, V18); \
-	K(vconst_expC7, V19); \
-	K(vconst_expC6, V20); \
-	K(vconst_expC5, V21); \
-	K(vconst_expC4, V22); \
-	K(vconst_expC3, V23); \
-	K(vconst_expC2, V24); \
-	K(vconst_one, V25); \
-	K(vconst_expMax, V26); \
-	K(vconst_expMin, V27); \
-	K(vconst_inf, V28); \
-	K(vconst_bias, V29)
+	K(LOG2E, V16); \
+	K(LN2_HI, V17); \
+	K(LN2_LO, V18); \
+	K(EXP_C7, V19); \
+	K(EXP_C6, V20); \
+	K(EXP_C5, V21); \
+	K(EXP_C4, V22); \
+	K(EXP_C3, V23); \
+	K(EXP_C2, V24); \
+	K(ONE, V25); \
+	K(EXP_MAX, V26); \
+	K(EXP_MIN, V27); \
+	K(INF, V28); \
+	K(BIAS, V29)
 
 // EXPF: V0 = exp32(V0), four lanes. Clobbers V1-V5.
 #define EXPF \
@@ -59,3 +65,24 @@
 	VBIT  V3.B16, V28.B16, V5.B16; \
 	FCMGT4S(3, 27, 0); \
 	BIC16B(0, 5, 3)
+
+// PROLOGUE loads R0 = dst, R1 = src, R2 = n/4 iterations; NEXT stores V
+// and loops.
+#define PROLOGUE \
+	MOVD dst+0(FP), R0; \
+	MOVD src+8(FP), R1; \
+	MOVD n+16(FP), R2; \
+	LSR  $2, R2; \
+	CBZ  R2, done
+
+#define NEXT(v) \
+	VST1.P [v.S4], 16(R0); \
+	SUBS   $1, R2; \
+	BNE    loop
+
+// ALLSET sets the Z flag when every lane of mask is set (R6, R7 scratch).
+#define ALLSET(mask) \
+	VMOV mask.D[0], R6; \
+	VMOV mask.D[1], R7; \
+	AND  R6, R7; \
+	CMN  $1, R7

@@ -1,0 +1,155 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "neon_arm64.h"
+#include "vmath_arm64.h"
+
+// GELU, x·Φ(x), and its derivative in NEON: geluVec and geluGradVec
+// (vmath_arm64.go), each the Go function of vmath.go it is named after,
+// operation for operation, through phiGauss's parts below, as in
+// vmath_gelu_amd64.s.
+
+// ERFP: V11 = erfP(z). Clobbers V3.
+#define ERFP(z) \
+	K(ERF_P8, V11); \
+	K(ERF_P7, V3); \
+	VFMLA V11.S4, z.S4, V3.S4; \
+	K(ERF_P6, V11); \
+	VFMLA V3.S4, z.S4, V11.S4; \
+	K(ERF_P5, V3); \
+	VFMLA V11.S4, z.S4, V3.S4; \
+	K(ERF_P4, V11); \
+	VFMLA V3.S4, z.S4, V11.S4; \
+	K(ERF_P3, V3); \
+	VFMLA V11.S4, z.S4, V3.S4; \
+	K(ERF_P2, V11); \
+	VFMLA V3.S4, z.S4, V11.S4; \
+	K(ERF_P1, V3); \
+	VFMLA V11.S4, z.S4, V3.S4; \
+	K(ERF_P0, V11); \
+	VFMLA V3.S4, z.S4, V11.S4
+
+// ERFCXR: V4 = erfcxR(V9, phiT). Clobbers V1-V4.
+#define ERFCXR \
+	K(PHI_T, V1); \
+	VMOV  V25.B16, V3.B16; \
+	VFMLA V1.S4, V9.S4, V3.S4; \
+	FDIV4S(1, 25, 3); \
+	K(ERFC_C0, V2); \
+	FSUB4S(1, 1, 2); \
+	K(ERFC_R9, V3); \
+	K(ERFC_R8, V4); \
+	VFMLA V3.S4, V1.S4, V4.S4; \
+	K(ERFC_R7, V3); \
+	VFMLA V4.S4, V1.S4, V3.S4; \
+	K(ERFC_R6, V4); \
+	VFMLA V3.S4, V1.S4, V4.S4; \
+	K(ERFC_R5, V3); \
+	VFMLA V4.S4, V1.S4, V3.S4; \
+	K(ERFC_R4, V4); \
+	VFMLA V3.S4, V1.S4, V4.S4; \
+	K(ERFC_R3, V3); \
+	VFMLA V4.S4, V1.S4, V3.S4; \
+	K(ERFC_R2, V4); \
+	VFMLA V3.S4, V1.S4, V4.S4; \
+	K(ERFC_R1, V3); \
+	VFMLA V4.S4, V1.S4, V3.S4; \
+	K(ERFC_R0, V4); \
+	VFMLA V3.S4, V1.S4, V4.S4
+
+// GELU's Φ (phiGauss), in parts, as in vmath_gelu_amd64.s. PHIPRE: from
+// x in V8, V9 = |x|, V12 = x²/2 (rounded) and V13 = its low part.
+// PHISMALL: V11 = Φ by the polynomial and V15 = the lanes it serves
+// (-1.2374 < x < 2.1213). GAUSS: V14 = e^(-x²/2), 0 for |x| ≥ 16.
+// PHILARGE: V10 = Φ, V11 in the small lanes and the erfc form in the
+// others (needs V14). They clobber V0-V5.
+#define PHIPRE \
+	FABS4S(9, 8); \
+	FMUL4S(12, 8, 8); \
+	FNEG4S(13, 12); \
+	VFMLA V8.S4, V8.S4, V13.S4; \
+	K(HALF, V1); \
+	FMUL4S(12, 12, 1); \
+	FMUL4S(13, 13, 1)
+
+#define PHISMALL \
+	K(SQRT_HALF, V1); \
+	FMUL4S(10, 8, 1); \
+	ERFP(V12); \
+	VMOV  V10.B16, V2.B16; \
+	VFMLA V11.S4, V10.S4, V2.S4; \
+	K(HALF, V1); \
+	VMOV  V1.B16, V11.B16; \
+	VFMLA V2.S4, V1.S4, V11.S4; \
+	K(PHI_NEG, V2); \
+	FCMGT4S(15, 8, 2); \
+	K(PHI_POS, V2); \
+	FCMGT4S(2, 2, 8); \
+	VAND  V2.B16, V15.B16, V15.B16
+
+#define GAUSS \
+	FNEG4S(0, 12); \
+	EXPF; \
+	VFMLS V13.S4, V0.S4, V0.S4; \
+	K(PHI_HUGE, V1); \
+	FCMGE4S(2, 9, 1); \
+	BIC16B(14, 0, 2)
+
+#define PHILARGE \
+	ERFCXR; \
+	K(HALF, V1); \
+	FMUL4S(1, 14, 1); \
+	FMUL4S(1, 1, 4); \
+	FSUB4S(2, 25, 1); \
+	VEOR V3.B16, V3.B16, V3.B16; \
+	FCMGT4S(3, 8, 3); \
+	VBIT V3.B16, V2.B16, V1.B16; \
+	VMOV V1.B16, V10.B16; \
+	VBIT V15.B16, V11.B16, V10.B16
+
+// func geluVec(dst, src *float32, n int)
+TEXT ·geluVec(SB), NOSPLIT, $0-24
+	PROLOGUE
+	EXPCONSTS
+
+loop:
+	VLD1.P 16(R1), [V8.S4]
+	PHIPRE
+	PHISMALL
+	VMOV   V11.B16, V10.B16
+	ALLSET(V15)
+	BEQ    small                  // every lane small: no exponential needed
+	GAUSS
+	PHILARGE
+
+small:
+	FMUL4S(0, 8, 10)
+	NEXT(V0)
+
+done:
+	RET
+
+// func geluGradVec(dst, src *float32, n int)
+TEXT ·geluGradVec(SB), NOSPLIT, $0-24
+	PROLOGUE
+	EXPCONSTS
+
+loop:
+	VLD1.P 16(R1), [V8.S4]
+	PHIPRE
+	PHISMALL
+	GAUSS
+	VMOV   V11.B16, V10.B16
+	ALLSET(V15)
+	BEQ    small
+	PHILARGE
+
+small:
+	K(INV_SQRT2PI, V1)
+	FMUL4S(0, 14, 1)
+	VMOV   V10.B16, V2.B16
+	VFMLA  V0.S4, V8.S4, V2.S4
+	NEXT(V2)
+
+done:
+	RET
