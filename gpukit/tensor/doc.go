@@ -162,8 +162,10 @@
 //     only other inputs' gradients use as savedIf(operand, those inputs):
 //     nil, nothing saved, when none of them requires grad, as in PyTorch.
 //     It may return g itself. Release temporaries it creates.
-//  5. In-place variants call checkInPlace first and t.bump() after the
-//     kernel, then record(t, ...) with t among the inputs.
+//  5. In-place variants call checkInPlace first (and checkNoPartialOverlap
+//     for each tensor operand: Note [Memory overlap of writes] in
+//     overlap.go) and t.bump() after the kernel, then record(t, ...) with t
+//     among the inputs.
 //  6. Test: a forward-value case in TestForwardValues and a case in the
 //     TestGradcheck table (gradcheck.Assert on float64 inputs).
 //

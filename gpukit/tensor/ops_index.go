@@ -61,13 +61,15 @@ func (t *Tensor) IndexSelect(dim int, index *Tensor) *Tensor {
 
 // IndexSelectOut writes t.IndexSelect(dim, index) into the preallocated
 // out and returns out. It allocates nothing (a batch of embedding lookups
-// into one reused buffer) and does not support autograd.
+// into one reused buffer) and does not support autograd. out may be
+// another view of src's storage, but share no element with src or index
+// (PyTorch's index_select_out_cpu_ asserts no overlap at all; see Note
+// [Memory overlap of writes]).
 func IndexSelectOut(out, src *Tensor, dim int, index *Tensor) *Tensor {
 	shape, d := indexSelectShape("IndexSelectOut", src, dim, index)
 	checkOut("IndexSelectOut", out, shape, src)
-	if out.st == src.st {
-		panicf("IndexSelectOut: out shares storage with src; the copy would read what it writes")
-	}
+	checkNoOverlap("IndexSelectOut", out, src, "src")
+	checkNoOverlap("IndexSelectOut", out, index, "index")
 	idx := indexValues("IndexSelectOut", index, src.shape[d])
 	indexSelectKernel(out, src, d, idx)
 	out.charge("IndexSelect", 0, out, index)

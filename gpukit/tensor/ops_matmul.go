@@ -146,16 +146,20 @@ func transposedProduct(x, y *Tensor, transposeX bool) *Tensor {
 // operands in a layout BLAS reads (contiguous, or transposed) it allocates
 // nothing (check Stats()["allocation.all.allocated"]), which is what
 // preallocated buffers are for (lesson 04); any other operand is first
-// copied contiguous, as in PyTorch.
+// copied contiguous, as in PyTorch. out must share no element with a or b;
+// another view of their storage is fine.
 func MatmulOut(out, a, b *Tensor) *Tensor {
 	a.live("MatmulOut")
 	b.live("MatmulOut")
 	checkPair("MatmulOut", a, b)
 	shape, batch := matmulShapes("MatmulOut", a, b)
 	checkOut("MatmulOut", out, shape, a, b)
-	if out.st == a.st || out.st == b.st {
-		panicf("MatmulOut: out shares storage with an input; the product would read what it writes")
-	}
+	// The product would read what it writes. PyTorch's mm(out=) does not
+	// check, and computes a wrong product (Note [Memory overlap of writes]);
+	// gpukit refuses as at::assert_no_overlap does, so out may still be
+	// another view of an operand's storage.
+	checkNoOverlap("MatmulOut", out, a, "a")
+	checkNoOverlap("MatmulOut", out, b, "b")
 	if err := matmulInto(out, a, b, batch); err != nil {
 		panicAlloc(err)
 	}

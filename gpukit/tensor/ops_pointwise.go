@@ -70,13 +70,26 @@ func scalarOp(name string, kop kernels.BinaryOp, a *Tensor, s float64, first boo
 	return out
 }
 
-// unary computes op(a) into a new tensor.
+// unary computes op(a) into a new tensor, charged as name.
 func unary(name string, kop kernels.UnaryOp, a *Tensor) *Tensor {
 	a.live(name)
 	out := empty(a.outMem(), a.shape, a.dtype)
 	unaryKernel(kop, out, a)
 	out.charge(name, int64(out.Numel()), a)
 	return out
+}
+
+// derivative is the backward of an elementwise op: g·d with d = kop(x),
+// the derivative's kernel charged as name at flops per element (its
+// temporary released before return), then the product charged by Mul.
+// Every elementwise backward goes through it, so each charges its
+// kernels in one place, as unary does for the forward.
+func derivative(name string, kop kernels.UnaryOp, flops int64, g, x *Tensor) *Tensor {
+	d := empty(g.outMem(), x.shape, g.dtype)
+	defer d.Release()
+	unaryKernel(kop, d, x)
+	d.charge(name, flops*int64(d.Numel()), x)
+	return g.Mul(d)
 }
 
 // Add returns t + other, where other is a *Tensor (broadcast with t) or a
@@ -250,10 +263,7 @@ func (t *Tensor) Sqrt() *Tensor {
 func (t *Tensor) Abs() *Tensor {
 	return record(unary("Abs", kernels.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			sign := empty(g.outMem(), saved[0].shape, g.dtype)
-			defer sign.Release()
-			unaryKernel(kernels.Sign, sign, saved[0])
-			return []*Tensor{g.Mul(sign)}
+			return []*Tensor{derivative("AbsBackward", kernels.Sign, 1, g, saved[0])}
 		})
 }
 
@@ -263,10 +273,7 @@ func (t *Tensor) Sigmoid() *Tensor {
 	return record(out, "SigmoidBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·y·(1-y)
-			d := empty(g.outMem(), saved[0].shape, g.dtype)
-			defer d.Release()
-			unaryKernel(kernels.SigmoidDeriv, d, saved[0])
-			return []*Tensor{g.Mul(d)}
+			return []*Tensor{derivative("SigmoidBackward", kernels.SigmoidDeriv, 1, g, saved[0])}
 		})
 }
 
@@ -276,10 +283,7 @@ func (t *Tensor) Tanh() *Tensor {
 	return record(out, "TanhBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(1-y²)
-			d := empty(g.outMem(), saved[0].shape, g.dtype)
-			defer d.Release()
-			unaryKernel(kernels.TanhDeriv, d, saved[0])
-			return []*Tensor{g.Mul(d)}
+			return []*Tensor{derivative("TanhBackward", kernels.TanhDeriv, 1, g, saved[0])}
 		})
 }
 
@@ -289,11 +293,7 @@ func (t *Tensor) Gelu() *Tensor {
 	return record(unary("Gelu", kernels.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(Φ(x) + x·φ(x))
-			d := empty(g.outMem(), saved[0].shape, g.dtype)
-			defer d.Release()
-			unaryKernel(kernels.GeluDeriv, d, saved[0])
-			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
-			return []*Tensor{g.Mul(d)}
+			return []*Tensor{derivative("GeluBackward", kernels.GeluDeriv, 20, g, saved[0])}
 		})
 }
 
@@ -318,11 +318,7 @@ func (t *Tensor) GeluTanh() *Tensor {
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			d := empty(g.outMem(), saved[0].shape, g.dtype)
-			defer d.Release()
-			unaryKernel(kernels.GeluTanhDeriv, d, saved[0])
-			d.charge("GeluBackward", 20*int64(d.Numel()), saved[0])
-			return []*Tensor{g.Mul(d)}
+			return []*Tensor{derivative("GeluBackward", kernels.GeluTanhDeriv, 20, g, saved[0])}
 		})
 }
 
@@ -431,16 +427,20 @@ func reduced(g *Tensor, shape []int) *Tensor {
 
 // ---- in-place ----------------------------------------------------------
 
-// checkInPlace enforces PyTorch's rules for modifying t in place.
+// checkInPlace enforces PyTorch's rules for modifying t in place: those
+// of checkWritable, then no internal overlap (an expanded t is refused;
+// see Note [Memory overlap of writes]).
 func checkInPlace(op string, t *Tensor) {
+	checkWritable(op, t)
+	checkNoInternalOverlap(op, t)
+}
+
+// checkWritable is checkInPlace without the overlap check, for the ops
+// PyTorch lets write into an expanded tensor (fill_, and t[idx] = v).
+func checkWritable(op string, t *Tensor) {
 	t.live(op)
 	if t.inference && !inferenceModeOn() {
 		panicf("%s: in-place update to an inference tensor (shape %s) outside InferenceMode is not allowed; Clone it to get a normal tensor first", op, fmtShape(t.shape))
-	}
-	for i, s := range t.strides {
-		if s == 0 && t.shape[i] > 1 {
-			panicf("%s: unsupported operation: more than one element of the written-to tensor (shape %s, stride %s) refers to a single memory location; Clone it first", op, fmtShape(t.shape), fmtShape(t.strides))
-		}
 	}
 	if !IsGradEnabled() {
 		return
@@ -464,13 +464,15 @@ func (t *Tensor) bump() {
 }
 
 // inplaceOperand returns other as a tensor laid out as t's shape (or the
-// scalar), checking that it broadcasts to t.
+// scalar), checking that it does not partially overlap t and broadcasts
+// to t.
 func inplaceOperand(op string, t *Tensor, other any) (*Tensor, *Tensor, float64) {
 	b, s := operand(op, other)
 	if b == nil {
 		return nil, nil, s
 	}
 	checkPair(op, t, b)
+	checkNoPartialOverlap(op, t, b, "other") // b before broadcasting, as TensorIterator
 	if !slices.Equal(broadcastShapes(op, t.shape, b.shape), t.shape) {
 		panicf("%s: output with shape %s doesn't match the broadcast shape %s", op, fmtShape(t.shape), fmtShape(broadcastShapes(op, t.shape, b.shape)))
 	}
@@ -686,9 +688,10 @@ func (t *Tensor) ClampInPlace(lo, hi float64) *Tensor {
 	})
 }
 
-// Fill sets every element of t to v in place and returns t (fill_).
+// Fill sets every element of t to v in place and returns t (fill_). As in
+// PyTorch, t may be an expanded tensor: every element gets v all the same.
 func (t *Tensor) Fill(v float64) *Tensor {
-	checkInPlace("Fill", t)
+	checkWritable("Fill", t) // fill_ skips the overlap check (Note [Memory overlap of writes])
 	fillKernel(t, v)
 	t.charge("Fill", 0)
 	t.bump()
@@ -710,17 +713,28 @@ func (t *Tensor) Fill(v float64) *Tensor {
 // kernel, across devices on the host side (host data is converted before
 // it travels, device data after it arrives); between two devices the
 // dtypes must match (ToDtype first).
+//
+// t must not be expanded, nor partially overlap src; src may be t itself,
+// or the same view of the same data, and then nothing is copied (see Note
+// [Memory overlap of writes]).
 func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
-	checkInPlace("CopyFrom", t)
+	checkWritable("CopyFrom", t)
 	src.live("CopyFrom")
+	same := src == t || sameView(t, src) // copy_ returns early, before its overlap checks
+	if !same {
+		checkNoInternalOverlap("CopyFrom", t)
+		checkNoPartialOverlap("CopyFrom", t, src, "src")
+	}
 	if !slices.Equal(broadcastShapes("CopyFrom", t.shape, src.shape), t.shape) {
 		panicf("CopyFrom: source of shape %s cannot be broadcast to %s", fmtShape(src.shape), fmtShape(t.shape))
 	}
 	srcMem := src.st.core.mem
-	if sameDevice(t, src) {
+	switch {
+	case same: // nothing to copy, and no kernel, as in PyTorch
+	case sameDevice(t, src):
 		copyKernel(t, src.layoutAs(t.shape))
 		t.charge("CopyFrom", 0, src)
-	} else {
+	default:
 		copyFromAcross(t, src)
 		srcMem = src.outMem()
 	}
@@ -811,12 +825,15 @@ func MulOut(out, a, b *Tensor) *Tensor { return binaryOut("MulOut", kernels.Mul,
 func DivOut(out, a, b *Tensor) *Tensor { return binaryOut("DivOut", kernels.Div, out, a, b) }
 
 // binaryOut is the out= form of a broadcasting binary op. out may be a or
-// b itself (an in-place update).
+// b itself, or the same elements (an in-place update), but may not
+// partially overlap them (Note [Memory overlap of writes]).
 func binaryOut(name string, kop kernels.BinaryOp, out, a, b *Tensor) *Tensor {
 	a.live(name)
 	b.live(name)
 	shape := broadcastShapes(name, a.shape, b.shape)
 	checkOut(name, out, shape, a, b)
+	checkNoPartialOverlap(name, out, a, "a")
+	checkNoPartialOverlap(name, out, b, "b")
 	if kop == kernels.Sub {
 		checkBoolSub(name, out)
 	}

@@ -261,9 +261,11 @@ func (t *Tensor) needBytes(op string) {
 // SetAt writes v (converted to t's dtype) at index idx, in place: the
 // in-place rules apply (refused on a leaf that requires grad outside
 // NoGrad) and the version counter is bumped. It is not recorded by
-// autograd.
+// autograd. As PyTorch's t[idx] = v, which writes a 0-d view that cannot
+// overlap itself, it may write into an expanded tensor (Note [Memory
+// overlap of writes]).
 func (t *Tensor) SetAt(v float64, idx ...int) {
-	checkInPlace("SetAt", t)
+	checkWritable("SetAt", t)
 	t.needBytes("SetAt")
 	store(t.dtype, t.st.data, t.ElementOffset(idx...), v)
 	t.bump()

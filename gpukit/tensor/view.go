@@ -206,7 +206,9 @@ func (t *Tensor) Select(dim, i int) *Tensor {
 
 // Expand returns a view with size-1 dimensions repeated to the given shape
 // (-1 keeps a size) and new leading dimensions, using stride 0: no memory
-// is allocated, and writing to the result is refused.
+// is allocated. Ops that would write one element twice refuse the result
+// as their output (in-place arithmetic, CopyFrom); Fill and SetAt accept
+// it, as in PyTorch (Note [Memory overlap of writes]).
 func (t *Tensor) Expand(shape ...int) *Tensor {
 	t.live("Expand")
 	if len(shape) < len(t.shape) {
