@@ -12,22 +12,14 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // newDevice opens a private simulated classroom card.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return simtest.Card(t)
 }
 
 // counting returns n bytes 0, 1, 2, ...: byte i of an array of one-byte
@@ -339,14 +331,7 @@ func TestContiguousOneAllocation(t *testing.T) {
 		t.Error("Contiguous of a released tensor: no error, want one")
 	}
 	// A meta card holds shapes only: no bytes to read.
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta := simtest.Card(t, simtest.Meta())
 	shadow := tensor.Empty([]int{8, 50}, tensor.On(meta))
 	allocated := meta.MemoryAllocated()
 	if _, err := Contiguous(shadow.T()); err == nil {

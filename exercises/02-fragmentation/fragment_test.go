@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 const MiB = 1 << 20
@@ -17,16 +17,7 @@ const MiB = 1 << 20
 // (smaller than the real 2 GiB, so that filling it is quick).
 func newDevice(t *testing.T, capacity int64) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = p.Resized(capacity) // a made-up card: all of it is ours
-	dev, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Capacity(capacity))
 }
 
 func TestFragmentSmallRequest(t *testing.T) {
@@ -73,15 +64,7 @@ func TestLargestFreeBlock(t *testing.T) {
 // tests read, so that filling it costs no host memory.
 func newMetaDevice(t *testing.T, capacity int64) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.New(sim.NewMeta(0, p.Resized(capacity)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Meta(), simtest.Capacity(capacity))
 }
 
 // fragmentAndCheck runs Fragment on a fresh device and checks, through the

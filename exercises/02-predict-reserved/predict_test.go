@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 const MiB = 1 << 20
@@ -16,15 +16,7 @@ const MiB = 1 << 20
 // allocator's accounting without backing bytes, all these tests read.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Meta())
 }
 
 // measure serves requests on a fresh simulated classroom card, keeping every

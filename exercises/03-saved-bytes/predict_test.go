@@ -7,8 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -16,14 +15,7 @@ import (
 // what it left allocated beyond the model.
 func measure(t *testing.T, s Shape, mode Mode) int64 {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := simtest.Card(t)
 	m := NewModel(dev, s, mode, 1)
 	// the first product on the card takes cuBLAS's workspace (lesson 02),
 	// which stays: take it first, so that what is left is the graph's

@@ -9,24 +9,15 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // card returns a fresh simulated card with the classroom figures and the
 // given capacity.
 func card(t *testing.T, capacity int64) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = p.Resized(capacity) // a made-up card: all of it is ours
-	p.Name = "small"
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	t.Helper()
+	return simtest.Card(t, simtest.Capacity(capacity), simtest.Named("small"))
 }
 
 func floats(d *device.Device, b *alloc.Block, n int) []float32 {

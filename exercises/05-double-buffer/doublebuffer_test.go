@@ -8,20 +8,13 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // classroom returns a fresh simulated classroom card.
 func classroom(t *testing.T) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	t.Helper()
+	return simtest.Card(t)
 }
 
 // batches returns n pinned batches of size bytes, each with its own bytes.

@@ -8,18 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func newDev(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t)
 }
 
 // allocatorPeaks runs the phases with the allocator's peak counter reset

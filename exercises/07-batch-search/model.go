@@ -2,7 +2,7 @@ package batchsearch
 
 import (
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -13,13 +13,8 @@ import (
 // Card returns a fresh meta device (memory accounting without values, so
 // tries are fast) with capacity bytes of memory.
 func Card(capacity int64) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		panic(err)
-	}
-	p = p.Resized(capacity) // a made-up card: all of it is ours
-	p.Name = "small-card"
-	d, err := device.New(sim.NewMeta(0, p))
+	// a made-up card: all of it is ours
+	d, err := simtest.New(simtest.Meta(), simtest.Capacity(capacity), simtest.Named("small-card"))
 	if err != nil {
 		panic(err)
 	}

@@ -3,8 +3,7 @@ package cutpeak
 import (
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -28,10 +27,7 @@ func TestLossMatchesBaseline(t *testing.T) {
 	run := func(step func(*Model, *optim.Adam, *tensor.Tensor, *tensor.Tensor) (*tensor.Tensor, error)) []float64 {
 		// A simulated card with values (ClassroomCard's tensors carry
 		// shapes only).
-		p, err := device.LookupProfile("classroom")
-		require.NoError(t, err)
-		dev, err := device.New(sim.New(0, p))
-		require.NoError(t, err)
+		dev := simtest.Card(t)
 		m := NewModel(dev, 24, 2, 9)
 		opt := NewOptimizer(m)
 		gen := tensor.NewGenerator(11)

@@ -9,13 +9,13 @@ import (
 
 	"github.com/gpumem/course/gpukit/amp"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
+func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 func TestOpLists(t *testing.T) {
 	dev := newDev(t)

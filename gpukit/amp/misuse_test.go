@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/amp"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -17,7 +17,7 @@ import (
 // per dtype, counts both in CacheBytes, and releases both when the
 // outermost region ends.
 func TestNestedAutocastReleasesEveryCast(t *testing.T) {
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	w := tensor.Ones([]int{256, 256}, tensor.On(dev), tensor.RequiresGrad())
 	x := tensor.Ones([]int{4, 256}, tensor.On(dev))
 	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: not part of what is measured
@@ -52,7 +52,7 @@ func TestAutocastMisuse(t *testing.T) {
 	c.InitScale, c.GrowthInterval = math.MaxFloat32, 1
 	s, err := amp.NewGradScaler(c)
 	require.NoError(t, err)
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	p := tensor.Ones([]int{2}, tensor.On(dev), tensor.RequiresGrad())
 	loss := p.Sum()
 	s.Scale(loss).Release()

@@ -9,12 +9,12 @@ import (
 
 	"github.com/gpumem/course/gpukit/checkpoint"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
+func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 // mlp is Linear → ReLU → Dropout → Linear → GELU → Linear, seeded.
 func mlp(dev *device.Device, width int) *nn.Sequential {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // numbered returns n items of shape [2] whose values are 2i and 2i+1.
@@ -32,11 +32,7 @@ func numbered(t testing.TB, n int) *TensorDataset {
 }
 
 func newSim(t testing.TB) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t)
 }
 
 // drain returns the data set indices of every batch of one epoch.

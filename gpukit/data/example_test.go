@@ -7,15 +7,14 @@ import (
 
 	"github.com/gpumem/course/gpukit/data"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // A loader with two workers feeds a double-buffering prefetcher: each
 // batch reaches the device intact, and with pinned batches the modelled
 // step is close to max(copy, compute).
 func ExamplePrefetcher() {
-	p, _ := device.LookupProfile("classroom")
-	d, _ := device.New(sim.New(0, p))
+	d, _ := simtest.New()
 	ds, _ := data.NewFuncDataset(64, []int{4}, func(i int, dst []float32) {
 		for j := range dst {
 			dst[j] = float32(10*i + j)

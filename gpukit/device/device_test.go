@@ -14,6 +14,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // Registry use in this package: the examples own sim:0, sim:1, meta:0 and
@@ -30,9 +31,7 @@ func mustProfile(t testing.TB, name string) device.Profile {
 // fresh returns an unregistered sim device.
 func fresh(t testing.TB, profile string) *device.Device {
 	t.Helper()
-	d, err := device.New(sim.New(0, mustProfile(t, profile)))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t, simtest.Profile(profile))
 }
 
 func TestParseName(t *testing.T) {
@@ -199,8 +198,7 @@ func TestCopyErrors(t *testing.T) {
 	require.ErrorContains(t, d.CopyToHost(make([]byte, 2000), b, 0, true, 0, false), "outside the block")
 	require.ErrorContains(t, d.CopyDevice(b, 0, b, 512, 1000, 0), "outside the block")
 	require.ErrorContains(t, d.CopyToDevice(nil, 0, nil, true, 0, false), "nil block")
-	other, err := device.New(sim.New(1, mustProfile(t, "classroom")))
-	require.NoError(t, err)
+	other := simtest.Card(t, simtest.Index(1))
 	ob, err := other.Malloc(1<<20, 0)
 	require.NoError(t, err)
 	require.ErrorContains(t, d.CopyToDevice(ob, 0, make([]byte, 1<<20), true, 0, false), "is on sim:1, not on this device")
@@ -212,11 +210,7 @@ func TestCopyErrors(t *testing.T) {
 // Devices made with New may use the same addresses as another device of the
 // same index; copies must still read and write the right memory.
 func TestCopiesBetweenDevicesWithTheSameAddresses(t *testing.T) {
-	p := mustProfile(t, "classroom")
-	a, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	b, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
+	a, b := simtest.Card(t), simtest.Card(t)
 	ba, err := a.Malloc(4096, 0)
 	require.NoError(t, err)
 	bb, err := b.Malloc(4096, 0)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/distributed"
-	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -211,15 +211,14 @@ func TestReceiveBufferShowsInThePeak(t *testing.T) {
 }
 
 func TestGroupMisuse(t *testing.T) {
-	a, b := simtest.Device(t, 1), simtest.Device(t, 2)
+	a, b := simtest.Card(t, simtest.Index(1)), simtest.Card(t, simtest.Index(2))
 	_, err := distributed.NewGroup(nil)
 	assert.ErrorContains(t, err, "distributed: NewGroup: a process group needs at least one device")
 	_, err = distributed.NewGroup([]*device.Device{a, a})
 	assert.ErrorContains(t, err, "each rank needs a card of its own")
 	_, err = distributed.NewGroup([]*device.Device{a, nil})
 	assert.ErrorContains(t, err, "device of rank 1 is nil")
-	p, _ := device.LookupProfile("classroom")
-	m, _ := device.New(sim.NewMeta(0, p))
+	m := simtest.Card(t, simtest.Meta())
 	_, err = distributed.NewGroup([]*device.Device{a, m})
 	assert.ErrorContains(t, err, "use all sim or all meta cards")
 
@@ -312,9 +311,8 @@ func TestDDPBuckets(t *testing.T) {
 // card's clock says how long the ring took over PCIe (classroom cards have
 // no NVLink).
 func ExampleGroup_AllReduce() {
-	p, _ := device.LookupProfile("classroom")
-	a, _ := device.New(sim.New(1, p))
-	b, _ := device.New(sim.New(2, p))
+	a, _ := simtest.New(simtest.Index(1))
+	b, _ := simtest.New(simtest.Index(2))
 	g, _ := distributed.NewGroup([]*device.Device{a, b})
 	x := tensor.FromSlice([]float32{1, 2, 3, 4}, []int{4}, tensor.On(a))
 	y := tensor.FromSlice([]float32{10, 20, 30, 40}, []int{4}, tensor.On(b))

@@ -8,9 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/distributed"
-	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -43,7 +42,7 @@ func TestNCCLBuffersOutsideTheAllocator(t *testing.T) {
 			devs := make([]*device.Device, tc.cards)
 			var free0 []int64
 			for r := range devs {
-				devs[r] = simtest.Device(t, r+1)
+				devs[r] = simtest.Card(t, simtest.Index(r+1))
 				f, _ := devs[r].MemInfo()
 				free0 = append(free0, f)
 			}
@@ -72,7 +71,7 @@ func TestNCCLBuffersOutsideTheAllocator(t *testing.T) {
 // the caching allocator are a separate thing from NCCL's own.
 func TestNCCLBuffersLeaveAllocatorStatsAlone(t *testing.T) {
 	run := func(opts ...distributed.GroupOption) (peak, reserved, used int64) {
-		devs := []*device.Device{simtest.Device(t, 1), simtest.Device(t, 2)}
+		devs := []*device.Device{simtest.Card(t, simtest.Index(1)), simtest.Card(t, simtest.Index(2))}
 		g, err := distributed.NewGroup(devs, opts...)
 		require.NoError(t, err)
 		defer g.Close()
@@ -112,7 +111,8 @@ func TestMeasureMemoryNCCL(t *testing.T) {
 }
 
 func TestNCCLMisuse(t *testing.T) {
-	a, b := simtest.Device(t, 1), simtest.Device(t, 2)
+	a, _ := simtest.New(simtest.Index(1))
+	b, _ := simtest.New(simtest.Index(2))
 	for _, tc := range []struct {
 		b    distributed.NCCLBuffers
 		want string
@@ -138,9 +138,8 @@ func TestNCCLMisuse(t *testing.T) {
 // allocator sees nothing of them, the card's MemInfo (what nvidia-smi
 // reads) sees 18.4 MiB more in use.
 func ExampleWithNCCLBuffers() {
-	p, _ := device.LookupProfile("classroom")
-	a, _ := device.New(sim.New(1, p))
-	b, _ := device.New(sim.New(2, p))
+	a, _ := simtest.New(simtest.Index(1))
+	b, _ := simtest.New(simtest.Index(2))
 	g, err := distributed.NewGroup([]*device.Device{a, b}, distributed.WithNCCLBuffers(distributed.NCCLBuffers{Channels: 2}))
 	if err != nil {
 		panic(err)
@@ -150,7 +149,7 @@ func ExampleWithNCCLBuffers() {
 	fmt.Printf("NCCL's buffers: %d bytes per card\n", g.NCCLBytes())
 	fmt.Printf("memory_reserved(): %d bytes\n", a.MemoryReserved())
 	fmt.Printf("nvidia-smi: %.1f MiB = context %d MiB + NCCL %.1f MiB\n",
-		float64(total-free)/(1<<20), p.ContextSize>>20, float64(g.NCCLBytes())/(1<<20))
+		float64(total-free)/(1<<20), a.Profile().ContextSize>>20, float64(g.NCCLBytes())/(1<<20))
 	// Output:
 	// NCCL's buffers: 19267584 bytes per card
 	// memory_reserved(): 0 bytes

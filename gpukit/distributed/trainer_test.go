@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/distributed"
-	"github.com/gpumem/course/gpukit/internal/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -20,7 +20,7 @@ func simGroup(t *testing.T, n int) *distributed.Group {
 	t.Helper()
 	devs := make([]*device.Device, n)
 	for r := range devs {
-		devs[r] = simtest.Device(t, r+1)
+		devs[r] = simtest.Card(t, simtest.Index(r+1))
 	}
 	g, err := distributed.NewGroup(devs)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func batch() (x, y *tensor.Tensor) {
 // gpukit's optim.Adam (or SGD), in float32, and returns its parameters
 // per layer, flat.
 func reference(t *testing.T, steps int, opt distributed.Optimizer) [][]float64 {
-	d := simtest.Device(t, 0)
+	d := simtest.Card(t)
 	model := mlp()
 	var params []*tensor.Tensor
 	for _, p := range nn.Parameters(model) {

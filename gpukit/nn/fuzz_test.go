@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -14,7 +14,7 @@ import (
 // error and leaves the module as it was, or loads every parameter; it
 // never panics.
 func FuzzLoadFile(f *testing.F) {
-	dev := simtest.Device(f, 0)
+	dev := simtest.Card(f)
 	newModel := func() nn.Module {
 		return nn.NewSequential(nn.NewLinear(3, 2, true, tensor.On(dev)), nn.NewLayerNorm(2, tensor.On(dev)))
 	}

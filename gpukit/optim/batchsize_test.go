@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -15,13 +15,7 @@ import (
 
 func smallDev(t testing.TB, capacity int64) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	p = p.Resized(capacity) // a made-up card: all of it is ours
-	p.Name = "tiny"
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t, simtest.Capacity(capacity), simtest.Named("tiny")) // a made-up card: all of it is ours
 }
 
 // trainStep is one forward, backward and Adam step of an MLP on a batch,

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
+func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 // threeSteps runs opt for three steps on p = [1, -2] with the gradients
 // [0.5, -1], [0.1, 0.3], [-0.2, 0.4] and returns p.

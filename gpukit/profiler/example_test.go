@@ -3,8 +3,7 @@ package profiler_test
 import (
 	"fmt"
 
-	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -12,8 +11,7 @@ import (
 // A Linear layer is a matmul and an add: its range totals both, and the
 // release of the matmul's result, outside any op, is its own.
 func ExampleRecord() {
-	prof, _ := device.LookupProfile("classroom")
-	dev, _ := device.New(sim.New(0, prof))
+	dev, _ := simtest.New()
 	x := tensor.Ones([]int{64, 128}, tensor.On(dev))
 	w := tensor.Ones([]int{128, 256}, tensor.On(dev))
 	b := tensor.Zeros([]int{256}, tensor.On(dev))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -25,7 +25,9 @@ var devIndex atomic.Int64
 // newDev returns a fresh sim device; each test gets its own index, so
 // that a trace tells them apart when a tensor of an earlier test is
 // collected during a profile.
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, int(devIndex.Add(1)%16)) }
+func newDev(t testing.TB) *device.Device {
+	return simtest.Card(t, simtest.Index(int(devIndex.Add(1))%16))
+}
 
 func start(t testing.TB, o profiler.Options) *profiler.Profile {
 	t.Helper()

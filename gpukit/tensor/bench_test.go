@@ -50,7 +50,7 @@ func f32data(t *tensor.Tensor) []float32 {
 // kernels.Sgemm on plain slices.
 func BenchmarkMatmul1024(b *testing.B) {
 	const n = 1024
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	x := tensor.Randn([]int{n, n}, tensor.On(dev))
 	y := tensor.Randn([]int{n, n}, tensor.On(dev))
 	xs, ys, c := f32data(x), f32data(y), make([]float32, n*n)
@@ -70,7 +70,7 @@ func BenchmarkMatmul1024(b *testing.B) {
 // copy of 64 Mi float32 and with kernels.Binary(Add) on plain slices.
 func BenchmarkAdd64M(b *testing.B) {
 	const n = 64 << 20
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	x := tensor.Rand([]int{n}, tensor.On(dev))
 	y := tensor.Rand([]int{n}, tensor.On(dev))
 	xs, ys, z := make([]float32, n), make([]float32, n), make([]float32, n)
@@ -92,7 +92,7 @@ func BenchmarkAdd64M(b *testing.B) {
 // same 64 MiB and with kernels.Copy of the transposed view.
 func BenchmarkContiguousT4096(b *testing.B) {
 	const n = 4096
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	x := tensor.Rand([]int{n, n}, tensor.On(dev))
 	xt := x.T()
 	src, z := make([]float32, n*n), make([]float32, n*n)
@@ -115,7 +115,7 @@ func BenchmarkContiguousT4096(b *testing.B) {
 // view, which cannot take the fast path).
 func BenchmarkSumRows4096(b *testing.B) {
 	const n = 4096
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	x := tensor.Rand([]int{n, n}, tensor.On(dev))
 	xt := x.T()
 	src, dst := make([]float32, n*n), make([]float32, n)
@@ -134,7 +134,7 @@ func BenchmarkSumRows4096(b *testing.B) {
 // creating a small tensor on sim (a cached block from the allocator, the
 // storage, the handle and its collector fallback) and releasing it.
 func BenchmarkCreateRelease(b *testing.B) {
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	shape := []int{4, 4}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -145,7 +145,7 @@ func BenchmarkCreateRelease(b *testing.B) {
 // BenchmarkViewRelease measures a view of a live tensor: a handle and a
 // reference, no allocation from the device.
 func BenchmarkViewRelease(b *testing.B) {
-	dev := newDevCap(b, 0)
+	dev := newDev(b)
 	x := tensor.Empty([]int{4, 4}, tensor.On(dev))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -29,10 +29,7 @@ func TestFirstMatmulAllocatesTheWorkspace(t *testing.T) {
 		{"one MiB", []device.Option{device.WithCublasWorkspaceConfig(":1024:1")}, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := device.LookupProfile("classroom")
-			require.NoError(t, err)
-			dev, err := device.New(sim.New(0, p), tc.config...)
-			require.NoError(t, err)
+			dev := simtest.Card(t, simtest.With(tc.config...))
 			a := tensor.Randn([]int{64, 64}, tensor.On(dev))
 			b := tensor.Randn([]int{64, 64}, tensor.On(dev))
 			sum := a.Add(b) // not a product: no workspace
@@ -56,13 +53,10 @@ func TestFirstMatmulAllocatesTheWorkspace(t *testing.T) {
 // TestMatmulWorkspaceOutOfMemory: a product whose workspace does not fit
 // fails with the allocator's out-of-memory error and leaves nothing behind.
 func TestMatmulWorkspaceOutOfMemory(t *testing.T) {
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	dev, err := device.New(sim.New(0, p), device.WithCublasWorkspaceConfig(":4194304:1")) // 4 GiB
-	require.NoError(t, err)
+	dev := simtest.Card(t, simtest.With(device.WithCublasWorkspaceConfig(":4194304:1"))) // 4 GiB
 	a := tensor.Randn([]int{8, 8}, tensor.On(dev))
 	before := dev.MemoryAllocated()
-	err = tensor.Try(func() { a.Matmul(a) })
+	err := tensor.Try(func() { a.Matmul(a) })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "out of memory")
 	assert.Equal(t, before, dev.MemoryAllocated(), "the product's output is freed again")

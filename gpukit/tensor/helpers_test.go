@@ -5,44 +5,27 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-// newDev returns a private sim device (outside the registry), so that each
-// test sees its own allocator statistics.
-func newDev(t testing.TB) *device.Device { return newDevCap(t, 0) }
+// newDev returns a private classroom card (outside the registry), so that
+// each test sees its own allocator statistics.
+func newDev(t testing.TB) *device.Device {
+	t.Helper()
+	return simtest.Card(t)
+}
 
-// newDevCap is newDev with a capacity in bytes (0: the profile's 2 GiB).
+// newDevCap is newDev with a made-up capacity in bytes.
 func newDevCap(t testing.TB, capacity int64) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if capacity > 0 {
-		p = p.Resized(capacity)
-		p.Name = "tiny"
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return simtest.Card(t, simtest.Capacity(capacity), simtest.Named("tiny"))
 }
 
 // newMeta returns a private meta device.
 func newMeta(t testing.TB) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("h100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return simtest.Card(t, simtest.Profile("h100-80gb"), simtest.Meta())
 }
 
 func allocations(d *device.Device) int64 { return d.Stats()["allocation.all.allocated"] }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -27,7 +27,7 @@ func savedBy(fn func()) []*tensor.Tensor {
 // running_var, result1, result2, ...)), in training too: the running
 // statistics as references, without new memory.
 func TestBatchNormSavesRunningStats(t *testing.T) {
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	x := tensor.Randn([]int{4, 3}, tensor.On(dev), tensor.RequiresGrad())
 	w := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 	rm, rv := tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Ones([]int{3}, tensor.On(dev))
@@ -62,7 +62,7 @@ func TestBatchNormSavesRunningStats(t *testing.T) {
 // nll_loss_backward(grad, self, target, weight, reduction, ignore_index,
 // total_weight)); on a card total_weight is a 512-byte block of its own.
 func TestCrossEntropySavesTotalWeight(t *testing.T) {
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	logits := tensor.Randn([]int{5, 4}, tensor.On(dev), tensor.RequiresGrad())
 	targets := tensor.FromSlice([]int64{0, 3, 1, 2, 0}, []int{5}, tensor.On(dev))
 	base := dev.MemoryAllocated()
@@ -84,7 +84,7 @@ func TestCrossEntropySavesTotalWeight(t *testing.T) {
 // (gradient accumulation) work: the second forward updates the running
 // statistics the first node saved, which its backward does not read.
 func TestBatchNormAccumulation(t *testing.T) {
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	w := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 	rm, rv := tensor.Zeros([]int{3}, tensor.On(dev)), tensor.Ones([]int{3}, tensor.On(dev))
 	var losses []*tensor.Tensor

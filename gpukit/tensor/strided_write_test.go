@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -13,7 +13,7 @@ import (
 // strides: with one column of a [3, 2] tensor (stride 2) as destination,
 // the column gets the result and the other column keeps its sentinel.
 func TestWritesIntoStridedViews(t *testing.T) {
-	dev := simtest.Device(t, 0)
+	dev := simtest.Card(t)
 	on := []tensor.Option{tensor.On(dev), tensor.Float64}
 	const sentinel = -7
 	tests := []struct {

@@ -15,21 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // freshDevice is a new sim or meta device with the h100 profile (not the
 // registry's: each test starts from an empty allocator).
 func freshDevice(t *testing.T, meta bool) *device.Device {
-	p, err := device.LookupProfile("h100-80gb")
-	require.NoError(t, err)
-	b := sim.New(0, p)
+	t.Helper()
 	if meta {
-		b = sim.NewMeta(0, p)
+		return simtest.Card(t, simtest.Profile("h100-80gb"), simtest.Meta())
 	}
-	d, err := device.New(b)
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t, simtest.Profile("h100-80gb"))
 }
 
 func parseModelLines(t *testing.T, b []byte) []modelLine {

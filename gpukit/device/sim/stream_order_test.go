@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // offload computes chunks on stream 0 and copies each result back on a
@@ -17,10 +18,7 @@ import (
 // It returns what reached the host.
 func offload(t *testing.T, record bool) [][]byte {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
+	d := simtest.Card(t)
 	copyS := d.NewStream()
 	const n, chunks = 8 << 20, 4
 	host := make([][]byte, chunks)

@@ -3,8 +3,7 @@ package kvcache_test
 import (
 	"fmt"
 
-	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/kvcache"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -15,8 +14,7 @@ import (
 // reserved than used; a preallocated cache allocates once.
 func ExampleNewDecoder() {
 	for _, s := range []kvcache.Strategy{kvcache.Preallocated, kvcache.Concat} {
-		p, _ := device.LookupProfile("classroom")
-		dev, _ := device.New(sim.New(0, p))
+		dev, _ := simtest.New()
 		b := nn.NewBlock(128, 4, tensor.On(dev))
 		b.Attn.Causal = true
 		x := tensor.Randn([]int{4, 128, 128}, tensor.On(dev))

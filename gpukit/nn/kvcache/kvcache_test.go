@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/kvcache"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
+func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 func block(dev *device.Device, dt tensor.Dtype) *nn.Block {
 	b := nn.NewBlock(16, 4, tensor.On(dev), dt, tensor.WithGenerator(tensor.NewGenerator(1)))

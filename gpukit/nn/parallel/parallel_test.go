@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/parallel"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB, index int) *device.Device { return simtest.Device(t, index) }
+func newDev(t testing.TB, index int) *device.Device { return simtest.Card(t, simtest.Index(index)) }
 
 // mlp builds Linear(16,32) ReLU Linear(32,32) ReLU Linear(32,8), the
 // first half on d0 and the rest on d1, from one seed: the same values

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/parallel"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -80,11 +80,7 @@ func grads0(m nn.Module) []*tensor.Tensor {
 
 func newMeta(t testing.TB, index int) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.NewMeta(index, p))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t, simtest.Meta(), simtest.Index(index))
 }
 
 // A wider model whose two halves cost the same: the modelled step of a

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/prune"
 	"github.com/gpumem/course/gpukit/tensor"

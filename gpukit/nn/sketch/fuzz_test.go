@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -12,7 +12,7 @@ import (
 // FuzzNew builds SKLinear layers from arbitrary sizes: sketch's error or a
 // layer; never a panic.
 func FuzzNew(f *testing.F) {
-	dev := simtest.Device(f, 0)
+	dev := simtest.Card(f)
 	f.Add(8, 8, 1, 2)
 	f.Add(-1, 1<<40, 1<<40, 0)
 	f.Fuzz(func(t *testing.T, in, out, terms, rank int) {

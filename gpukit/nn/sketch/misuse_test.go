@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -19,7 +19,7 @@ func TestFromNilLinear(t *testing.T) {
 }
 
 func TestForwardNil(t *testing.T) {
-	s, err := sketch.New(8, 8, 1, 2, true, tensor.On(simtest.Device(t, 0)))
+	s, err := sketch.New(8, 8, 1, 2, true, tensor.On(simtest.Card(t)))
 	assert.NoError(t, err)
 	var r any
 	func() {

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/internal/simtest"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Device(t, 0) }
+func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 func f64(dev *device.Device, seed uint64) []tensor.Option {
 	return []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(seed))}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -14,20 +14,9 @@ import (
 // another's allocations.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// the first product on the card takes cuBLAS's workspace (lesson 02),
 	// which stays for good: take it now, so that the tests measure tensors
-	if err := d.BlasWorkspace(d.DefaultStream()); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return simtest.Card(t, simtest.BlasWorkspace())
 }
 
 type op = func(*tensor.Tensor) *tensor.Tensor

@@ -6,8 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -276,14 +275,7 @@ func TestContiguousAllocations(t *testing.T) {
 	}
 	// A meta device has no bytes to read: an error, and nothing left
 	// allocated on it.
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta := simtest.Card(t, simtest.Meta())
 	shadow := tensor.Empty([]int{40, 30}, tensor.On(meta))
 	allocated := meta.MemoryAllocated()
 	if _, err := Contiguous(shadow.T()); err == nil {

@@ -9,22 +9,14 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // newDevice opens a private simulated classroom card.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return simtest.Card(t)
 }
 
 // randomBytes is n bytes from a fixed seed.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -21,20 +21,7 @@ func newDevice(t *testing.T, capacity int64) *device.Device {
 
 func newDeviceConf(t *testing.T, capacity int64, conf string) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = p.Resized(capacity)
-	cfg, err := alloc.ParseConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.New(sim.NewMeta(0, p), device.WithAllocConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Meta(), simtest.Capacity(capacity), simtest.AllocConf(conf))
 }
 
 // measure runs the iterations on a fresh device and reads what the real

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -19,16 +19,7 @@ const MiB = 1 << 20
 // read, so that filling it costs no host memory.
 func newDevice(t *testing.T, capacity int64) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = p.Resized(capacity) // a made-up card: all of it is ours
-	dev, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Meta(), simtest.Capacity(capacity))
 }
 
 // checkFragmented runs Fragment on a fresh device and checks, through the

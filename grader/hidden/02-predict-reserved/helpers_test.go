@@ -6,7 +6,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -17,15 +17,7 @@ const MiB = 1 << 20
 // that hundreds of segments cost no host memory.
 func newDevice(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := device.New(sim.NewMeta(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev
+	return simtest.Card(t, simtest.Meta())
 }
 
 // measure serves requests on a fresh device, keeping every block, and reads

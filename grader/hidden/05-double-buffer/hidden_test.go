@@ -9,20 +9,13 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func classroom(t *testing.T) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := device.New(sim.New(0, p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	t.Helper()
+	return simtest.Card(t)
 }
 
 func batches(t *testing.T, d *device.Device, sizes ...int) []*device.HostBuffer {

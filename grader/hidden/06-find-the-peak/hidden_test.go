@@ -12,18 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func hiddenDev(t *testing.T) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(3, p))
-	require.NoError(t, err)
-	return d
+	return simtest.Card(t, simtest.Index(3))
 }
 
 // truth runs the phases with the allocator's peak counter reset at the

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -84,11 +84,8 @@ func peakWatched(width, depth, batch int, step func(*Model, *optim.Adam, *tensor
 }
 
 func simDev(t *testing.T) *device.Device {
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
-	return d
+	t.Helper()
+	return simtest.Card(t)
 }
 
 // losses trains a small model for three steps with step and returns the

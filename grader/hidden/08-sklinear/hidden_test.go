@@ -9,21 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
 )
 
 func newDev(t testing.TB) *device.Device {
 	t.Helper()
-	p, err := device.LookupProfile("classroom")
-	require.NoError(t, err)
-	d, err := device.New(sim.New(0, p))
-	require.NoError(t, err)
 	// the first product on the card takes cuBLAS's workspace (lesson 02),
 	// which stays for good: take it now, so that the tests measure tensors
-	require.NoError(t, d.BlasWorkspace(d.DefaultStream()))
-	return d
+	return simtest.Card(t, simtest.BlasWorkspace())
 }
 
 func f64(dev *device.Device, seed uint64) []tensor.Option {
