@@ -30,7 +30,7 @@ type (
 	// HostBuffer is host memory to copy from or to, pinned or pageable.
 	HostBuffer = backend.HostBuffer
 	// Compute is the kernels of a backend (sim, meta and cuda implement
-	// it); get it with d.Backend().(device.Compute).
+	// it); get a device's with d.Compute(), the host's with HostCompute.
 	Compute = backend.Compute
 	// Strided is an N-d operand of a Compute call.
 	Strided = backend.Strided
@@ -528,8 +528,13 @@ func (d *Device) MaxMemoryReserved() int64 { return d.a.MaxMemoryReserved() }
 func (d *Device) ResetPeakStats() { d.a.ResetPeakStats() }
 
 // EmptyCache releases the segments that are entirely free
-// (torch.cuda.empty_cache); each raw free synchronizes the device.
+// (torch.cuda.empty_cache); each raw free synchronizes the device. It
+// panics only if the backend fails to free; TryEmptyCache returns that.
 func (d *Device) EmptyCache() { d.a.EmptyCache() }
+
+// TryEmptyCache is EmptyCache returning a failed raw free as an error
+// (alloc.Allocator.TryEmptyCache): what was not freed stays reserved.
+func (d *Device) TryEmptyCache() error { return d.a.TryEmptyCache() }
 
 // SetMemoryFraction limits the allocator to a fraction of the capacity
 // (torch.cuda.set_per_process_memory_fraction).

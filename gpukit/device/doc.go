@@ -35,8 +35,9 @@
 //
 // # Compute
 //
-// Every backend computes through the Compute interface, which
-// gpukit/tensor calls for every kernel of every op on every device: Fill,
+// Every backend computes through the Compute interface (Device.Compute;
+// HostCompute for host memory), which gpukit/tensor calls for every kernel
+// of every op on every device: Fill,
 // Copy (converting dtypes), Unary, Binary and BinaryScalar over N-d strided
 // operands (stride 0 broadcasts), Reduce and ArgReduce over a contiguous
 // [outer, n, inner] array, ReduceStrided for other layouts, a row-major

@@ -1,4 +1,4 @@
-package tensor
+package device_test
 
 import (
 	"fmt"
@@ -7,11 +7,15 @@ import (
 	"unsafe"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/computetest"
+	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // hostHeap is host memory as the conformance suite allocates it: Go
-// buffers whose real addresses hostCompute resolves, kept alive here
+// buffers whose real addresses HostCompute resolves, kept alive here
 // until freed.
 type hostHeap struct {
 	mu   sync.Mutex
@@ -38,23 +42,53 @@ func (h *hostHeap) Free(addr uint64) error {
 }
 
 func (h *hostHeap) CopyHtoD(dst uint64, src []byte, _ bool, _ alloc.Stream, _ bool) error {
-	copy(hostPointers{}.Bytes(dst, int64(len(src))), src)
+	copy(pointee(dst, len(src)), src)
 	return nil
 }
 
 func (h *hostHeap) CopyDtoH(dst []byte, src uint64, _ bool, _ alloc.Stream, _ bool) error {
-	copy(dst, hostPointers{}.Bytes(src, int64(len(dst))))
+	copy(dst, pointee(src, len(dst)))
 	return nil
 }
 
-// TestHostComputeConformance runs the Compute suite on the Compute of host
-// tensors, which resolves real pointers.
+// pointee is the n bytes at addr, a live Go buffer of the heap.
+func pointee(addr uint64, n int) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&addr))), n)
+}
+
+// TestHostComputeConformance runs the Compute suite on HostCompute, which
+// resolves real pointers.
 func TestHostComputeConformance(t *testing.T) {
 	h := &hostHeap{bufs: map[uint64][]float64{}}
-	c, _ := hostMem{}.compute()
+	c := device.HostCompute()
 	for _, m := range computetest.Run(t, c, h) {
 		if m.Method != "Adam" {
 			t.Errorf("the host lacks %v", m)
 		}
 	}
+}
+
+// noCompute is a backend that computes nothing: only Backend's methods of
+// the sim card it wraps.
+type noCompute struct{ device.Backend }
+
+func TestDeviceCompute(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dev  *device.Device
+		want bool
+	}{
+		{"sim", simtest.Card(t), true},
+		{"meta", simtest.Card(t, simtest.Meta()), true},
+		{"custom without kernels", mustNew(t, noCompute{simtest.Card(t).Backend()}), false},
+	} {
+		assert.Equal(t, c.want, c.dev.Compute() != nil, c.name)
+	}
+}
+
+func mustNew(t *testing.T, b device.Backend) *device.Device {
+	t.Helper()
+	d, err := device.New(b)
+	require.NoError(t, err)
+	return d
 }

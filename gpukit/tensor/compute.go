@@ -372,19 +372,18 @@ func matmulKernel(out, a, b *Tensor) {
 
 // softmaxKernel writes softmax(a) (or log-softmax when log) along dim into
 // out (a's shape). Contiguous rows along the last dimension go to Compute's
-// Softmax; other layouts compute each line in float64 on the host
-// (compute_hostonly.go).
+// Softmax, other layouts to its SoftmaxStrided.
 func softmaxKernel(out, a *Tensor, dim int, log bool) {
 	if out.Numel() == 0 {
 		return
 	}
+	c, s := kern("Softmax", out)
 	if len(a.shape) > 0 && out.dtype == a.dtype && a.IsContiguous() && out.IsContiguous() && numel(a.shape[dim+1:]) == 1 {
-		c, s := kern("Softmax", out)
 		n := a.shape[dim]
 		done("Softmax", c.Softmax(s, cdt(a), addr(out), addr(a), a.Numel()/n, n, log), out, a)
 		return
 	}
-	softmaxLines(out, a, dim, log)
+	done("Softmax", c.SoftmaxStrided(s, a.shape, dim, arg(out), arg(a), log), out, a)
 }
 
 // gatherKernel writes out[i] = src[i with i[dim] replaced by index[i]] for

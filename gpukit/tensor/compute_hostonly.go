@@ -1,10 +1,7 @@
 package tensor
 
-import "github.com/gpumem/course/gpukit/device/cpucompute"
-
 // The host-only kernels: computations that no Compute method expresses
-// (softmax along a dimension other than the contiguous last one, and
-// LayerNorm of 16-bit inputs with float32 parameters). They run on the bytes of sim and host
+// (LayerNorm of 16-bit inputs with float32 parameters). They run on the bytes of sim and host
 // tensors, do nothing on meta tensors (no values, the op still charges
 // its cost), and on a device whose memory the host cannot read (cuda)
 // hostOnly refuses them with the package's error naming the op and the
@@ -13,7 +10,7 @@ import "github.com/gpumem/course/gpukit/device/cpucompute"
 // written through writeValues.
 
 // hostOnlyKernels lists them for the error message.
-const hostOnlyKernels = "softmax off the last contiguous dimension, LayerNorm of 16-bit input with float32 parameters"
+const hostOnlyKernels = "LayerNorm of 16-bit input with float32 parameters"
 
 // hostOnly reports whether a host-only kernel can run on the tensors
 // (all of them have bytes the host reaches). It returns false for meta
@@ -29,25 +26,6 @@ func hostOnly(op string, ts ...*Tensor) bool {
 		}
 	}
 	return true
-}
-
-// softmaxLines is softmaxKernel for the layouts Compute's Softmax cannot
-// read: each line along dim in float64 (cpucompute.SoftmaxLine).
-func softmaxLines(out, a *Tensor, dim int, log bool) {
-	if !hostOnly("Softmax", out, a) {
-		return
-	}
-	n := 1
-	if len(a.shape) > 0 {
-		n = a.shape[dim]
-	}
-	buf := make([]float64, n)
-	so, sa := lineStride(out, dim), lineStride(a, dim)
-	lines(dim, []*Tensor{out, a}, func(o []int) {
-		cpucompute.SoftmaxLine(buf, log,
-			func(i int) float64 { return load(a.dtype, a.st.data, o[1]+i*sa) },
-			func(i int, v float64) { store(out.dtype, out.st.data, o[0]+i*so, v) })
-	})
 }
 
 // bernoulliKernel fills the fresh Bool mask with 1 where a uniform draw

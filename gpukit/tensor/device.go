@@ -8,7 +8,6 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/cpucompute"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 
@@ -50,8 +49,7 @@ func (m deviceMemory) launch(k kernelCost) {
 }
 
 func (m deviceMemory) compute() (backend.Compute, alloc.Stream) {
-	c, _ := m.d.Backend().(backend.Compute)
-	return c, m.d.DefaultStream()
+	return m.d.Compute(), m.d.DefaultStream()
 }
 
 func (m deviceMemory) blasWorkspace() error { return m.d.BlasWorkspace(m.d.DefaultStream()) }
@@ -96,24 +94,10 @@ func (m hostMem) launch(kernelCost) {}
 
 func (m hostMem) blasWorkspace() error { return nil }
 
-func (m hostMem) compute() (backend.Compute, alloc.Stream) { return hostCompute, 0 }
-
-// hostCompute computes on host tensors with the CPU kernels. Their
-// addresses are real pointers into Go memory (alloc above) or a pinned
-// buffer, which hostPointers turns back into slices: this is safe because
-// every kernel call is made with the tensors' storages, whose data slices
-// keep that memory alive, in hand until the call returns (the kernels run
-// synchronously), and Go's collector does not move heap objects.
-var hostCompute = cpucompute.New("cpu", hostPointers{})
-
-type hostPointers struct{}
-
-func (hostPointers) Bytes(addr uint64, n int64) []byte {
-	// Reinterpreting the address (not converting a uintptr) keeps go vet's
-	// unsafeptr check quiet; the memory is live, see hostCompute.
-	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-	return unsafe.Slice((*byte)(p), n)
-}
+// compute is the CPU kernels on the host tensors' real addresses: every
+// kernel call is made with the tensors' storages, whose data slices keep
+// that memory alive, in hand until it returns (device.HostCompute).
+func (m hostMem) compute() (backend.Compute, alloc.Stream) { return device.HostCompute(), 0 }
 
 // On places a new tensor on device d. Without On or OnHost, tensors are
 // created on device.Default() (sim:0).

@@ -84,6 +84,12 @@ type Compute interface {
 	// Softmax writes the softmax (log-softmax when log) of each of the
 	// rows rows of n elements of src into dst, as kernels.SoftmaxRows.
 	Softmax(s alloc.Stream, dt Dtype, dst, src uint64, rows, n int, log bool) error
+	// SoftmaxStrided writes the softmax (log-softmax when log) of src
+	// along dimension dim of shape into dst, both of any layout and
+	// dtype: the softmax for what Softmax cannot read (another dimension
+	// than the contiguous last one, dst's dtype other than src's). Each
+	// line is computed in float64 after subtracting its maximum.
+	SoftmaxStrided(s alloc.Stream, shape []int, dim int, dst, src Strided, log bool) error
 	// LayerNorm normalises each of the rows rows of n elements of x into
 	// y, scaled by w and shifted by b (n each, optional), and writes each
 	// row's mean and 1/√(var+eps) into mean and rstd (rows each), as

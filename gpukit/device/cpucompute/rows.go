@@ -84,6 +84,33 @@ func (c *Compute) Softmax(_ alloc.Stream, dt backend.Dtype, dst, src uint64, row
 	return nil
 }
 
+// SoftmaxStrided writes the softmax or log-softmax of each line of src
+// along dim into dst, in float64 (SoftmaxLine); see backend.Compute.
+func (c *Compute) SoftmaxStrided(_ alloc.Stream, shape []int, dim int, dst, src backend.Strided, log bool) error {
+	const op = "SoftmaxStrided"
+	if (len(shape) > 0 || dim != 0) && (dim < 0 || dim >= len(shape)) {
+		return fmt.Errorf("%s: dimension %d of a %d-d shape", op, dim, len(shape))
+	}
+	ops, err := c.stridedAll(op, shape, dst, src)
+	if err != nil || numel(shape) == 0 {
+		return err
+	}
+	d, a := ops[0], ops[1]
+	lineShape, n, so, sa := []int{}, 1, 0, 0
+	if len(shape) > 0 {
+		lineShape = slices.Clone(shape)
+		lineShape[dim], n = 1, shape[dim]
+		so, sa = d.strides[dim], a.strides[dim]
+	}
+	buf := make([]float64, n)
+	kernels.ForEachOffset(lineShape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
+		SoftmaxLine(buf, log,
+			func(i int) float64 { return Load(a.dt, a.data, o[1]+i*sa) },
+			func(i int, v float64) { Store(d.dt, d.data, o[0]+i*so, v) })
+	})
+	return nil
+}
+
 // SoftmaxLine computes the softmax (log-softmax when log) of one line of
 // len(buf) elements in float64 after subtracting its maximum, so large
 // logits do not overflow: the generic algorithm of every dtype that has

@@ -22,6 +22,13 @@ func (b *Backend) Softmax(s alloc.Stream, dt backend.Dtype, dst, src uint64, row
 	return run(b, s, p)
 }
 
+// SoftmaxStrided is not a kernel of rows.cu yet: softmax along another
+// dimension than the contiguous last one, or into another dtype, is
+// refused with an UnsupportedError that gpukit/tensor reports.
+func (b *Backend) SoftmaxStrided(s alloc.Stream, shape []int, dim int, dst, src backend.Strided, log bool) error {
+	return &backend.UnsupportedError{Backend: b.Name(), Op: "SoftmaxStrided", Dtype: src.Dtype}
+}
+
 // LayerNorm normalises each row of x into y and writes its mean and rstd
 // (rows.cu: layer_norm, one block per row).
 func (b *Backend) LayerNorm(s alloc.Stream, dt backend.Dtype, y, mean, rstd, x, w, bias uint64, rows, n int, eps float64) error {

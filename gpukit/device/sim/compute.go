@@ -66,6 +66,9 @@ func (metaCompute) GemmBatched(alloc.Stream, backend.Dtype, bool, bool, int, int
 func (metaCompute) Softmax(alloc.Stream, backend.Dtype, uint64, uint64, int, int, bool) error {
 	return nil
 }
+func (metaCompute) SoftmaxStrided(alloc.Stream, []int, int, backend.Strided, backend.Strided, bool) error {
+	return nil
+}
 func (metaCompute) LayerNorm(alloc.Stream, backend.Dtype, uint64, uint64, uint64, uint64, uint64, uint64, int, int, float64) error {
 	return nil
 }
