@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/sim"
@@ -35,13 +37,13 @@ type (
 	// Strided is an N-d operand of a Compute call.
 	Strided = backend.Strided
 	// Dtype is the element type of a Compute operand.
-	Dtype = backend.Dtype
+	Dtype = dtypes.Dtype
 )
 
 // The element types of Compute operands.
 const (
-	Float32 = backend.Float32
-	Float64 = backend.Float64
+	Float32 = dtypes.Float32
+	Float64 = dtypes.Float64
 )
 
 // The backend kinds.

@@ -43,8 +43,8 @@
 // [outer, n, inner] array, ReduceStrided for other layouts, a row-major
 // Gemm and GemmBatched, and the fused row kernels (Softmax, LayerNorm and
 // BatchNorm forward and backward, NLLLoss, Gather, ScatterAdd, Adam). The
-// op enums are those of gpukit/kernels, so a GPU result can be checked
-// against the CPU kernel (gpukit/device/computetest checks every method
+// ops are gpukit/ops', the dtypes gpukit/dtypes', the semantics those of
+// gpukit/kernels, so a GPU result can be checked against the CPU kernel (gpukit/device/computetest checks every method
 // and lists those a backend lacks). Operands are device addresses with
 // the storage offset already applied; every call is queued on a stream.
 // sim implements it with the CPU kernels on its memory

@@ -1,8 +1,7 @@
 package distributed
 
 import (
-	"encoding/binary"
-	"math"
+	"github.com/gpumem/course/gpukit/dtypes"
 
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -33,47 +32,12 @@ func view(t *tensor.Tensor) (elems, bool) {
 	return elems{t: t, data: b[off : off+t.Numel()*sz], size: sz, dt: t.Dtype()}, true
 }
 
-func (e elems) get(i int) float64 {
-	b := e.data[i*e.size:]
-	switch e.dt {
-	case tensor.Float64:
-		return math.Float64frombits(binary.LittleEndian.Uint64(b))
-	case tensor.Float32:
-		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
-	case tensor.Float16:
-		return float64(tensor.Float16ToFloat32(binary.LittleEndian.Uint16(b)))
-	default: // BFloat16
-		return float64(tensor.BFloat16ToFloat32(binary.LittleEndian.Uint16(b)))
-	}
-}
+func (e elems) get(i int) float64 { return dtypes.Load(dtypes.Dtype(e.dt), e.data, i) }
 
-func (e elems) set(i int, v float64) {
-	b := e.data[i*e.size:]
-	switch e.dt {
-	case tensor.Float64:
-		binary.LittleEndian.PutUint64(b, math.Float64bits(v))
-	case tensor.Float32:
-		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(v)))
-	case tensor.Float16:
-		binary.LittleEndian.PutUint16(b, tensor.Float32ToFloat16(float32(v)))
-	default:
-		binary.LittleEndian.PutUint16(b, tensor.Float32ToBFloat16(float32(v)))
-	}
-}
+func (e elems) set(i int, v float64) { dtypes.Store(dtypes.Dtype(e.dt), e.data, i, v) }
 
 // round rounds v to dtype dt.
-func round(dt tensor.Dtype, v float64) float64 {
-	switch dt {
-	case tensor.Float64:
-		return v
-	case tensor.Float32:
-		return float64(float32(v))
-	case tensor.Float16:
-		return float64(tensor.Float16ToFloat32(tensor.Float32ToFloat16(float32(v))))
-	default:
-		return float64(tensor.BFloat16ToFloat32(tensor.Float32ToBFloat16(float32(v))))
-	}
-}
+func round(dt tensor.Dtype, v float64) float64 { return dtypes.Round(dtypes.Dtype(dt), v) }
 
 func views(ts []*tensor.Tensor) ([]elems, bool) {
 	out := make([]elems, len(ts))

@@ -3,16 +3,9 @@ package kernels
 import (
 	"fmt"
 	"math"
-)
 
-// AdamScalars are the hyperparameters of one Adam step for one parameter
-// (torch.optim.Adam and AdamW). Step is the parameter's step count after
-// this step (1 at the first), from which the bias corrections come.
-type AdamScalars struct {
-	LR, Beta1, Beta2, Eps, WeightDecay float64
-	Decoupled                          bool // AdamW: decay the parameter, not the gradient
-	Step                               int
-}
+	"github.com/gpumem/course/gpukit/ops"
+)
 
 // AdamUpdate applies one Adam step to p in a single pass over p, its
 // gradient g and the state m (exp_avg) and v (exp_avg_sq), as PyTorch's
@@ -29,7 +22,7 @@ type AdamScalars struct {
 // elementwise kernels; on amd64 float32 runs eight elements at a time
 // (AVX) with the same operations. Large inputs are split across
 // goroutines as the other elementwise kernels are.
-func AdamUpdate[T Float](p, g, m, v []T, s AdamScalars) {
+func AdamUpdate[T Float](p, g, m, v []T, s ops.AdamScalars) {
 	if len(g) != len(p) || len(m) != len(p) || len(v) != len(p) {
 		panic(fmt.Sprintf("kernels: AdamUpdate: lengths p=%d g=%d m=%d v=%d differ", len(p), len(g), len(m), len(v)))
 	}

@@ -5,37 +5,39 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // adamComposed is the Adam step as separate elementwise kernels, the way
 // an optimizer without a fused kernel runs it (one temporary per line).
-func adamComposed(p, g, m, v []float32, s AdamScalars) {
+func adamComposed(p, g, m, v []float32, s ops.AdamScalars) {
 	n := len(p)
 	gg := slices.Clone(g)
 	switch {
 	case s.Decoupled:
-		BinaryScalar(Mul, p, p, float32(1-s.LR*s.WeightDecay))
+		BinaryScalar(ops.Mul, p, p, float32(1-s.LR*s.WeightDecay))
 	case s.WeightDecay != 0:
 		d := make([]float32, n)
-		BinaryScalar(Mul, d, p, float32(s.WeightDecay))
-		Binary(Add, gg, d, g)
+		BinaryScalar(ops.Mul, d, p, float32(s.WeightDecay))
+		Binary(ops.Add, gg, d, g)
 	}
 	t := make([]float32, n)
-	BinaryScalar(Mul, t, gg, float32(1-s.Beta1))
-	BinaryScalar(Mul, m, m, float32(s.Beta1))
-	Binary(Add, m, m, t)
-	Binary(Mul, t, gg, gg)
-	BinaryScalar(Mul, t, t, float32(1-s.Beta2))
-	BinaryScalar(Mul, v, v, float32(s.Beta2))
-	Binary(Add, v, v, t)
+	BinaryScalar(ops.Mul, t, gg, float32(1-s.Beta1))
+	BinaryScalar(ops.Mul, m, m, float32(s.Beta1))
+	Binary(ops.Add, m, m, t)
+	Binary(ops.Mul, t, gg, gg)
+	BinaryScalar(ops.Mul, t, t, float32(1-s.Beta2))
+	BinaryScalar(ops.Mul, v, v, float32(s.Beta2))
+	Binary(ops.Add, v, v, t)
 	bc1 := 1 - math.Pow(s.Beta1, float64(s.Step))
 	bc2 := 1 - math.Pow(s.Beta2, float64(s.Step))
-	Unary(Sqrt, t, v)
-	BinaryScalar(Div, t, t, float32(math.Sqrt(bc2)))
-	BinaryScalar(Add, t, t, float32(s.Eps))
-	Binary(Div, t, m, t)
-	BinaryScalar(Mul, t, t, float32(s.LR/bc1))
-	Binary(Sub, p, p, t)
+	Unary(ops.Sqrt, t, v)
+	BinaryScalar(ops.Div, t, t, float32(math.Sqrt(bc2)))
+	BinaryScalar(ops.Add, t, t, float32(s.Eps))
+	Binary(ops.Div, t, m, t)
+	BinaryScalar(ops.Mul, t, t, float32(s.LR/bc1))
+	Binary(ops.Sub, p, p, t)
 }
 
 // The fused step is bitwise the composed one, for Adam, Adam with L2
@@ -43,7 +45,7 @@ func adamComposed(p, g, m, v []float32, s AdamScalars) {
 // parallel threshold.
 func TestAdamUpdateMatchesComposedKernels(t *testing.T) {
 	for _, n := range []int{1, 17, parallelThreshold*2 + 5} {
-		for _, base := range []AdamScalars{
+		for _, base := range []ops.AdamScalars{
 			{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
 			{LR: 1e-2, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1},
 			{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true},
@@ -82,7 +84,7 @@ func TestAdamUpdateLengths(t *testing.T) {
 			t.Fatal("AdamUpdate with slices of different lengths did not panic")
 		}
 	}()
-	AdamUpdate(make([]float32, 2), make([]float32, 2), make([]float32, 1), make([]float32, 2), AdamScalars{Step: 1})
+	AdamUpdate(make([]float32, 2), make([]float32, 2), make([]float32, 1), make([]float32, 2), ops.AdamScalars{Step: 1})
 }
 
 // BenchmarkAdamUpdate is one Adam step over the 4.2M parameters of the
@@ -94,7 +96,7 @@ func BenchmarkAdamUpdate(b *testing.B) {
 		p[i], g[i] = float32(i%97)/97, float32(i%89)/89-0.5
 	}
 	b.SetBytes(7 * 4 * n)
-	s := AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	s := ops.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 	for b.Loop() {
 		s.Step++
 		AdamUpdate(p, g, m, v, s)

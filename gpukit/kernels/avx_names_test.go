@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,7 +87,7 @@ func TestAVXNamesMatchTheirLoops(t *testing.T) {
 		}
 		for _, decoupled := range []bool{false, true} {
 			const n = 40
-			s := AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 3, Decoupled: decoupled}
+			s := ops.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 3, Decoupled: decoupled}
 			if decoupled {
 				s.WeightDecay = 0.01
 			}
@@ -111,7 +113,7 @@ func TestAVXNamesMatchTheirLoops(t *testing.T) {
 
 // adamScalarLoop is AdamUpdate's per-element formula, written out once
 // more, element by element, for float32 without L2 decay.
-func adamScalarLoop(p, g, m, v []float32, s AdamScalars) {
+func adamScalarLoop(p, g, m, v []float32, s ops.AdamScalars) {
 	bc1 := 1 - math.Pow(s.Beta1, float64(s.Step))
 	bc2 := 1 - math.Pow(s.Beta2, float64(s.Step))
 	for i := range p {

@@ -2,9 +2,9 @@ package kernels
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // The memory-bound kernels of scripts/bench-torch.sh at its shapes, with
@@ -13,8 +13,8 @@ import (
 // bandwidth (go run ./gpukit/cmd/benchtorch -stream) says how far each is
 // from the memory's limit. Outputs are allocated and touched once before
 // the timer starts, as the caching allocator's blocks are. Each also
-// reports the process's CPU time per op and the bytes per CPU second
-// ("cpu-MB/s"): on a machine shared with other work, a thread that waits
+// reports the process's CPU time per op ("cpu-ns/op", where the OS has
+// getrusage): on a machine shared with other work, a thread that waits
 // for memory still counts as running, one that waits for a core does not,
 // so with GOMAXPROCS=1 that figure is the kernel's own speed.
 //
@@ -29,36 +29,27 @@ func randBench(n int) []float32 {
 	return s
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// benchLoop runs op b.N times (b.Loop) and reports its CPU time.
+// benchLoop runs op b.N times (b.Loop) and reports its CPU time (where
+// the OS has getrusage: reportCPU).
 func benchLoop(b *testing.B, bytes int64, op func()) {
 	b.SetBytes(bytes)
-	start := cpuTime()
-	n := 0
-	for b.Loop() {
-		op()
-		n++
-	}
-	cpu := cpuTime() - start
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
-	b.ReportMetric(float64(bytes)*float64(n)/cpu.Seconds()/1e6, "cpu-MB/s")
+	reportCPU(b, func() {
+		for b.Loop() {
+			op()
+		}
+	})
 }
 
 func BenchmarkMemBoundAdd(b *testing.B) {
 	const n = 4096 * 4096
 	x, y, d := randBench(n), randBench(n), randBench(n)
-	benchLoop(b, 12*n, func() { Binary(Add, d, x, y) })
+	benchLoop(b, 12*n, func() { Binary(ops.Add, d, x, y) })
 }
 
 func BenchmarkMemBoundGelu(b *testing.B) {
 	const n = 4096 * 4096
 	x, d := randBench(n), randBench(n)
-	benchLoop(b, 8*n, func() { Unary(Gelu, d, x) })
+	benchLoop(b, 8*n, func() { Unary(ops.Gelu, d, x) })
 }
 
 func BenchmarkMemBoundSoftmax(b *testing.B) {
@@ -86,6 +77,6 @@ func BenchmarkMemBoundAdam(b *testing.B) {
 	for i := range v {
 		v[i] *= v[i]
 	}
-	s := AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
+	s := ops.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
 	benchLoop(b, 28*n, func() { AdamUpdate(p, g, m, v, s) })
 }

@@ -4,72 +4,42 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
-
-// BinaryOp selects the function of an elementwise binary kernel.
-type BinaryOp uint8
-
-const (
-	Add     BinaryOp = iota // a + b
-	Sub                     // a - b
-	Mul                     // a * b
-	Div                     // a / b
-	Max                     // max(a, b), NaN if either is NaN
-	Min                     // min(a, b), NaN if either is NaN
-	Pow                     // a ** b, computed in float64
-	Greater                 // 1 if a > b else 0
-	Less                    // 1 if a < b else 0
-	Equal                   // 1 if a == b else 0
-	// ThresholdBackward is ReLU's backward from its output: a where
-	// !(b <= 0), else 0 (a NaN in b passes a, as PyTorch's
-	// threshold_backward).
-	ThresholdBackward
-	GreaterEqual // 1 if a >= b else 0
-	LessEqual    // 1 if a <= b else 0
-	numBinaryOps
-)
-
-var binaryNames = [...]string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Greater", "Less", "Equal", "ThresholdBackward", "GreaterEqual", "LessEqual"}
-
-func (op BinaryOp) String() string {
-	if op < numBinaryOps {
-		return binaryNames[op]
-	}
-	return fmt.Sprintf("BinaryOp(%d)", uint8(op))
-}
 
 // Apply computes op(x, y) for one pair of values. It is the scalar reference
 // for the vector kernels and the body of the general strided loop.
-func Apply[T Float](op BinaryOp, x, y T) T {
+func Apply[T Float](op ops.Binary, x, y T) T {
 	switch op {
-	case Add:
+	case ops.Add:
 		return x + y
-	case Sub:
+	case ops.Sub:
 		return x - y
-	case Mul:
+	case ops.Mul:
 		return x * y
-	case Div:
+	case ops.Div:
 		return x / y
-	case Max:
+	case ops.Max:
 		return max(x, y)
-	case Min:
+	case ops.Min:
 		return min(x, y)
-	case Pow:
+	case ops.Pow:
 		return T(math.Pow(float64(x), float64(y)))
-	case Greater:
+	case ops.Greater:
 		return b2f[T](x > y)
-	case Less:
+	case ops.Less:
 		return b2f[T](x < y)
-	case Equal:
+	case ops.Equal:
 		return b2f[T](x == y)
-	case ThresholdBackward:
+	case ops.ThresholdBackward:
 		if y <= 0 {
 			return 0
 		}
 		return x
-	case GreaterEqual:
+	case ops.GreaterEqual:
 		return b2f[T](x >= y)
-	case LessEqual:
+	case ops.LessEqual:
 		return b2f[T](x <= y)
 	}
 	panic("kernels: unknown " + op.String())
@@ -85,7 +55,7 @@ func b2f[T Float](b bool) T {
 // Binary computes dst[i] = op(a[i], b[i]) over contiguous slices of equal
 // length, using several goroutines for large inputs. dst may alias a or b
 // exactly (in-place update) but must not partially overlap them.
-func Binary[T Float](op BinaryOp, dst, a, b []T) {
+func Binary[T Float](op ops.Binary, dst, a, b []T) {
 	if len(a) != len(dst) || len(b) != len(dst) {
 		panic(fmt.Sprintf("kernels: Binary %v: lengths dst=%d a=%d b=%d differ", op, len(dst), len(a), len(b)))
 	}
@@ -96,7 +66,7 @@ func Binary[T Float](op BinaryOp, dst, a, b []T) {
 }
 
 // BinaryScalar computes dst[i] = op(a[i], s).
-func BinaryScalar[T Float](op BinaryOp, dst, a []T, s T) {
+func BinaryScalar[T Float](op ops.Binary, dst, a []T, s T) {
 	if len(a) != len(dst) {
 		panic(fmt.Sprintf("kernels: BinaryScalar %v: lengths dst=%d a=%d differ", op, len(dst), len(a)))
 	}
@@ -113,7 +83,7 @@ func BinaryScalar[T Float](op BinaryOp, dst, a []T, s T) {
 //
 // Dimensions that are contiguous for all operands are merged first, so
 // contiguous and row-broadcast cases run the same tight loops as Binary.
-func BinaryStrided[T Float](op BinaryOp, shape []int, dst, a, b Strided[T]) {
+func BinaryStrided[T Float](op ops.Binary, shape []int, dst, a, b Strided[T]) {
 	checkView("dst", shape, dst)
 	checkView("a", shape, a)
 	checkView("b", shape, b)
@@ -132,7 +102,7 @@ func BinaryStrided[T Float](op BinaryOp, shape []int, dst, a, b Strided[T]) {
 
 // binaryRow dispatches one run of n elements to the tightest loop its
 // strides allow: vector⊕vector, vector⊕scalar, scalar⊕vector, or general.
-func binaryRow[T Float](op BinaryOp, n int, d []T, do, ds int, a []T, ao, as int, b []T, bo, bs int) {
+func binaryRow[T Float](op ops.Binary, n int, d []T, do, ds int, a []T, ao, as int, b []T, bo, bs int) {
 	if ds == 1 {
 		dd := d[do : do+n]
 		switch {
@@ -173,16 +143,16 @@ func binaryRow[T Float](op BinaryOp, n int, d []T, do, ds int, a []T, ao, as int
 const streamFloats = 4 << 20
 
 // binaryVV is the contiguous kernel.
-func binaryVV[T Float](op BinaryOp, d, a, b []T) {
+func binaryVV[T Float](op ops.Binary, d, a, b []T) {
 	binaryVVStream(op, d, a, b, len(d) >= streamFloats)
 }
 
 // binaryVVStream is binaryVV with float32 arithmetic (Add, Sub, Mul, Div)
 // in AVX where the CPU has it, streaming its stores when stream is set;
 // the rest in binaryVVGo.
-func binaryVVStream[T Float](op BinaryOp, d, a, b []T, stream bool) {
+func binaryVVStream[T Float](op ops.Binary, d, a, b []T, stream bool) {
 	a, b = a[:len(d)], b[:len(d)]
-	if op <= Div && useAVX && len(d) >= 32 {
+	if op.Arithmetic() && useAVX && len(d) >= 32 {
 		if d32, ok := any(d).([]float32); ok {
 			lo, hi := vectorSpan(d32, stream)
 			arithVVAVX(int(op), &d32[lo], &any(a).([]float32)[lo], &any(b).([]float32)[lo], hi-lo, boolInt(stream))
@@ -216,50 +186,50 @@ func boolInt(b bool) int {
 // with the op inlined and bounds checks hoisted by the re-slicing, so the
 // loop body is a load/op/store with no branches; the switch runs once per
 // call.
-func binaryVVGo[T Float](op BinaryOp, d, a, b []T) {
+func binaryVVGo[T Float](op ops.Binary, d, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	switch op {
-	case Add:
+	case ops.Add:
 		for i := range d {
 			d[i] = a[i] + b[i]
 		}
-	case Sub:
+	case ops.Sub:
 		for i := range d {
 			d[i] = a[i] - b[i]
 		}
-	case Mul:
+	case ops.Mul:
 		for i := range d {
 			d[i] = a[i] * b[i]
 		}
-	case Div:
+	case ops.Div:
 		for i := range d {
 			d[i] = a[i] / b[i]
 		}
-	case Max:
+	case ops.Max:
 		for i := range d {
 			d[i] = max(a[i], b[i])
 		}
-	case Min:
+	case ops.Min:
 		for i := range d {
 			d[i] = min(a[i], b[i])
 		}
-	case Pow:
+	case ops.Pow:
 		for i := range d {
 			d[i] = T(math.Pow(float64(a[i]), float64(b[i])))
 		}
-	case Greater:
+	case ops.Greater:
 		for i := range d {
 			d[i] = b2f[T](a[i] > b[i])
 		}
-	case Less:
+	case ops.Less:
 		for i := range d {
 			d[i] = b2f[T](a[i] < b[i])
 		}
-	case Equal:
+	case ops.Equal:
 		for i := range d {
 			d[i] = b2f[T](a[i] == b[i])
 		}
-	case ThresholdBackward:
+	case ops.ThresholdBackward:
 		for i := range d {
 			v := a[i]
 			if b[i] <= 0 {
@@ -267,11 +237,11 @@ func binaryVVGo[T Float](op BinaryOp, d, a, b []T) {
 			}
 			d[i] = v
 		}
-	case GreaterEqual:
+	case ops.GreaterEqual:
 		for i := range d {
 			d[i] = b2f[T](a[i] >= b[i])
 		}
-	case LessEqual:
+	case ops.LessEqual:
 		for i := range d {
 			d[i] = b2f[T](a[i] <= b[i])
 		}
@@ -281,14 +251,14 @@ func binaryVVGo[T Float](op BinaryOp, d, a, b []T) {
 }
 
 // binaryVS is the vector⊕scalar kernel.
-func binaryVS[T Float](op BinaryOp, d, a []T, s T) {
+func binaryVS[T Float](op ops.Binary, d, a []T, s T) {
 	binaryVSStream(op, d, a, s, len(d) >= streamFloats)
 }
 
 // binaryVSStream is binaryVS in AVX as binaryVVStream is binaryVV.
-func binaryVSStream[T Float](op BinaryOp, d, a []T, s T, stream bool) {
+func binaryVSStream[T Float](op ops.Binary, d, a []T, s T, stream bool) {
 	a = a[:len(d)]
-	if op <= Div && useAVX && len(d) >= 32 {
+	if op.Arithmetic() && useAVX && len(d) >= 32 {
 		if d32, ok := any(d).([]float32); ok {
 			lo, hi := vectorSpan(d32, stream)
 			arithVSAVX(int(op), &d32[lo], &any(a).([]float32)[lo], float32(s), hi-lo, boolInt(stream))
@@ -300,30 +270,30 @@ func binaryVSStream[T Float](op BinaryOp, d, a []T, s T, stream bool) {
 	binaryVSGo(op, d, a, s)
 }
 
-func binaryVSGo[T Float](op BinaryOp, d, a []T, s T) {
+func binaryVSGo[T Float](op ops.Binary, d, a []T, s T) {
 	a = a[:len(d)]
 	switch op {
-	case Add:
+	case ops.Add:
 		for i := range d {
 			d[i] = a[i] + s
 		}
-	case Sub:
+	case ops.Sub:
 		for i := range d {
 			d[i] = a[i] - s
 		}
-	case Mul:
+	case ops.Mul:
 		for i := range d {
 			d[i] = a[i] * s
 		}
-	case Div:
+	case ops.Div:
 		for i := range d {
 			d[i] = a[i] / s
 		}
-	case Max:
+	case ops.Max:
 		for i := range d {
 			d[i] = max(a[i], s)
 		}
-	case Min:
+	case ops.Min:
 		for i := range d {
 			d[i] = min(a[i], s)
 		}
@@ -342,22 +312,22 @@ func broadcastRow[T Float](s T, n int) []T {
 	return r
 }
 
-func binarySV[T Float](op BinaryOp, d []T, s T, b []T) {
+func binarySV[T Float](op ops.Binary, d []T, s T, b []T) {
 	b = b[:len(d)]
 	switch op {
-	case Add:
+	case ops.Add:
 		for i := range d {
 			d[i] = s + b[i]
 		}
-	case Sub:
+	case ops.Sub:
 		for i := range d {
 			d[i] = s - b[i]
 		}
-	case Mul:
+	case ops.Mul:
 		for i := range d {
 			d[i] = s * b[i]
 		}
-	case Div:
+	case ops.Div:
 		for i := range d {
 			d[i] = s / b[i]
 		}

@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpumem/course/gpukit/layout"
+)
 
 // copyTile is the edge of the square tiles used when the source must be read
 // across its rows (a transpose). 64×64 float32 is 16 KiB of source plus
@@ -26,7 +30,7 @@ func Copy[T Float](shape []int, dst []T, src Strided[T]) {
 	if total == 0 {
 		return
 	}
-	l := coalesce(shape, ContiguousStrides(shape), src.Strides)
+	l := coalesce(shape, layout.ContiguousStrides(shape), src.Strides)
 	nd := len(l.shape)
 	// t is the non-last dimension along which src moves fastest.
 	t := -1
@@ -58,7 +62,7 @@ func Copy[T Float](shape []int, dst []T, src Strided[T]) {
 // copyPlanes handles the transposing case: every plane spanned by dimension
 // t (rows i) and the last dimension (columns j) is copied tile by tile; all
 // remaining dimensions enumerate the planes.
-func copyPlanes[T Float](l layout, t int, dst []T, src Strided[T]) {
+func copyPlanes[T Float](l coalesced, t int, dst []T, src Strided[T]) {
 	nd := len(l.shape)
 	ni, nj := l.shape[t], l.shape[nd-1]
 	dsI, ssI, ssJ := l.st[0][t], l.st[1][t], l.st[1][nd-1]

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // refIndex enumerates the multi-indices of shape in row-major order and
@@ -94,12 +94,12 @@ var stridedShapes = []struct {
 
 func TestBinaryStrided(t *testing.T) {
 	for ci, tc := range stridedShapes {
-		for op := BinaryOp(0); op < numBinaryOps; op++ {
+		for _, op := range ops.Binaries() {
 			t.Run(fmt.Sprintf("%d/%v/%v", ci, tc.shape, op), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(ci), 9))
 				a := makeView(r, tc.shape, tc.a)
 				b := makeView(r, tc.shape, tc.b)
-				if op == Pow {
+				if op == ops.Pow {
 					for i := range a.Data {
 						a.Data[i] = float32(math.Abs(float64(a.Data[i])))
 					}
@@ -120,10 +120,10 @@ func TestBinaryStrided(t *testing.T) {
 func TestBinaryContiguous(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 15, 17, 1000, 200001} {
-		for op := BinaryOp(0); op < numBinaryOps; op++ {
+		for _, op := range ops.Binaries() {
 			a, b := randSlice(r, n), randSlice(r, n)
-			if op == Pow {
-				Unary(Abs, a, a)
+			if op == ops.Pow {
+				Unary(ops.Abs, a, a)
 			}
 			got, gotS := make([]float32, n), make([]float32, n)
 			Binary(op, got, a, b)
@@ -156,7 +156,7 @@ func TestArithVectorLoops(t *testing.T) {
 				a[i] = special[r.IntN(len(special))]
 				b[(i*7)%n] = special[r.IntN(len(special))]
 			}
-			for _, op := range []BinaryOp{Add, Sub, Mul, Div} {
+			for _, op := range []ops.Binary{ops.Add, ops.Sub, ops.Mul, ops.Div} {
 				for _, stream := range []bool{false, true} {
 					got, gotS := make([]float32, n+skip)[skip:], make([]float32, n+skip)[skip:]
 					binaryVVStream(op, got, a, b, stream)
@@ -180,7 +180,7 @@ func TestArithVectorLoops(t *testing.T) {
 
 func TestBinaryInPlace(t *testing.T) {
 	a := []float32{1, 2, 3}
-	Binary(Mul, a, a, a)
+	Binary(ops.Mul, a, a, a)
 	assertClose(t, a, []float32{1, 4, 9}, 0)
 }
 
@@ -188,11 +188,11 @@ func TestUnary(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 33, 100000} {
 		src := randSlice(r, n)
-		for op := UnaryOp(0); op < numUnaryOps; op++ {
+		for _, op := range ops.Unaries() {
 			in := src
-			if op == Sqrt || op == Log {
+			if op == ops.Sqrt || op == ops.Log {
 				in = make([]float32, n)
-				Unary(Abs, in, src)
+				Unary(ops.Abs, in, src)
 			}
 			got := make([]float32, n)
 			Unary(op, got, in)
@@ -206,13 +206,13 @@ func TestUnary(t *testing.T) {
 	// Spot values of the activation functions.
 	x := []float64{-2, -0.5, 0, 0.5, 2}
 	for _, v := range x {
-		if g, w := ApplyUnary(Sigmoid, v), 1/(1+math.Exp(-v)); math.Abs(g-w) > 1e-15 {
+		if g, w := ApplyUnary(ops.Sigmoid, v), 1/(1+math.Exp(-v)); math.Abs(g-w) > 1e-15 {
 			t.Errorf("Sigmoid(%v) = %v, want %v", v, g, w)
 		}
-		if g, w := ApplyUnary(Gelu, v), v*0.5*math.Erfc(-v/math.Sqrt2); math.Abs(g-w) > 1e-15 {
+		if g, w := ApplyUnary(ops.Gelu, v), v*0.5*math.Erfc(-v/math.Sqrt2); math.Abs(g-w) > 1e-15 {
 			t.Errorf("Gelu(%v) = %v, want %v", v, g, w)
 		}
-		if g := ApplyUnary(Relu, v); g != max(v, 0) {
+		if g := ApplyUnary(ops.Relu, v); g != max(v, 0) {
 			t.Errorf("Relu(%v) = %v", v, g)
 		}
 	}
@@ -226,9 +226,9 @@ func TestUnaryStrided(t *testing.T) {
 		want := append([]float32(nil), dst.Data...)
 		so := refOffsets(tc.shape, src.Strides, src.Offset)
 		for e, do := range refOffsets(tc.shape, dst.Strides, dst.Offset) {
-			want[do] = ApplyUnary(Tanh, src.Data[so[e]])
+			want[do] = ApplyUnary(ops.Tanh, src.Data[so[e]])
 		}
-		UnaryStrided(Tanh, tc.shape, dst, src)
+		UnaryStrided(ops.Tanh, tc.shape, dst, src)
 		assertClose(t, dst.Data, want, 0)
 	}
 }
@@ -278,16 +278,6 @@ func FuzzCopy(f *testing.F) {
 	})
 }
 
-func TestBroadcastStrides(t *testing.T) {
-	st, err := BroadcastStrides([]int{2, 3, 4}, []int{3, 1}, []int{1, 1})
-	if err != nil || fmt.Sprint(st) != "[0 1 0]" {
-		t.Fatalf("got %v, %v", st, err)
-	}
-	if _, err := BroadcastStrides([]int{2, 3}, []int{2}, []int{1}); err == nil {
-		t.Fatal("want error for incompatible shapes")
-	}
-}
-
 func TestCoalesce(t *testing.T) {
 	l := coalesce([]int{2, 3, 1, 4}, []int{12, 4, 4, 1}, []int{0, 4, 99, 1})
 	if fmt.Sprint(l.shape, l.st[0], l.st[1]) != "[2 12] [12 1] [0 1]" {
@@ -302,7 +292,7 @@ func TestViewChecks(t *testing.T) {
 		}
 	}()
 	v := Strided[float32]{Data: make([]float32, 5), Strides: []int{3, 1}}
-	BinaryStrided(Add, []int{2, 3}, v, v, v)
+	BinaryStrided(ops.Add, []int{2, 3}, v, v, v)
 }
 
 func assertClose[T Float](t testing.TB, got, want []T, tol float64) {
@@ -317,25 +307,4 @@ func assertClose[T Float](t testing.TB, got, want []T, tol float64) {
 		}
 		t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
 	}
-}
-
-// TestIsContiguous: row-major without gaps, size-1 dimensions' strides
-// ignored; strides that do not match the shape are the package's panic.
-func TestIsContiguous(t *testing.T) {
-	tests := []struct {
-		shape, strides []int
-		want           bool
-	}{
-		{nil, nil, true},
-		{[]int{2, 3}, []int{3, 1}, true},
-		{[]int{2, 3}, []int{1, 2}, false},
-		{[]int{2, 1, 3}, []int{3, 99, 1}, true},
-		{[]int{2, 3}, []int{4, 1}, false},
-	}
-	for _, tt := range tests {
-		if got := IsContiguous(tt.shape, tt.strides); got != tt.want {
-			t.Errorf("IsContiguous(%v, %v) = %v, want %v", tt.shape, tt.strides, got, tt.want)
-		}
-	}
-	assert.PanicsWithValue(t, "kernels: IsContiguous: 1 strides for 2 dimensions", func() { IsContiguous([]int{2, 3}, []int{1}) })
 }

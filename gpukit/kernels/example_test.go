@@ -3,6 +3,10 @@ package kernels_test
 import (
 	"fmt"
 
+	"github.com/gpumem/course/gpukit/layout"
+
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -22,9 +26,9 @@ func ExampleBinaryStrided() {
 	x := []float32{1, 2, 3, 4, 5, 6}
 	bias := []float32{10, 20, 30}
 	shape := []int{2, 3}
-	bst, _ := kernels.BroadcastStrides(shape, []int{3}, []int{1})
+	bst, _ := layout.BroadcastStrides(shape, []int{3}, []int{1})
 	out := make([]float32, 6)
-	kernels.BinaryStrided(kernels.Add, shape,
+	kernels.BinaryStrided(ops.Add, shape,
 		kernels.Contiguous(out, shape),
 		kernels.Contiguous(x, shape),
 		kernels.Strided[float32]{Data: bias, Strides: bst})
@@ -47,7 +51,7 @@ func ExampleReduce() {
 	// the argmax along dimension 0 (outer=1, n=2, inner=3).
 	x := []float32{1, 2, 3, 6, 5, 4}
 	sums := make([]float32, 2)
-	kernels.Reduce(kernels.ReduceSum, sums, x, 2, 3, 1)
+	kernels.Reduce(ops.ReduceSum, sums, x, 2, 3, 1)
 	idx := make([]int, 3)
 	kernels.ArgMax(idx, x, 1, 2, 3)
 	fmt.Println(sums, idx)

@@ -3,31 +3,9 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
-
-// ReduceOp selects the combining function of Reduce.
-type ReduceOp uint8
-
-const (
-	ReduceSum  ReduceOp = iota // Σ, accumulated in float64
-	ReduceMean                 // Σ/n, accumulated in float64
-	ReduceMax                  // maximum; NaN if any element is NaN
-	ReduceMin                  // minimum; NaN if any element is NaN
-)
-
-func (op ReduceOp) String() string {
-	switch op {
-	case ReduceSum:
-		return "Sum"
-	case ReduceMean:
-		return "Mean"
-	case ReduceMax:
-		return "Max"
-	case ReduceMin:
-		return "Min"
-	}
-	return fmt.Sprintf("ReduceOp(%d)", uint8(op))
-}
 
 // reduceBlock is how many columns of the kept inner dimension one task
 // accumulates at once: 512 float64 accumulators = 4 KiB, resident in L1.
@@ -42,7 +20,7 @@ const reduceBlock = 512
 // Sums accumulate in float64: a float32 running sum over ~10⁶ values loses
 // most of its significant digits, and the float64 add is as fast as the
 // float32 one in scalar code.
-func Reduce[T Float](op ReduceOp, dst, src []T, outer, n, inner int) {
+func Reduce[T Float](op ops.Reduce, dst, src []T, outer, n, inner int) {
 	checkReduce(len(dst), len(src), outer, n, inner)
 	if outer*inner == 0 {
 		return
@@ -82,7 +60,7 @@ func checkReduce(ld, ls, outer, n, inner int) {
 }
 
 // reduceLongRow reduces one contiguous row using all workers.
-func reduceLongRow[T Float](op ReduceOp, row []T) T {
+func reduceLongRow[T Float](op ops.Reduce, row []T) T {
 	w := workers(len(row), parallelThreshold)
 	if w == 1 {
 		return reduceRow(op, row)
@@ -92,7 +70,7 @@ func reduceLongRow[T Float](op ReduceOp, row []T) T {
 	parallelFor(w, w, 1, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			s := row[min(p*chunk, len(row)):min((p+1)*chunk, len(row))]
-			if op == ReduceSum || op == ReduceMean {
+			if op == ops.ReduceSum || op == ops.ReduceMean {
 				parts[p] = sumRow(s)
 			} else {
 				parts[p] = float64(reduceRow(op, s))
@@ -102,15 +80,15 @@ func reduceLongRow[T Float](op ReduceOp, row []T) T {
 	r := parts[0]
 	for _, v := range parts[1:] {
 		switch op {
-		case ReduceSum, ReduceMean:
+		case ops.ReduceSum, ops.ReduceMean:
 			r += v
-		case ReduceMax:
+		case ops.ReduceMax:
 			r = max(r, v)
-		case ReduceMin:
+		case ops.ReduceMin:
 			r = min(r, v)
 		}
 	}
-	if op == ReduceMean {
+	if op == ops.ReduceMean {
 		r /= float64(len(row))
 	}
 	return T(r)
@@ -148,19 +126,19 @@ func addToFloat64[T Float](acc []float64, row []T) {
 	}
 }
 
-func reduceRow[T Float](op ReduceOp, s []T) T {
+func reduceRow[T Float](op ops.Reduce, s []T) T {
 	switch op {
-	case ReduceSum:
+	case ops.ReduceSum:
 		return T(sumRow(s))
-	case ReduceMean:
+	case ops.ReduceMean:
 		return T(sumRow(s) / float64(len(s)))
-	case ReduceMax:
+	case ops.ReduceMax:
 		r := T(math.Inf(-1))
 		for _, v := range s {
 			r = max(r, v)
 		}
 		return r
-	case ReduceMin:
+	case ops.ReduceMin:
 		r := T(math.Inf(1))
 		for _, v := range s {
 			r = min(r, v)
@@ -172,24 +150,24 @@ func reduceRow[T Float](op ReduceOp, s []T) T {
 
 // reduceCols reduces src[base + p·inner + j] over p for len(d) columns j,
 // walking src row by row so every load is sequential.
-func reduceCols[T Float](op ReduceOp, acc []float64, d, src []T, base, n, inner int) {
+func reduceCols[T Float](op ops.Reduce, acc []float64, d, src []T, base, n, inner int) {
 	switch op {
-	case ReduceSum, ReduceMean:
+	case ops.ReduceSum, ops.ReduceMean:
 		clear(acc)
 		for p := 0; p < n; p++ {
 			row := src[base+p*inner : base+p*inner+len(acc)]
 			addToFloat64(acc, row)
 		}
 		scale := 1.0
-		if op == ReduceMean {
+		if op == ops.ReduceMean {
 			scale = 1 / float64(n)
 		}
 		for j := range d {
 			d[j] = T(acc[j] * scale)
 		}
-	case ReduceMax, ReduceMin:
+	case ops.ReduceMax, ops.ReduceMin:
 		init := T(math.Inf(-1))
-		if op == ReduceMin {
+		if op == ops.ReduceMin {
 			init = T(math.Inf(1))
 		}
 		for j := range d {
@@ -197,7 +175,7 @@ func reduceCols[T Float](op ReduceOp, acc []float64, d, src []T, base, n, inner 
 		}
 		for p := 0; p < n; p++ {
 			row := src[base+p*inner : base+p*inner+len(d)]
-			if op == ReduceMax {
+			if op == ops.ReduceMax {
 				for j, v := range row {
 					d[j] = max(d[j], v)
 				}

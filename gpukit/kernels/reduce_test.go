@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 func TestReduce(t *testing.T) {
@@ -16,7 +18,7 @@ func TestReduce(t *testing.T) {
 		for i, v := range src {
 			src64[i] = float64(v)
 		}
-		for op := ReduceSum; op <= ReduceMin; op++ {
+		for _, op := range ops.Reduces() {
 			got := make([]float32, outer*inner)
 			got64 := make([]float64, outer*inner)
 			Reduce(op, got, src, outer, n, inner)
@@ -30,7 +32,7 @@ func TestReduce(t *testing.T) {
 						sum += v
 						mx, mn = max(mx, v), min(mn, v)
 					}
-					want := map[ReduceOp]float64{ReduceSum: sum, ReduceMean: sum / float64(n), ReduceMax: mx, ReduceMin: mn}[op]
+					want := map[ops.Reduce]float64{ops.ReduceSum: sum, ops.ReduceMean: sum / float64(n), ops.ReduceMax: mx, ops.ReduceMin: mn}[op]
 					for _, g := range []float64{float64(got[o*inner+j]), got64[o*inner+j]} {
 						if !(g == float64(float32(want)) || g == want || math.Abs(g-want) < 1e-9*math.Max(1, math.Abs(want)) || (g != g && want != want)) {
 							t.Fatalf("%v %v at (%d,%d): got %v want %v", op, s, o, j, g, want)
@@ -45,8 +47,8 @@ func TestReduce(t *testing.T) {
 			ArgMax(am, src, outer, n, inner)
 			ArgMin(an, src, outer, n, inner)
 			mx, mn := make([]float32, outer*inner), make([]float32, outer*inner)
-			Reduce(ReduceMax, mx, src, outer, n, inner)
-			Reduce(ReduceMin, mn, src, outer, n, inner)
+			Reduce(ops.ReduceMax, mx, src, outer, n, inner)
+			Reduce(ops.ReduceMin, mn, src, outer, n, inner)
 			for t2 := range am {
 				o, j := t2/inner, t2%inner
 				if n == 0 {
@@ -84,7 +86,7 @@ func TestSumAccuracy(t *testing.T) {
 		src[i] = 1
 	}
 	got := make([]float32, 1)
-	Reduce(ReduceSum, got, src, 1, n, 1)
+	Reduce(ops.ReduceSum, got, src, 1, n, 1)
 	if float64(got[0]) != float64(float32(n)) {
 		t.Fatalf("sum = %v, want %v", got[0], float32(n))
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // This build has none of the amd64 assembly: the use flags are false, so
@@ -114,7 +116,7 @@ func arithVVAVX(op int, d, a, b *float32, n int, stream int) {
 	if n <= 0 {
 		return
 	}
-	binaryVVGo(BinaryOp(op), unsafe.Slice(d, n), unsafe.Slice(a, n), unsafe.Slice(b, n))
+	binaryVVGo(ops.Binary(op), unsafe.Slice(d, n), unsafe.Slice(a, n), unsafe.Slice(b, n))
 }
 
 // arithVSAVX writes d[i] = a[i] op s for i < n (arithVVAVX).
@@ -122,5 +124,5 @@ func arithVSAVX(op int, d, a *float32, s float32, n int, stream int) {
 	if n <= 0 {
 		return
 	}
-	binaryVSGo(BinaryOp(op), unsafe.Slice(d, n), unsafe.Slice(a, n), s)
+	binaryVSGo(ops.Binary(op), unsafe.Slice(d, n), unsafe.Slice(a, n), s)
 }

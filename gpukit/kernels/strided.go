@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gpumem/course/gpukit/layout"
+)
 
 // Float is the element type constraint of the generic kernels. float32 and
 // float64 have different GC shapes, so the compiler emits a separate,
@@ -21,61 +25,7 @@ type Strided[T Float] struct {
 // Contiguous returns a Strided view of a dense row-major array of the given
 // shape starting at data[0].
 func Contiguous[T Float](data []T, shape []int) Strided[T] {
-	return Strided[T]{Data: data, Strides: ContiguousStrides(shape)}
-}
-
-// ContiguousStrides returns row-major strides for shape: the last dimension
-// has stride 1 and each earlier one the product of the sizes after it.
-func ContiguousStrides(shape []int) []int {
-	st := make([]int, len(shape))
-	s := 1
-	for d := len(shape) - 1; d >= 0; d-- {
-		st[d] = s
-		s *= shape[d]
-	}
-	return st
-}
-
-// IsContiguous reports whether shape/strides is row-major with no gaps.
-// Strides of dimensions of size 1 do not matter, as in PyTorch.
-func IsContiguous(shape, strides []int) bool {
-	if len(strides) != len(shape) {
-		panic(fmt.Sprintf("kernels: IsContiguous: %d strides for %d dimensions", len(strides), len(shape)))
-	}
-	want := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] == 1 {
-			continue
-		}
-		if strides[i] != want {
-			return false
-		}
-		want *= shape[i]
-	}
-	return true
-}
-
-// BroadcastStrides returns strides that view an operand of shape inShape and
-// strides inStrides as the larger shape outShape, NumPy style: shapes are
-// aligned on the right, missing leading dimensions and dimensions of size 1
-// get stride 0. It returns an error if the shapes are incompatible.
-func BroadcastStrides(outShape, inShape, inStrides []int) ([]int, error) {
-	if len(inShape) > len(outShape) || len(inShape) != len(inStrides) {
-		return nil, fmt.Errorf("kernels: cannot broadcast shape %v to %v", inShape, outShape)
-	}
-	st := make([]int, len(outShape))
-	lead := len(outShape) - len(inShape)
-	for d, n := range inShape {
-		switch {
-		case n == outShape[lead+d]:
-			st[lead+d] = inStrides[d]
-		case n == 1:
-			st[lead+d] = 0
-		default:
-			return nil, fmt.Errorf("kernels: cannot broadcast shape %v to %v", inShape, outShape)
-		}
-	}
-	return st, nil
+	return Strided[T]{Data: data, Strides: layout.ContiguousStrides(shape)}
 }
 
 // numel is the element count of shape (1 for a scalar, 0 if any dim is 0).
@@ -109,9 +59,9 @@ func checkView[T Float](name string, shape []int, v Strided[T]) {
 	}
 }
 
-// layout is a shape with the strides of up to three operands (dst, a, b),
+// coalesced is a shape with the strides of up to three operands (dst, a, b),
 // simplified so that the innermost dimension is as long as possible.
-type layout struct {
+type coalesced struct {
 	shape []int
 	st    [3][]int
 	nops  int
@@ -121,8 +71,8 @@ type layout struct {
 // every operand steps through them as one (stride[d] == stride[d+1]·shape[d+1]).
 // A fully contiguous N-d operation thus becomes a single 1-d loop, and a
 // broadcast of a row vector becomes rows × contiguous columns.
-func coalesce(shape []int, strides ...[]int) layout {
-	l := layout{nops: len(strides)}
+func coalesce(shape []int, strides ...[]int) coalesced {
+	l := coalesced{nops: len(strides)}
 	for d, n := range shape {
 		if n == 1 {
 			continue
@@ -162,7 +112,7 @@ func coalesce(shape []int, strides ...[]int) layout {
 // flat element range [lo, hi), with the operands' offsets at the start of the
 // run and their innermost strides. Splitting on flat indices (not on rows)
 // keeps workers balanced even when there is a single long row.
-func (l *layout) rows(off [3]int, lo, hi int, fn func(n int, off, st [3]int)) {
+func (l *coalesced) rows(off [3]int, lo, hi int, fn func(n int, off, st [3]int)) {
 	nd := len(l.shape)
 	inner := l.shape[nd-1]
 	var idx [16]int

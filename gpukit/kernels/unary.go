@@ -3,44 +3,9 @@ package kernels
 import (
 	"fmt"
 	"math"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
-
-// UnaryOp selects the function of an elementwise unary kernel.
-type UnaryOp uint8
-
-const (
-	Identity       UnaryOp = iota // x (a strided copy)
-	Neg                           // -x
-	Abs                           // |x|
-	Square                        // x²
-	Sqrt                          // √x
-	Reciprocal                    // 1/x
-	Exp                           // eˣ
-	Log                           // ln x
-	Sin                           // sin x
-	Cos                           // cos x
-	Relu                          // max(x, 0)
-	Sigmoid                       // 1/(1+e⁻ˣ)
-	Tanh                          // tanh x
-	Gelu                          // x·Φ(x) with the exact erf form (PyTorch's default)
-	GeluDeriv                     // Φ(x) + x·φ(x): the derivative of Gelu
-	GeluTanhApprox                // GELU's tanh form, ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
-	GeluTanhDeriv                 // the derivative of GeluTanhApprox
-	SigmoidDeriv                  // y·(1−y) of a sigmoid's output y, computed in float64
-	TanhDeriv                     // 1−y² of a tanh's output y, computed in float64
-	Sign                          // 1 for x > 0, −1 for x < 0, else 0 (NaN gives 0)
-	numUnaryOps
-)
-
-var unaryNames = [...]string{"Identity", "Neg", "Abs", "Square", "Sqrt", "Reciprocal", "Exp", "Log", "Sin", "Cos", "Relu", "Sigmoid", "Tanh", "Gelu",
-	"GeluDeriv", "GeluTanhApprox", "GeluTanhDeriv", "SigmoidDeriv", "TanhDeriv", "Sign"}
-
-func (op UnaryOp) String() string {
-	if op < numUnaryOps {
-		return unaryNames[op]
-	}
-	return fmt.Sprintf("UnaryOp(%d)", uint8(op))
-}
 
 // unaryImpl is one op's kernels: the contiguous loops for float32 and
 // float64 and the scalar functions. The op is resolved to these once per
@@ -73,36 +38,37 @@ func fromScalar(f32 func(float32) float32, f64 func(float64) float64) unaryImpl 
 	return unaryImpl{f32: loop(f32), f64: loop(f64), s32: f32, s64: f64}
 }
 
-var unaryImpls [numUnaryOps]unaryImpl
+// unaryImpls is indexed by op; init fills every op of ops.Unaries.
+var unaryImpls []unaryImpl
 
 func init() {
-	unaryImpls = [numUnaryOps]unaryImpl{
-		Identity: {f32: func(d, s []float32) { copy(d, s) }, f64: func(d, s []float64) { copy(d, s) },
+	unaryImpls = []unaryImpl{
+		ops.Identity: {f32: func(d, s []float32) { copy(d, s) }, f64: func(d, s []float64) { copy(d, s) },
 			s32: func(x float32) float32 { return x }, s64: func(x float64) float64 { return x }},
-		Neg: {f32: func(d, s []float32) { negLoop(d, s) }, f64: func(d, s []float64) { negLoop(d, s) },
+		ops.Neg: {f32: func(d, s []float32) { negLoop(d, s) }, f64: func(d, s []float64) { negLoop(d, s) },
 			s32: func(x float32) float32 { return -x }, s64: func(x float64) float64 { return -x }},
-		Abs: fromScalar(func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }, math.Abs),
-		Square: {f32: func(d, s []float32) { squareLoop(d, s) }, f64: func(d, s []float64) { squareLoop(d, s) },
+		ops.Abs: fromScalar(func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }, math.Abs),
+		ops.Square: {f32: func(d, s []float32) { squareLoop(d, s) }, f64: func(d, s []float64) { squareLoop(d, s) },
 			s32: func(x float32) float32 { return x * x }, s64: func(x float64) float64 { return x * x }},
-		Sqrt: fromScalar(func(x float32) float32 { return float32(math.Sqrt(float64(x))) }, math.Sqrt),
-		Reciprocal: {f32: func(d, s []float32) { reciprocalLoop(d, s) }, f64: func(d, s []float64) { reciprocalLoop(d, s) },
+		ops.Sqrt: fromScalar(func(x float32) float32 { return float32(math.Sqrt(float64(x))) }, math.Sqrt),
+		ops.Reciprocal: {f32: func(d, s []float32) { reciprocalLoop(d, s) }, f64: func(d, s []float64) { reciprocalLoop(d, s) },
 			s32: func(x float32) float32 { return 1 / x }, s64: func(x float64) float64 { return 1 / x }},
-		Exp: fromVec(&vecExp),
-		Log: fromVec(&vecLog),
-		Sin: fromScalar(func(x float32) float32 { return float32(math.Sin(float64(x))) }, math.Sin),
-		Cos: fromScalar(func(x float32) float32 { return float32(math.Cos(float64(x))) }, math.Cos),
-		Relu: {f32: func(d, s []float32) { reluLoop(d, s) }, f64: func(d, s []float64) { reluLoop(d, s) },
+		ops.Exp: fromVec(&vecExp),
+		ops.Log: fromVec(&vecLog),
+		ops.Sin: fromScalar(func(x float32) float32 { return float32(math.Sin(float64(x))) }, math.Sin),
+		ops.Cos: fromScalar(func(x float32) float32 { return float32(math.Cos(float64(x))) }, math.Cos),
+		ops.Relu: {f32: func(d, s []float32) { reluLoop(d, s) }, f64: func(d, s []float64) { reluLoop(d, s) },
 			s32: func(x float32) float32 { return max(x, 0) }, s64: func(x float64) float64 { return max(x, 0) }},
-		Sigmoid: fromVec(&vecSigmoid),
-		Tanh:    fromVec(&vecTanh),
-		Gelu:    fromVec(&vecGelu),
+		ops.Sigmoid: fromVec(&vecSigmoid),
+		ops.Tanh:    fromVec(&vecTanh),
+		ops.Gelu:    fromVec(&vecGelu),
 		// The activations' derivatives, for their backward passes.
-		GeluDeriv:      fromVec(&vecGeluGrad),
-		GeluTanhApprox: fromVec(&vecGeluTanh),
-		GeluTanhDeriv:  fromVec(&vecGeluTanG),
-		SigmoidDeriv:   fromScalar(func(y float32) float32 { return float32(sigmoidGrad(float64(y))) }, sigmoidGrad),
-		TanhDeriv:      fromScalar(func(y float32) float32 { return float32(tanhGrad(float64(y))) }, tanhGrad),
-		Sign:           fromScalar(sign[float32], sign[float64]),
+		ops.GeluDeriv:      fromVec(&vecGeluGrad),
+		ops.GeluTanhApprox: fromVec(&vecGeluTanh),
+		ops.GeluTanhDeriv:  fromVec(&vecGeluTanG),
+		ops.SigmoidDeriv:   fromScalar(func(y float32) float32 { return float32(sigmoidGrad(float64(y))) }, sigmoidGrad),
+		ops.TanhDeriv:      fromScalar(func(y float32) float32 { return float32(tanhGrad(float64(y))) }, tanhGrad),
+		ops.Sign:           fromScalar(sign[float32], sign[float64]),
 	}
 }
 
@@ -149,8 +115,8 @@ func reluLoop[T Float](d, s []T) {
 	}
 }
 
-func unaryImplOf(op UnaryOp) *unaryImpl {
-	if op >= numUnaryOps {
+func unaryImplOf(op ops.Unary) *unaryImpl {
+	if !op.Valid() {
 		panic("kernels: unknown " + op.String())
 	}
 	return &unaryImpls[op]
@@ -168,7 +134,7 @@ func applyScalar[T Float](im *unaryImpl, x T) T {
 // float32, the vectorised functions' Go reference, bit for bit; for
 // float64, the math package). It is the scalar entry point; the slice
 // kernels resolve the op once per call instead.
-func ApplyUnary[T Float](op UnaryOp, x T) T {
+func ApplyUnary[T Float](op ops.Unary, x T) T {
 	return applyScalar(unaryImplOf(op), x)
 }
 
@@ -182,7 +148,7 @@ func isFloat32[T Float]() bool {
 
 // Unary computes dst[i] = op(src[i]) over contiguous slices of equal length.
 // dst may be src itself.
-func Unary[T Float](op UnaryOp, dst, src []T) {
+func Unary[T Float](op ops.Unary, dst, src []T) {
 	if len(src) != len(dst) {
 		panic(fmt.Sprintf("kernels: Unary %v: lengths dst=%d src=%d differ", op, len(dst), len(src)))
 	}
@@ -195,8 +161,8 @@ func Unary[T Float](op UnaryOp, dst, src []T) {
 // unaryMinPer is how many elements are worth one goroutine: transcendental
 // ops cost ~1–3 ns per element, so they split at a smaller size than the
 // memory-bound ones.
-func unaryMinPer(op UnaryOp) int {
-	if op >= Exp {
+func unaryMinPer(op ops.Unary) int {
+	if op.Transcendental() {
 		return 4096
 	}
 	return parallelThreshold / 2
@@ -209,7 +175,7 @@ const stripe = 256
 
 // UnaryStrided computes dst = op(src) elementwise over an N-d shape with
 // arbitrary non-negative strides (src may broadcast with stride 0).
-func UnaryStrided[T Float](op UnaryOp, shape []int, dst, src Strided[T]) {
+func UnaryStrided[T Float](op ops.Unary, shape []int, dst, src Strided[T]) {
 	checkView("dst", shape, dst)
 	checkView("src", shape, src)
 	total := numel(shape)

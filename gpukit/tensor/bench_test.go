@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/kernels"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -77,7 +79,7 @@ func BenchmarkAdd64M(b *testing.B) {
 	t := bestOf(b,
 		func() { x.Add(y).Release() },
 		func() { copy(z, xs) },
-		func() { kernels.Binary(kernels.Add, z, xs, ys) },
+		func() { kernels.Binary(ops.Add, z, xs, ys) },
 	)
 	gbps := func(bytes float64, d time.Duration) float64 { return bytes / d.Seconds() / 1e9 }
 	b.ReportMetric(gbps(3*4*n, t[0]), "add_GB/s")
@@ -121,7 +123,7 @@ func BenchmarkSumRows4096(b *testing.B) {
 	src, dst := make([]float32, n*n), make([]float32, n)
 	t := bestOf(b,
 		func() { x.Sum(1).Release() },
-		func() { kernels.Reduce(kernels.ReduceSum, dst, src, n, n, 1) },
+		func() { kernels.Reduce(ops.ReduceSum, dst, src, n, n, 1) },
 		func() { xt.Sum(0).Release() },
 	)
 	b.ReportMetric(t[0].Seconds()/t[1].Seconds(), "tensor/kernel")

@@ -5,9 +5,11 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // This file is the compute seam: every kernel of every op calls the
@@ -58,7 +60,7 @@ func optAddr(t *Tensor) uint64 {
 }
 
 // cdt is t's dtype as a Compute dtype (same order).
-func cdt(t *Tensor) backend.Dtype { return backend.Dtype(t.dtype) }
+func cdt(t *Tensor) dtypes.Dtype { return dtypes.Dtype(t.dtype) }
 
 // arg is t as a Compute operand with t's own strides.
 func arg(t *Tensor) backend.Strided {
@@ -131,7 +133,7 @@ func copyKernel(dst, src *Tensor) {
 
 // unaryKernel computes out = op(a); a has out's shape (possibly with
 // stride-0 dimensions) and dtype.
-func unaryKernel(op kernels.UnaryOp, out, a *Tensor) {
+func unaryKernel(op ops.Unary, out, a *Tensor) {
 	if out.Numel() == 0 {
 		return
 	}
@@ -142,7 +144,7 @@ func unaryKernel(op kernels.UnaryOp, out, a *Tensor) {
 // binaryKernel computes out = op(a, b); a and b already have out's shape
 // (broadcast dimensions have stride 0). b == nil means the scalar s;
 // scalarFirst puts the scalar on the left (s op a).
-func binaryKernel(op kernels.BinaryOp, out, a, b *Tensor, sc float64, scalarFirst bool) {
+func binaryKernel(op ops.Binary, out, a, b *Tensor, sc float64, scalarFirst bool) {
 	if out.Numel() == 0 {
 		return
 	}
@@ -182,8 +184,8 @@ func inRangeKernel(mask, a *Tensor, lo, hi float64) {
 // PyTorch's input.mul(mask).mul_(scale).
 func maskScaleKernel(out, a, mask *Tensor, scale float64) {
 	copyKernel(out, mask)
-	binaryKernel(kernels.ThresholdBackward, out, a, out, 0, false)
-	binaryKernel(kernels.Mul, out, out, nil, scale, false)
+	binaryKernel(ops.ThresholdBackward, out, a, out, 0, false)
+	binaryKernel(ops.Mul, out, out, nil, scale, false)
 }
 
 // sumKernel writes into out (a's shape with the reduced dimensions set to
@@ -197,9 +199,9 @@ func sumKernel(out, a *Tensor, mean bool) {
 	if out.Numel() == 0 {
 		return
 	}
-	op, name := kernels.ReduceSum, "Sum"
+	op, name := ops.ReduceSum, "Sum"
 	if mean {
-		op, name = kernels.ReduceMean, "Mean"
+		op, name = ops.ReduceMean, "Mean"
 	}
 	c, s := kern(name, out)
 	mask := make([]bool, len(a.shape))
@@ -230,7 +232,7 @@ func sumKernel(out, a *Tensor, mean bool) {
 // sumByCopy reduces a into out through Reduce for a backend without
 // ReduceStrided: a is copied with its kept dimensions first and its
 // reduced ones last, so that it reads as [kept, reduced, 1].
-func sumByCopy(c backend.Compute, s alloc.Stream, name string, op kernels.ReduceOp, out, a *Tensor, mask []bool) {
+func sumByCopy(c backend.Compute, s alloc.Stream, name string, op ops.Reduce, out, a *Tensor, mask []bool) {
 	var kept, reduced []int
 	for i, n := range a.shape {
 		switch {
@@ -425,7 +427,7 @@ func indexAddKernel(dst, src *Tensor, dim int, idx []int) {
 	}
 	for i, j := range idx {
 		d := dst.selectLayout(dim, j)
-		binaryKernel(kernels.Add, d, d, src.selectLayout(dim, i), 0, false)
+		binaryKernel(ops.Add, d, d, src.selectLayout(dim, i), 0, false)
 	}
 }
 

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/sim"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/kernels"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -36,7 +38,7 @@ func (b *computeBackend) Bytes(addr uint64, n int64) []byte { return nil }
 
 func (b *computeBackend) Fill(s alloc.Stream, shape []int, dst device.Strided, v float64) error {
 	b.calls["Fill"]++
-	if dst.Dtype == backend.Float16 || dst.Dtype == backend.BFloat16 {
+	if dst.Dtype == dtypes.Float16 || dst.Dtype == dtypes.BFloat16 {
 		return &backend.UnsupportedError{Backend: b.Name(), Op: "Fill", Dtype: dst.Dtype}
 	}
 	return b.Backend.Fill(s, shape, dst, v)
@@ -47,29 +49,29 @@ func (b *computeBackend) Copy(s alloc.Stream, shape []int, dst, src device.Strid
 	return b.Backend.Copy(s, shape, dst, src)
 }
 
-func (b *computeBackend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src device.Strided) error {
+func (b *computeBackend) Unary(s alloc.Stream, op ops.Unary, shape []int, dst, src device.Strided) error {
 	b.calls["Unary"]++
 	return b.Backend.Unary(s, op, shape, dst, src)
 }
 
-func (b *computeBackend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, x, y device.Strided) error {
+func (b *computeBackend) Binary(s alloc.Stream, op ops.Binary, shape []int, dst, x, y device.Strided) error {
 	b.calls["Binary"]++
 	return b.Backend.Binary(s, op, shape, dst, x, y)
 }
 
-func (b *computeBackend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, x device.Strided, scalar float64, scalarFirst bool) error {
+func (b *computeBackend) BinaryScalar(s alloc.Stream, op ops.Binary, shape []int, dst, x device.Strided, scalar float64, scalarFirst bool) error {
 	b.calls["BinaryScalar"]++
 	return b.Backend.BinaryScalar(s, op, shape, dst, x, scalar, scalarFirst)
 }
 
-func (b *computeBackend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt device.Dtype, dst, src uint64, outer, n, inner int) error {
+func (b *computeBackend) Reduce(s alloc.Stream, op ops.Reduce, dt device.Dtype, dst, src uint64, outer, n, inner int) error {
 	b.calls["Reduce"]++
 	return b.Backend.Reduce(s, op, dt, dst, src, outer, n, inner)
 }
 
 // ReduceStrided is missing, as on cuda: sums of other layouts take the
 // contiguous copy.
-func (b *computeBackend) ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src device.Strided) error {
+func (b *computeBackend) ReduceStrided(s alloc.Stream, op ops.Reduce, shape []int, dst, src device.Strided) error {
 	b.calls["ReduceStrided"]++
 	return &backend.UnsupportedError{Backend: b.Name(), Op: "ReduceStrided", Dtype: src.Dtype}
 }

@@ -1,8 +1,8 @@
 package tensor
 
 import (
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // The row-wise nn kernels through Compute: LayerNorm forward and backward
@@ -56,7 +56,7 @@ func layerNormKernel(out, mean, rstd, x, weight, bias *Tensor, m, n int, eps flo
 	if !params(x.dtype, weight, bias) {
 		// 16-bit input, float32 parameters: the float64 rows on the host.
 		if hostOnly(op, out, xc) {
-			cpucompute.LayerNormRows64(cdt(x), backend.Dtype(paramDtype(x.dtype, wc, bc)), cdt(mean),
+			cpucompute.LayerNormRows64(cdt(x), dtypes.Dtype(paramDtype(x.dtype, wc, bc)), cdt(mean),
 				hostSpan(out), hostSpan(mean), hostSpan(rstd), hostSpan(xc), hostSpan(wc), hostSpan(bc), m, n, eps)
 		}
 		return
@@ -80,7 +80,7 @@ func layerNormBackwardKernel(gx, gw, gb, g, x, weight, mean, rstd *Tensor, m, n 
 	defer releaseW()
 	if !params(x.dtype, weight, gw, gb) || !mean.IsContiguous() || !rstd.IsContiguous() {
 		if hostOnly(op, gc, xc, mean, rstd) {
-			cpucompute.LayerNormBackwardRows64(cdt(x), backend.Dtype(paramDtype(x.dtype, wc, gw, gb)), cdt(mean),
+			cpucompute.LayerNormBackwardRows64(cdt(x), dtypes.Dtype(paramDtype(x.dtype, wc, gw, gb)), cdt(mean),
 				hostSpan(gx), hostSpan(gw), hostSpan(gb), hostSpan(gc), hostSpan(xc), hostSpan(mean), hostSpan(rstd), hostSpan(wc), m, n)
 		}
 		return

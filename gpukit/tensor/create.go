@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // Option configures where and how a tensor is created. Dtype is an Option
@@ -222,7 +224,7 @@ func FromSlice[E float32 | float64 | int64 | int32 | int | bool | uint16](data [
 					f = 1
 				}
 			case uint16:
-				f = float64(Float16ToFloat32(v))
+				f = float64(dtypes.Float16ToFloat32(v))
 			}
 			store(t.dtype, out, i, f)
 		}

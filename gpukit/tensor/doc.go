@@ -148,7 +148,7 @@
 //  2. Allocate the result: out := empty(a.outMem(), shape, a.dtype).
 //  3. Compute through the kernel seam in compute.go (binaryKernel,
 //     unaryKernel, copyKernel, sumKernel, matmulKernel, whereKernel, ...;
-//     a function without a kernel op becomes a kernels.UnaryOp or
+//     a function without a kernel op becomes a ops.Unary or
 //     BinaryOp, or a Compute method, so that every device runs it) and
 //     charge the cost: out.charge("Op", flops, a, b).
 //  4. Return record(out, "OpBackward0", inputs, saved, backward). record

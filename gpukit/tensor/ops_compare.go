@@ -1,6 +1,8 @@
 package tensor
 
-import "github.com/gpumem/course/gpukit/kernels"
+import (
+	"github.com/gpumem/course/gpukit/ops"
+)
 
 // Comparisons return Bool tensors and are not differentiable; Where
 // selects between two tensors by a Bool condition and routes the
@@ -9,11 +11,11 @@ import "github.com/gpumem/course/gpukit/kernels"
 // compare computes the comparison op(t, other) elementwise into a new Bool
 // tensor (Compute's Binary or BinaryScalar with a Bool dst). other is a
 // *Tensor (broadcast with t) or a number; a number is first rounded to
-// t's dtype, as PyTorch treats a Python number (backend.CompareScalar),
+// t's dtype, as PyTorch treats a Python number (dtypes.Round),
 // so a float32 tensor holding 0.1 equals 0.1. Operands of two dtypes compare
 // as their float64 values on the CPU; a backend that computes in one
 // dtype (cuda) refuses them.
-func compare(name string, t *Tensor, other any, op kernels.BinaryOp) *Tensor {
+func compare(name string, t *Tensor, other any, op ops.Binary) *Tensor {
 	t.live(name)
 	b, s := operand(name, other)
 	shape := t.shape
@@ -36,27 +38,27 @@ func compare(name string, t *Tensor, other any, op kernels.BinaryOp) *Tensor {
 // Gt returns the Bool tensor t > other (other: a *Tensor, broadcast, or a
 // number). NaN compares false, as in IEEE 754.
 func (t *Tensor) Gt(other any) *Tensor {
-	return compare("Gt", t, other, kernels.Greater)
+	return compare("Gt", t, other, ops.Greater)
 }
 
 // Lt returns the Bool tensor t < other.
 func (t *Tensor) Lt(other any) *Tensor {
-	return compare("Lt", t, other, kernels.Less)
+	return compare("Lt", t, other, ops.Less)
 }
 
 // Ge returns the Bool tensor t >= other.
 func (t *Tensor) Ge(other any) *Tensor {
-	return compare("Ge", t, other, kernels.GreaterEqual)
+	return compare("Ge", t, other, ops.GreaterEqual)
 }
 
 // Le returns the Bool tensor t <= other.
 func (t *Tensor) Le(other any) *Tensor {
-	return compare("Le", t, other, kernels.LessEqual)
+	return compare("Le", t, other, ops.LessEqual)
 }
 
 // Eq returns the Bool tensor t == other.
 func (t *Tensor) Eq(other any) *Tensor {
-	return compare("Eq", t, other, kernels.Equal)
+	return compare("Eq", t, other, ops.Equal)
 }
 
 // Where returns cond ? a : b elementwise (torch.where); cond is a Bool

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // Neural-network ops: Softmax, LogSoftmax, Dropout and the losses. Each is
@@ -127,8 +127,8 @@ func MSELoss(pred, target *Tensor) *Tensor {
 		panicf("MSELoss: expected floating-point tensors, got %s", pred.dtype)
 	}
 	diff := empty(pred.outMem(), pred.shape, pred.dtype)
-	binaryKernel(kernels.Sub, diff, pred, target, 0, false)
-	unaryKernel(kernels.Square, diff, diff)
+	binaryKernel(ops.Sub, diff, pred, target, 0, false)
+	unaryKernel(ops.Square, diff, diff)
 	out := empty(pred.outMem(), nil, pred.dtype)
 	sumKernel(out.inner(0, onesShape(len(pred.shape)), contiguousStrides(onesShape(len(pred.shape)))), diff, true)
 	diff.Release()

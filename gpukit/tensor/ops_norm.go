@@ -3,6 +3,8 @@ package tensor
 import (
 	"slices"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 )
 
@@ -206,7 +208,7 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		done(op, k.BatchNorm(s, backend.BatchNormArgs{
 			Dtype: cdt(x), Y: addr(out), X: addr(xc), Batch: nb, Channels: c, Length: l,
 			Weight: optArg(wc), Bias: optArg(bc), RunningMean: optArg(runningMean), RunningVar: optArg(runningVar),
-			SaveMean: optAddr(saveMean), SaveInvstd: optAddr(saveInvstd), StatDtype: backend.Dtype(statDtype(x.dtype)),
+			SaveMean: optAddr(saveMean), SaveInvstd: optAddr(saveInvstd), StatDtype: dtypes.Dtype(statDtype(x.dtype)),
 			Training: training, Momentum: momentum, Eps: eps,
 		}), out, xc, wc, bc, runningMean, runningVar, saveMean, saveInvstd)
 	}

@@ -3,12 +3,12 @@ package tensor
 import (
 	"slices"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // AdamScalars are the hyperparameters of one FusedAdam step (see
-// kernels.AdamScalars).
-type AdamScalars = kernels.AdamScalars
+// ops.AdamScalars).
+type AdamScalars = ops.AdamScalars
 
 // FusedAdam applies one Adam (or AdamW) step to param in place, updating
 // its state expAvg and expAvgSq, in one kernel that reads each element of

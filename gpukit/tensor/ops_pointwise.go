@@ -3,7 +3,7 @@ package tensor
 import (
 	"slices"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // Pointwise ops. Each op is its forward (a kernel call into a new tensor)
@@ -50,7 +50,7 @@ func (t *Tensor) layoutAs(shape []int) *Tensor {
 }
 
 // binaryOp computes op(a, b) with broadcasting into a new tensor.
-func binaryOp(name string, kop kernels.BinaryOp, a, b *Tensor) *Tensor {
+func binaryOp(name string, kop ops.Binary, a, b *Tensor) *Tensor {
 	a.live(name)
 	b.live(name)
 	checkPair(name, a, b)
@@ -62,7 +62,7 @@ func binaryOp(name string, kop kernels.BinaryOp, a, b *Tensor) *Tensor {
 }
 
 // scalarOp computes op(a, s) (or op(s, a) when first) into a new tensor.
-func scalarOp(name string, kop kernels.BinaryOp, a *Tensor, s float64, first bool) *Tensor {
+func scalarOp(name string, kop ops.Binary, a *Tensor, s float64, first bool) *Tensor {
 	a.live(name)
 	out := empty(a.outMem(), a.shape, a.dtype)
 	binaryKernel(kop, out, a, nil, s, first)
@@ -71,7 +71,7 @@ func scalarOp(name string, kop kernels.BinaryOp, a *Tensor, s float64, first boo
 }
 
 // unary computes op(a) into a new tensor, charged as name.
-func unary(name string, kop kernels.UnaryOp, a *Tensor) *Tensor {
+func unary(name string, kop ops.Unary, a *Tensor) *Tensor {
 	a.live(name)
 	out := empty(a.outMem(), a.shape, a.dtype)
 	unaryKernel(kop, out, a)
@@ -84,7 +84,7 @@ func unary(name string, kop kernels.UnaryOp, a *Tensor) *Tensor {
 // temporary released before return), then the product charged by Mul.
 // Every elementwise backward goes through it, so each charges its
 // kernels in one place, as unary does for the forward.
-func derivative(name string, kop kernels.UnaryOp, flops int64, g, x *Tensor) *Tensor {
+func derivative(name string, kop ops.Unary, flops int64, g, x *Tensor) *Tensor {
 	d := empty(g.outMem(), x.shape, g.dtype)
 	defer d.Release()
 	unaryKernel(kop, d, x)
@@ -100,11 +100,11 @@ func (t *Tensor) Add(other any) *Tensor {
 	}
 	b, s := operand("Add", other)
 	if b == nil {
-		return record(scalarOp("Add", kernels.Add, t, s, false), "AddBackward0", []*Tensor{t}, nil,
+		return record(scalarOp("Add", ops.Add, t, s, false), "AddBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	as, bs := t.shape, b.shape
-	return record(binaryOp("Add", kernels.Add, t, b), "AddBackward0", []*Tensor{t, b}, nil,
+	return record(binaryOp("Add", ops.Add, t, b), "AddBackward0", []*Tensor{t, b}, nil,
 		func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
 			return []*Tensor{when(needs[0], func() *Tensor { return sumTo(g, as) }), when(needs[1], func() *Tensor { return sumTo(g, bs) })}
 		})
@@ -119,11 +119,11 @@ func (t *Tensor) Sub(other any) *Tensor {
 	}
 	b, s := operand("Sub", other)
 	if b == nil {
-		return record(scalarOp("Sub", kernels.Sub, t, s, false), "SubBackward0", []*Tensor{t}, nil,
+		return record(scalarOp("Sub", ops.Sub, t, s, false), "SubBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
 	as, bs := t.shape, b.shape
-	return record(binaryOp("Sub", kernels.Sub, t, b), "SubBackward0", []*Tensor{t, b}, nil,
+	return record(binaryOp("Sub", ops.Sub, t, b), "SubBackward0", []*Tensor{t, b}, nil,
 		func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
 			return []*Tensor{
 				when(needs[0], func() *Tensor { return sumTo(g, as) }),
@@ -139,12 +139,12 @@ func (t *Tensor) Mul(other any) *Tensor {
 	}
 	b, s := operand("Mul", other)
 	if b == nil {
-		return record(scalarOp("Mul", kernels.Mul, t, s, false), "MulBackward0", []*Tensor{t}, nil,
+		return record(scalarOp("Mul", ops.Mul, t, s, false), "MulBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
 	}
 	as, bs := t.shape, b.shape
 	// b is needed for t's gradient and t for b's: save each only then.
-	return record(binaryOp("Mul", kernels.Mul, t, b), "MulBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), savedIf(b, t)},
+	return record(binaryOp("Mul", ops.Mul, t, b), "MulBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), savedIf(b, t)},
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 			a, b := saved[0], saved[1]
 			return []*Tensor{
@@ -161,12 +161,12 @@ func (t *Tensor) Div(other any) *Tensor {
 	}
 	b, s := operand("Div", other)
 	if b == nil {
-		return record(scalarOp("Div", kernels.Div, t, s, false), "DivBackward0", []*Tensor{t}, nil,
+		return record(scalarOp("Div", ops.Div, t, s, false), "DivBackward0", []*Tensor{t}, nil,
 			func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
 	}
 	as, bs := t.shape, b.shape
 	// t's gradient g/b needs b; b's gradient -g·t/b² needs both.
-	return record(binaryOp("Div", kernels.Div, t, b), "DivBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), b},
+	return record(binaryOp("Div", ops.Div, t, b), "DivBackward0", []*Tensor{t, b}, []*Tensor{savedIf(t, b), b},
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 			a, b := saved[0], saved[1]
 			return []*Tensor{
@@ -188,7 +188,7 @@ func (t *Tensor) Div(other any) *Tensor {
 
 // Neg returns -t.
 func (t *Tensor) Neg() *Tensor {
-	return record(unary("Neg", kernels.Neg, t), "NegBackward0", []*Tensor{t}, nil,
+	return record(unary("Neg", ops.Neg, t), "NegBackward0", []*Tensor{t}, nil,
 		func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Neg()} })
 }
 
@@ -197,7 +197,7 @@ func (t *Tensor) Pow(p float64) *Tensor {
 	if y, ok := autocast1(castFloat32, t, func(x *Tensor) *Tensor { return x.Pow(p) }); ok {
 		return y
 	}
-	return record(scalarOp("Pow", kernels.Pow, t, p, false), "PowBackward0", []*Tensor{t}, []*Tensor{t},
+	return record(scalarOp("Pow", ops.Pow, t, p, false), "PowBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// p · x^(p-1) · g
 			d := saved[0].Pow(p - 1)
@@ -214,7 +214,7 @@ func (t *Tensor) Exp() *Tensor {
 	if y, ok := autocast1(castFloat32, t, (*Tensor).Exp); ok {
 		return y
 	}
-	out := unary("Exp", kernels.Exp, t)
+	out := unary("Exp", ops.Exp, t)
 	return record(out, "ExpBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(saved[0])} })
 }
@@ -224,24 +224,24 @@ func (t *Tensor) Log() *Tensor {
 	if y, ok := autocast1(castFloat32, t, (*Tensor).Log); ok {
 		return y
 	}
-	return record(unary("Log", kernels.Log, t), "LogBackward0", []*Tensor{t}, []*Tensor{t},
+	return record(unary("Log", ops.Log, t), "LogBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(saved[0])} })
 }
 
 // Relu returns max(t, 0). It saves its result for backward.
 func (t *Tensor) Relu() *Tensor {
-	out := unary("Relu", kernels.Relu, t)
+	out := unary("Relu", ops.Relu, t)
 	return record(out, "ReluBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			y := saved[0]
 			if g.dtype != y.dtype { // threshold_backward takes one dtype: composed of kernels
-				mask := scalarOp("Greater", kernels.Greater, y, 0, false)
+				mask := scalarOp("Greater", ops.Greater, y, 0, false)
 				defer mask.Release()
 				return []*Tensor{g.Mul(mask)}
 			}
 			// threshold_backward: one pass, no mask tensor
 			out := empty(g.outMem(), y.shape, g.dtype)
-			binaryKernel(kernels.ThresholdBackward, out, g, y, 0, false)
+			binaryKernel(ops.ThresholdBackward, out, g, y, 0, false)
 			out.charge("ReluBackward", int64(out.Numel()), g, y)
 			return []*Tensor{out}
 		})
@@ -249,7 +249,7 @@ func (t *Tensor) Relu() *Tensor {
 
 // Sqrt returns √t. It saves its result for backward.
 func (t *Tensor) Sqrt() *Tensor {
-	out := unary("Sqrt", kernels.Sqrt, t)
+	out := unary("Sqrt", ops.Sqrt, t)
 	return record(out, "SqrtBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g / (2√x)
@@ -261,39 +261,39 @@ func (t *Tensor) Sqrt() *Tensor {
 
 // Abs returns |t|. Its gradient is sign(t)·g (0 at 0, as in PyTorch).
 func (t *Tensor) Abs() *Tensor {
-	return record(unary("Abs", kernels.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
+	return record(unary("Abs", ops.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("AbsBackward", kernels.Sign, 1, g, saved[0])}
+			return []*Tensor{derivative("AbsBackward", ops.Sign, 1, g, saved[0])}
 		})
 }
 
 // Sigmoid returns 1/(1+e⁻ᵗ). It saves its result for backward.
 func (t *Tensor) Sigmoid() *Tensor {
-	out := unary("Sigmoid", kernels.Sigmoid, t)
+	out := unary("Sigmoid", ops.Sigmoid, t)
 	return record(out, "SigmoidBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·y·(1-y)
-			return []*Tensor{derivative("SigmoidBackward", kernels.SigmoidDeriv, 1, g, saved[0])}
+			return []*Tensor{derivative("SigmoidBackward", ops.SigmoidDeriv, 1, g, saved[0])}
 		})
 }
 
 // Tanh returns tanh t. It saves its result for backward.
 func (t *Tensor) Tanh() *Tensor {
-	out := unary("Tanh", kernels.Tanh, t)
+	out := unary("Tanh", ops.Tanh, t)
 	return record(out, "TanhBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(1-y²)
-			return []*Tensor{derivative("TanhBackward", kernels.TanhDeriv, 1, g, saved[0])}
+			return []*Tensor{derivative("TanhBackward", ops.TanhDeriv, 1, g, saved[0])}
 		})
 }
 
 // Gelu returns t·Φ(t) with the exact erf form of the normal CDF Φ
 // (PyTorch's default approximate="none"). It saves its input.
 func (t *Tensor) Gelu() *Tensor {
-	return record(unary("Gelu", kernels.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
+	return record(unary("Gelu", ops.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(Φ(x) + x·φ(x))
-			return []*Tensor{derivative("GeluBackward", kernels.GeluDeriv, 20, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluDeriv, 20, g, saved[0])}
 		})
 }
 
@@ -305,7 +305,7 @@ func (t *Tensor) Gelu() *Tensor {
 // Its node is GeluBackward0, as for Gelu, and saves its input; the
 // derivative is that of aten/src/ATen/native/cpu/Activation.cpp
 // (GeluBackwardKernelImpl, the tanh branch). Both are the UnaryOps
-// kernels.GeluTanhApprox and kernels.GeluTanhDeriv, computed as x·σ(2u)
+// ops.GeluTanhApprox and ops.GeluTanhDeriv, computed as x·σ(2u)
 // (the same function, without 1 + tanh's cancellation for negative t).
 func (t *Tensor) GeluTanh() *Tensor {
 	const op = "GeluTanh"
@@ -314,11 +314,11 @@ func (t *Tensor) GeluTanh() *Tensor {
 		panicf("%s: expected a floating-point input, got %s (convert with ToDtype)", op, t.dtype)
 	}
 	out := empty(t.outMem(), t.shape, t.dtype)
-	unaryKernel(kernels.GeluTanhApprox, out, t)
+	unaryKernel(ops.GeluTanhApprox, out, t)
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("GeluBackward", kernels.GeluTanhDeriv, 20, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluTanhDeriv, 20, g, saved[0])}
 		})
 }
 
@@ -329,8 +329,8 @@ func (t *Tensor) GeluTanh() *Tensor {
 func (t *Tensor) Clamp(lo, hi float64) *Tensor {
 	t.live("Clamp")
 	out := empty(t.outMem(), t.shape, t.dtype)
-	binaryKernel(kernels.Max, out, t, nil, lo, false)
-	binaryKernel(kernels.Min, out, out, nil, hi, false)
+	binaryKernel(ops.Max, out, t, nil, lo, false)
+	binaryKernel(ops.Min, out, out, nil, hi, false)
 	out.charge("Clamp", 2*int64(out.Numel()), t)
 	return record(out, "ClampBackward1", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
@@ -342,7 +342,7 @@ func (t *Tensor) Clamp(lo, hi float64) *Tensor {
 // PyTorch's clamp_backward (where((self >= min).logical_and_(self <= max),
 // grad, 0), torch/csrc/autograd/FunctionsManual.cpp): the bounds are
 // Python numbers, which the comparisons round to x's dtype
-// (backend.CompareScalar), so a float32 x of 0.7 is inside [0.7, 1.1].
+// (dtypes.Round), so a float32 x of 0.7 is inside [0.7, 1.1].
 // m is a temporary of g's dtype. For one dtype m is built by the
 // comparisons into it: g·[x ≥ lo] is the charged product, and the
 // in-place ·[x ≤ hi] after it gives g·m's bits (a product by 1 is exact,
@@ -358,10 +358,10 @@ func clampGrad(g, x *Tensor, lo, hi float64) *Tensor {
 		b.Release()
 		return g.Mul(m)
 	}
-	binaryKernel(kernels.GreaterEqual, m, x, nil, lo, false)
+	binaryKernel(ops.GreaterEqual, m, x, nil, lo, false)
 	r := g.Mul(m)
-	binaryKernel(kernels.LessEqual, m, x, nil, hi, false)
-	binaryKernel(kernels.Mul, r, r, m, 0, false)
+	binaryKernel(ops.LessEqual, m, x, nil, hi, false)
+	binaryKernel(ops.Mul, r, r, m, 0, false)
 	return r
 }
 
@@ -372,7 +372,7 @@ func (t *Tensor) Maximum(other *Tensor) *Tensor {
 	if y, ok := autocast2(castPromote, t, other, (*Tensor).Maximum); ok {
 		return y
 	}
-	return minMax("Maximum", "MaximumBackward0", kernels.Max, kernels.Greater, t, other)
+	return minMax("Maximum", "MaximumBackward0", ops.Max, ops.Greater, t, other)
 }
 
 // Minimum returns the elementwise minimum of t and other (see Maximum).
@@ -380,25 +380,25 @@ func (t *Tensor) Minimum(other *Tensor) *Tensor {
 	if y, ok := autocast2(castPromote, t, other, (*Tensor).Minimum); ok {
 		return y
 	}
-	return minMax("Minimum", "MinimumBackward0", kernels.Min, kernels.Less, t, other)
+	return minMax("Minimum", "MinimumBackward0", ops.Min, ops.Less, t, other)
 }
 
-func minMax(name, bwName string, kop, wins kernels.BinaryOp, a, b *Tensor) *Tensor {
+func minMax(name, bwName string, kop, wins ops.Binary, a, b *Tensor) *Tensor {
 	as, bs := a.shape, b.shape
 	return record(binaryOp(name, kop, a, b), bwName, []*Tensor{a, b}, []*Tensor{a, b},
 		func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
 			// wa = 1 where a wins, ½ on ties, 0 where b wins; wb = 1 - wa.
 			w := binaryOp(name, wins, saved[0], saved[1])
-			tie := binaryOp(name, kernels.Equal, saved[0], saved[1])
-			binaryKernel(kernels.Mul, tie, tie, nil, 0.5, false)
-			binaryKernel(kernels.Add, w, w, tie, 0, false)
+			tie := binaryOp(name, ops.Equal, saved[0], saved[1])
+			binaryKernel(ops.Mul, tie, tie, nil, 0.5, false)
+			binaryKernel(ops.Add, w, w, tie, 0, false)
 			tie.Release()
 			defer w.Release()
 			return []*Tensor{
 				when(needs[0], func() *Tensor { return reduced(g.Mul(w), as) }),
 				when(needs[1], func() *Tensor {
 					wb := w.Neg()
-					binaryKernel(kernels.Add, wb, wb, nil, 1, false)
+					binaryKernel(ops.Add, wb, wb, nil, 1, false)
 					defer wb.Release()
 					return reduced(g.Mul(wb), bs)
 				}),
@@ -546,12 +546,12 @@ func (t *Tensor) AddInPlace(other any) *Tensor {
 	b, bl, s := inplaceOperand("AddInPlace", t, other)
 	checkResultType("AddInPlace", t, other, false)
 	if b == nil {
-		binaryKernel(kernels.Add, t, t, nil, s, false)
+		binaryKernel(ops.Add, t, t, nil, s, false)
 		t.charge("AddInPlace", int64(t.Numel()), t)
 		t.bump()
 		return record(t, "AddBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
-	binaryKernel(kernels.Add, t, t, bl, 0, false)
+	binaryKernel(ops.Add, t, t, bl, 0, false)
 	t.charge("AddInPlace", int64(t.Numel()), t, b)
 	t.bump()
 	bs := b.shape
@@ -567,7 +567,7 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 	b, bl, s := inplaceOperand("MulInPlace", t, other)
 	checkResultType("MulInPlace", t, other, false)
 	if b == nil {
-		binaryKernel(kernels.Mul, t, t, nil, s, false)
+		binaryKernel(ops.Mul, t, t, nil, s, false)
 		t.charge("MulInPlace", int64(t.Numel()), t)
 		t.bump()
 		return record(t, "MulBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
@@ -577,7 +577,7 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 		NoGrad(func() { orig = t.Clone() })
 		defer orig.Release()
 	}
-	binaryKernel(kernels.Mul, t, t, bl, 0, false)
+	binaryKernel(ops.Mul, t, t, bl, 0, false)
 	t.charge("MulInPlace", int64(t.Numel()), t, b)
 	t.bump()
 	bs := b.shape
@@ -598,12 +598,12 @@ func (t *Tensor) SubInPlace(other any) *Tensor {
 	b, bl, s := inplaceOperand("SubInPlace", t, other)
 	checkResultType("SubInPlace", t, other, false)
 	if b == nil {
-		binaryKernel(kernels.Sub, t, t, nil, s, false)
+		binaryKernel(ops.Sub, t, t, nil, s, false)
 		t.charge("SubInPlace", int64(t.Numel()), t)
 		t.bump()
 		return record(t, "SubBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
-	binaryKernel(kernels.Sub, t, t, bl, 0, false)
+	binaryKernel(ops.Sub, t, t, bl, 0, false)
 	t.charge("SubInPlace", int64(t.Numel()), t, b)
 	t.bump()
 	bs := b.shape
@@ -623,12 +623,12 @@ func (t *Tensor) DivInPlace(other any) *Tensor {
 	b, bl, s := inplaceOperand("DivInPlace", t, other)
 	checkResultType("DivInPlace", t, other, true)
 	if b == nil {
-		binaryKernel(kernels.Div, t, t, nil, s, false)
+		binaryKernel(ops.Div, t, t, nil, s, false)
 		t.charge("DivInPlace", int64(t.Numel()), t)
 		t.bump()
 		return record(t, "DivBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
 	}
-	binaryKernel(kernels.Div, t, t, bl, 0, false)
+	binaryKernel(ops.Div, t, t, bl, 0, false)
 	t.charge("DivInPlace", int64(t.Numel()), t, b)
 	t.bump()
 	bs := b.shape
@@ -655,11 +655,11 @@ func (t *Tensor) DivInPlace(other any) *Tensor {
 // It saves t (its result) for backward.
 func (t *Tensor) ReluInPlace() *Tensor {
 	checkInPlace("ReluInPlace", t)
-	unaryKernel(kernels.Relu, t, t)
+	unaryKernel(ops.Relu, t, t)
 	t.charge("ReluInPlace", int64(t.Numel()), t)
 	t.bump()
 	return record(t, "ReluBackward0", []*Tensor{t}, []*Tensor{t}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-		mask := scalarOp("Greater", kernels.Greater, saved[0], 0, false)
+		mask := scalarOp("Greater", ops.Greater, saved[0], 0, false)
 		defer mask.Release()
 		return []*Tensor{g.Mul(mask)}
 	})
@@ -677,8 +677,8 @@ func (t *Tensor) ClampInPlace(lo, hi float64) *Tensor {
 		inRangeKernel(mask, t, lo, hi)
 		mask.charge("ClampMask", int64(t.Numel()), t)
 	}
-	binaryKernel(kernels.Max, t, t, nil, lo, false)
-	binaryKernel(kernels.Min, t, t, nil, hi, false)
+	binaryKernel(ops.Max, t, t, nil, lo, false)
+	binaryKernel(ops.Min, t, t, nil, hi, false)
 	t.charge("ClampInPlace", 2*int64(t.Numel()), t)
 	t.bump()
 	return record(t, "ClampBackward1", []*Tensor{t}, []*Tensor{mask}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
@@ -810,34 +810,34 @@ func checkOut(op string, out *Tensor, shape []int, ins ...*Tensor) {
 
 // AddOut writes a + b (broadcast) into the preallocated out and returns
 // out. It allocates nothing.
-func AddOut(out, a, b *Tensor) *Tensor { return binaryOut("AddOut", kernels.Add, out, a, b) }
+func AddOut(out, a, b *Tensor) *Tensor { return binaryOut("AddOut", ops.Add, out, a, b) }
 
 // SubOut writes a - b (broadcast) into out and returns out. It allocates
 // nothing.
-func SubOut(out, a, b *Tensor) *Tensor { return binaryOut("SubOut", kernels.Sub, out, a, b) }
+func SubOut(out, a, b *Tensor) *Tensor { return binaryOut("SubOut", ops.Sub, out, a, b) }
 
 // MulOut writes a * b (broadcast) into out and returns out. It allocates
 // nothing.
-func MulOut(out, a, b *Tensor) *Tensor { return binaryOut("MulOut", kernels.Mul, out, a, b) }
+func MulOut(out, a, b *Tensor) *Tensor { return binaryOut("MulOut", ops.Mul, out, a, b) }
 
 // DivOut writes a / b (broadcast) into out and returns out. It allocates
 // nothing.
-func DivOut(out, a, b *Tensor) *Tensor { return binaryOut("DivOut", kernels.Div, out, a, b) }
+func DivOut(out, a, b *Tensor) *Tensor { return binaryOut("DivOut", ops.Div, out, a, b) }
 
 // binaryOut is the out= form of a broadcasting binary op. out may be a or
 // b itself, or the same elements (an in-place update), but may not
 // partially overlap them (Note [Memory overlap of writes]).
-func binaryOut(name string, kop kernels.BinaryOp, out, a, b *Tensor) *Tensor {
+func binaryOut(name string, kop ops.Binary, out, a, b *Tensor) *Tensor {
 	a.live(name)
 	b.live(name)
 	shape := broadcastShapes(name, a.shape, b.shape)
 	checkOut(name, out, shape, a, b)
 	checkNoPartialOverlap(name, out, a, "a")
 	checkNoPartialOverlap(name, out, b, "b")
-	if kop == kernels.Sub {
+	if kop == ops.Sub {
 		checkBoolSub(name, out)
 	}
-	checkResultType(name, out, b, kop == kernels.Div)
+	checkResultType(name, out, b, kop == ops.Div)
 	binaryKernel(kop, out, a.layoutAs(shape), b.layoutAs(shape), 0, false)
 	out.charge(name, int64(out.Numel()), a, b)
 	out.bump()

@@ -3,7 +3,7 @@ package tensor
 import (
 	"slices"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // reduceDims normalizes dims (all dimensions when empty) into a mask and
@@ -238,7 +238,7 @@ func (t *Tensor) Var(dims []int, keepdim, unbiased bool) *Tensor {
 		c.Release()
 		out = sq.SumDims(dims, keepdim)
 		sq.Release()
-		binaryKernel(kernels.Div, out, out, nil, div, false)
+		binaryKernel(ops.Div, out, out, nil, div, false)
 	})
 	return record(out, "VarBackward0", []*Tensor{t}, []*Tensor{t}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 		c := centered(saved[0], dims)

@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// layout is a tensor of one storage with only the fields the overlap
+// view is a tensor of one storage with only the fields the overlap
 // checks read: no memory behind it.
-func layout(st *Storage, offset int, shape, strides []int) *Tensor {
+func view(st *Storage, offset int, shape, strides []int) *Tensor {
 	return &Tensor{st: st, offset: offset, shape: shape, strides: strides, dtype: Float32}
 }
 
@@ -55,28 +55,28 @@ func TestOverlapStatusFollowsMemoryOverlapCpp(t *testing.T) {
 		{"size-1 dimension with stride 0", []int{1, 3}, []int{0, 1}, internalNo},
 	}
 	for _, tc := range internal {
-		assert.Equal(t, tc.want, hasInternalOverlap(layout(st, 0, tc.shape, tc.strides)), tc.name)
+		assert.Equal(t, tc.want, hasInternalOverlap(view(st, 0, tc.shape, tc.strides)), tc.name)
 	}
 
-	y := layout(st, 0, []int{6}, []int{1})
-	sq := layout(st, 0, []int{2, 2}, []int{2, 1})
+	y := view(st, 0, []int{6}, []int{1})
+	sq := view(st, 0, []int{2, 2}, []int{2, 1})
 	pairs := []struct {
 		name string
 		a, b *Tensor
 		want overlapStatus
 	}{
 		{"same tensor", y, y, overlapFull},
-		{"same elements, another handle", y, layout(st, 0, []int{6}, []int{1}), overlapFull},
-		{"another storage", y, layout(other, 0, []int{6}, []int{1}), overlapNo},
-		{"disjoint", layout(st, 0, []int{3}, []int{1}), layout(st, 3, []int{3}, []int{1}), overlapNo},
-		{"shifted", layout(st, 1, []int{4}, []int{1}), layout(st, 0, []int{4}, []int{1}), overlapPartial},
-		{"contained", y, layout(st, 2, []int{1}, []int{1}), overlapPartial},
-		{"same bytes, transposed", sq, layout(st, 0, []int{2, 2}, []int{1, 2}), overlapPartial},
-		{"same bytes, other rank", layout(st, 0, []int{1, 4}, []int{4, 1}), layout(st, 0, []int{4}, []int{1}), overlapPartial},
-		{"empty", y, layout(st, 2, []int{0}, []int{1}), overlapNo},
-		{"stepped, sharing elements", layout(st, 0, []int{3}, []int{2}), layout(st, 1, []int{3}, []int{1}), overlapTooHard},
-		{"stepped, on another storage", layout(st, 0, []int{3}, []int{2}), layout(other, 0, []int{3}, []int{1}), overlapTooHard},
-		{"expanded, sharing elements", layout(st, 0, []int{3}, []int{0}), y, overlapTooHard},
+		{"same elements, another handle", y, view(st, 0, []int{6}, []int{1}), overlapFull},
+		{"another storage", y, view(other, 0, []int{6}, []int{1}), overlapNo},
+		{"disjoint", view(st, 0, []int{3}, []int{1}), view(st, 3, []int{3}, []int{1}), overlapNo},
+		{"shifted", view(st, 1, []int{4}, []int{1}), view(st, 0, []int{4}, []int{1}), overlapPartial},
+		{"contained", y, view(st, 2, []int{1}, []int{1}), overlapPartial},
+		{"same bytes, transposed", sq, view(st, 0, []int{2, 2}, []int{1, 2}), overlapPartial},
+		{"same bytes, other rank", view(st, 0, []int{1, 4}, []int{4, 1}), view(st, 0, []int{4}, []int{1}), overlapPartial},
+		{"empty", y, view(st, 2, []int{0}, []int{1}), overlapNo},
+		{"stepped, sharing elements", view(st, 0, []int{3}, []int{2}), view(st, 1, []int{3}, []int{1}), overlapTooHard},
+		{"stepped, on another storage", view(st, 0, []int{3}, []int{2}), view(other, 0, []int{3}, []int{1}), overlapTooHard},
+		{"expanded, sharing elements", view(st, 0, []int{3}, []int{0}), y, overlapTooHard},
 		{"byte ranges, not element offsets", y, &Tensor{st: st, offset: 3, shape: []int{1}, strides: []int{1}, dtype: Float64}, overlapNo},
 	}
 	for _, tc := range pairs {
@@ -93,9 +93,9 @@ func TestOverlapChecksAllocateNothing(t *testing.T) {
 	for i := len(shape) - 1; i >= 0; i-- {
 		strides[i], s = s, s*shape[i]
 	}
-	out := layout(st, 0, shape, strides)
-	in := layout(st, 0, shape, strides)
-	stepped := layout(st, 0, []int{1 << 20}, []int{2})
+	out := view(st, 0, shape, strides)
+	in := view(st, 0, shape, strides)
+	stepped := view(st, 0, []int{1 << 20}, []int{2})
 	allocs := testing.AllocsPerRun(100, func() {
 		checkNoInternalOverlap("test", out)
 		checkNoInternalOverlap("test", stepped)

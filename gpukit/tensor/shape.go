@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
 )
 
 // numel is the number of elements of shape (1 for a 0-d shape). Shapes
@@ -64,10 +64,10 @@ func shapeNumel(shape []int) (int, error) {
 // does not fit in an int64 (PyTorch: "Storage size calculation overflowed").
 func storageBytes(shape []int, n int, dt Dtype) (int64, error) {
 	size := dt.Size()
-	if n > math.MaxInt64/size {
+	if int64(n) > math.MaxInt64/int64(size) {
 		return 0, fmt.Errorf("storage size calculation overflowed: shape %s of %s needs more than 2^63 bytes", fmtShape(shape), dt)
 	}
-	return int64(n * size), nil
+	return int64(n) * int64(size), nil
 }
 
 // contiguousStrides returns row-major (C order) strides for shape, in
@@ -231,7 +231,7 @@ func viewStrides(shape, strides, newShape []int) ([]int, bool) {
 
 // forEachOffset calls fn(k, off_0, off_1, ...) for every element k (row-major
 // order) of shape, with the element offsets in each of the strided operands
-// (kernels.ForEachOffset).
+// (layout.ForEachOffset).
 func forEachOffset(shape []int, offsets []int, strides [][]int, fn func(k int, offs []int)) {
-	kernels.ForEachOffset(shape, offsets, strides, fn)
+	layout.ForEachOffset(shape, offsets, strides, fn)
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
 )
 
 // Tensor is a strided view of a Storage: element [i0, i1, ...] lives at
@@ -210,7 +210,7 @@ func (t *Tensor) ElementAddr(idx ...int) uint64 {
 
 // IsContiguous reports whether the elements are laid out row-major without
 // gaps, so that the tensor can be read as one flat run of memory.
-func (t *Tensor) IsContiguous() bool { return kernels.IsContiguous(t.shape, t.strides) }
+func (t *Tensor) IsContiguous() bool { return layout.IsContiguous(t.shape, t.strides) }
 
 // Version is the version counter of t's storage (shared by all views).
 func (t *Tensor) Version() int64 { return t.st.version.v.Load() }

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // workload is one kernel class of the cost model, at one size.
@@ -119,7 +120,7 @@ func (t deviceTimer) measure(w workload) (time.Duration, error) {
 			st := func(blk *alloc.Block) device.Strided {
 				return device.Strided{Addr: blk.Addr(), Dtype: device.Float32, Strides: []int{1}}
 			}
-			run = func() error { return comp.Binary(t.s, kernels.Add, []int{w.n}, st(c), st(a), st(b)) }
+			run = func() error { return comp.Binary(t.s, ops.Add, []int{w.n}, st(c), st(a), st(b)) }
 		}
 	case "h2d-pinned", "h2d-pageable":
 		pinned := w.Name == "h2d-pinned"

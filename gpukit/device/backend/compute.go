@@ -3,8 +3,10 @@ package backend
 import (
 	"fmt"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // Compute is the kernels of a device: every op of gpukit/tensor computes
@@ -12,8 +14,9 @@ import (
 // sim and host memory with the CPU kernels of gpukit/kernels
 // (gpukit/device/cpucompute), and meta devices with no-ops (no values).
 //
-// The operations are those of gpukit/kernels, with the same op enums and
-// the same semantics (NaN propagation of Max and Min, float64 accumulation
+// The operations are named by gpukit/ops and their operands typed by
+// gpukit/dtypes (the vocabulary every floor shares); they have the
+// semantics of gpukit/kernels (NaN propagation of Max and Min, float64 accumulation
 // of sums, ties of ArgReduce going to the lowest index), so that a result
 // on a GPU can be checked against the CPU kernel that sim uses.
 //
@@ -31,19 +34,19 @@ type Compute interface {
 	// dtypes. src may broadcast (stride 0).
 	Copy(s alloc.Stream, shape []int, dst, src Strided) error
 	// Unary computes dst = op(src) over shape. dst and src have one dtype.
-	Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src Strided) error
+	Unary(s alloc.Stream, op ops.Unary, shape []int, dst, src Strided) error
 	// Binary computes dst = op(a, b) over shape; a and b may broadcast.
 	// All three have one dtype, except that the comparisons (Greater,
 	// Less, Equal, GreaterEqual, LessEqual) may write a Bool dst (1 for
 	// true, 0 for false), as may BinaryScalar's.
-	Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, b Strided) error
+	Binary(s alloc.Stream, op ops.Binary, shape []int, dst, a, b Strided) error
 	// BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
 	// scalarFirst.
-	BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a Strided, scalar float64, scalarFirst bool) error
+	BinaryScalar(s alloc.Stream, op ops.Binary, shape []int, dst, a Strided, scalar float64, scalarFirst bool) error
 	// Reduce reduces the middle dimension of the contiguous array src
 	// viewed as [outer, n, inner] into the contiguous dst of outer·inner
 	// elements (as kernels.Reduce). dst and src have dtype dt.
-	Reduce(s alloc.Stream, op kernels.ReduceOp, dt Dtype, dst, src uint64, outer, n, inner int) error
+	Reduce(s alloc.Stream, op ops.Reduce, dt dtypes.Dtype, dst, src uint64, outer, n, inner int) error
 	// ReduceStrided sums (op ReduceSum) or averages (ReduceMean) src over
 	// shape into dst, whose strides are 0 on the reduced dimensions (the
 	// dimensions of size > 1 where dst's stride is 0; dst has shape with
@@ -52,12 +55,12 @@ type Compute interface {
 	// the reduction for layouts Reduce cannot read. A backend without it
 	// returns an UnsupportedError and the caller copies src contiguous
 	// for Reduce. (Added for the CPU backends; cuda: not yet.)
-	ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src Strided) error
+	ReduceStrided(s alloc.Stream, op ops.Reduce, shape []int, dst, src Strided) error
 	// ArgReduce writes, for each of the outer·inner lines of src (layout as
 	// for Reduce), the position of its largest (largest) or smallest
 	// element into index (int64) and that element into value (dtype dt),
 	// as kernels.ArgMax and kernels.ArgMin.
-	ArgReduce(s alloc.Stream, largest bool, dt Dtype, index, value, src uint64, outer, n, inner int) error
+	ArgReduce(s alloc.Stream, largest bool, dt dtypes.Dtype, index, value, src uint64, outer, n, inner int) error
 	// ArgReduceStrided is ArgReduce for src of any layout: for each line
 	// of src (shape) along dim, the position of its largest (or smallest)
 	// element goes to index (int64) and the element to value (src's
@@ -69,21 +72,21 @@ type Compute interface {
 	// Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices
 	// (as kernels.Sgemm): op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc
 	// are the row strides of A, B and C as stored.
-	Gemm(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error
+	Gemm(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error
 	// GemmBatched computes len(c) independent products as Gemm,
 	// C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i], with matrix i of each
 	// operand at a[i], b[i] and c[i] (cublasGemmBatchedEx); C's matrices
 	// must not overlap. A backend without it returns an UnsupportedError
 	// and the caller loops over Gemm. (Added for the CPU backends, where
 	// it spreads the products over the cores; cuda: not yet.)
-	GemmBatched(s alloc.Stream, dt Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, c []uint64, ldc int) error
+	GemmBatched(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, c []uint64, ldc int) error
 
 	// The fused row kernels. Their arrays are contiguous, of dtype dt, and
 	// an address of 0 marks an optional array that is absent.
 
 	// Softmax writes the softmax (log-softmax when log) of each of the
 	// rows rows of n elements of src into dst, as kernels.SoftmaxRows.
-	Softmax(s alloc.Stream, dt Dtype, dst, src uint64, rows, n int, log bool) error
+	Softmax(s alloc.Stream, dt dtypes.Dtype, dst, src uint64, rows, n int, log bool) error
 	// SoftmaxStrided writes the softmax (log-softmax when log) of src
 	// along dimension dim of shape into dst, both of any layout and
 	// dtype: the softmax for what Softmax cannot read (another dimension
@@ -96,12 +99,12 @@ type Compute interface {
 	// kernels.LayerNormRows. For the 16-bit dtypes mean and rstd are
 	// float32 (PyTorch's accumulation type, like BatchNormArgs.StatDtype),
 	// here and in LayerNormBackward.
-	LayerNorm(s alloc.Stream, dt Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error
+	LayerNorm(s alloc.Stream, dt dtypes.Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error
 	// LayerNormBackward writes the gradients dx (rows·n), dw and db (n
 	// each) of LayerNorm from the output gradient g, the input x, the
 	// forward's mean and rstd and the weight w (optional); each of dx, dw
 	// and db is optional (0: not wanted), as kernels.LayerNormBackwardRows.
-	LayerNormBackward(s alloc.Stream, dt Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) error
+	LayerNormBackward(s alloc.Stream, dt dtypes.Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) error
 	// BatchNorm is PyTorch's native_batch_norm over a contiguous
 	// [Batch, Channels, Length] input; see BatchNormArgs.
 	BatchNorm(s alloc.Stream, a BatchNormArgs) error
@@ -112,7 +115,7 @@ type Compute interface {
 	// rows of −logProbs[i, targets[i]], for rows rows of n log-probabilities
 	// and rows targets of dtype targetDt (Int64 or Int32) in [0, n), summed
 	// in float64 in row order (nll_loss with reduction="mean").
-	NLLLoss(s alloc.Stream, dt Dtype, out, logProbs, targets uint64, targetDt Dtype, rows, n int) error
+	NLLLoss(s alloc.Stream, dt dtypes.Dtype, out, logProbs, targets uint64, targetDt dtypes.Dtype, rows, n int) error
 	// Gather writes dst[i][j][k] = src[i][index[i][j][k]][k] (for dim 1 of
 	// a 3-d shape; likewise for any rank and dim) over shape, the index's
 	// shape, as torch.gather; index has dtype Int64 or Int32 and values
@@ -127,12 +130,12 @@ type Compute interface {
 	Where(s alloc.Stream, shape []int, dst, cond, a, b Strided) error
 	// InRange writes the Bool dst = lo ≤ src ≤ hi over shape (a NaN gives
 	// false), lo and hi rounded to src's dtype as comparisons round a
-	// scalar (CompareScalar): the mask that clamp's backward keeps.
+	// scalar (Round): the mask that clamp's backward keeps.
 	InRange(s alloc.Stream, shape []int, dst, src Strided, lo, hi float64) error
 	// Adam applies one Adam (or AdamW) step to the n elements of the
 	// parameter p in place, from its gradient g, updating the state m
 	// (exp_avg) and v (exp_avg_sq), as kernels.AdamUpdate.
-	Adam(s alloc.Stream, dt Dtype, p, g, m, v uint64, n int, sc kernels.AdamScalars) error
+	Adam(s alloc.Stream, dt dtypes.Dtype, p, g, m, v uint64, n int, sc ops.AdamScalars) error
 
 	// The sparse CSR products of torch.sparse.mm (gpukit/tensor's
 	// SparseCSRMatmul and its backward). The matrix a is a CSR (see CSR);
@@ -145,17 +148,17 @@ type Compute interface {
 
 	// CSRMatmul writes out = a·b (as kernels.CSRMatmul): out is
 	// a.Rows×n, b a.Cols×n; row r of out sums its entries in order.
-	CSRMatmul(s alloc.Stream, dt Dtype, a CSR, b, out uint64, n int) error
+	CSRMatmul(s alloc.Stream, dt dtypes.Dtype, a CSR, b, out uint64, n int) error
 	// CSRMatmulT writes out = aᵀ·g (as kernels.CSRMatmulT), the gradient
 	// of CSRMatmul's dense operand: out is a.Cols×n, g a.Rows×n;
 	// out[c, j] sums v·g[r, j] over the entries (r, c, v) in the CSR's
 	// order (row by row, each row's entries in order).
-	CSRMatmulT(s alloc.Stream, dt Dtype, a CSR, g, out uint64, n int) error
+	CSRMatmulT(s alloc.Stream, dt dtypes.Dtype, a CSR, g, out uint64, n int) error
 	// CSRSampledDot writes out[e] = g[r, :]·b[c, :] for each entry e (row
 	// r, column c) of a's pattern, the sum in column order (as
 	// kernels.CSRSampledDot), the gradient of CSRMatmul's values: out has
 	// a.NNZ elements, g is a.Rows×n, b a.Cols×n; a.Values is not read.
-	CSRSampledDot(s alloc.Stream, dt Dtype, a CSR, g, b, out uint64, n int) error
+	CSRSampledDot(s alloc.Stream, dt dtypes.Dtype, a CSR, g, b, out uint64, n int) error
 }
 
 // CSR is a sparse Rows×Cols matrix in compressed sparse row form, as
@@ -165,7 +168,7 @@ type Compute interface {
 // all contiguous; both index arrays are of dtype Index (Int64 or Int32).
 type CSR struct {
 	Values, ColIndices, RowOffsets uint64
-	Index                          Dtype
+	Index                          dtypes.Dtype
 	Rows, Cols, NNZ                int
 }
 
@@ -178,7 +181,7 @@ type CSR struct {
 // count/(count−1). In evaluation it normalises with RunningMean and
 // RunningVar. Then Y = (X − mean)·invstd·Weight + Bias per channel.
 type BatchNormArgs struct {
-	Dtype                   Dtype
+	Dtype                   dtypes.Dtype
 	Y, X                    uint64
 	Batch, Channels, Length int
 	// Weight, Bias, RunningMean and RunningVar are per-channel vectors
@@ -188,7 +191,7 @@ type BatchNormArgs struct {
 	// SaveMean and SaveInvstd are contiguous, of StatDtype (float32 for
 	// 16-bit inputs, as PyTorch); written in training only.
 	SaveMean, SaveInvstd uint64
-	StatDtype            Dtype
+	StatDtype            dtypes.Dtype
 	Training             bool
 	Momentum, Eps        float64
 }
@@ -200,7 +203,7 @@ type BatchNormArgs struct {
 //
 // and in evaluation dx = ĝ·invstd; in both dw = Σ g·x̂ and db = Σ g.
 type BatchNormBackwardArgs struct {
-	Dtype                   Dtype
+	Dtype                   dtypes.Dtype
 	Grad, X                 uint64 // contiguous [Batch, Channels, Length]
 	Batch, Channels, Length int
 	// GradX is contiguous like X; GradWeight and GradBias are per-channel
@@ -220,56 +223,11 @@ type BatchNormBackwardArgs struct {
 type UnsupportedError struct {
 	Backend string // "cuda:0"
 	Op      string // the Compute method, "LayerNorm"
-	Dtype   Dtype
+	Dtype   dtypes.Dtype
 }
 
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("backend: %s has no %s kernel for %s", e.Backend, e.Op, e.Dtype)
-}
-
-// Dtype is the element type of a Compute operand.
-type Dtype uint8
-
-// The element types of Compute operands, in the order of gpukit/tensor's
-// dtypes. Index operands are Int64 or Int32; a backend may return an
-// UnsupportedError for a dtype it does not compute in.
-const (
-	Float32 Dtype = iota
-	Float64
-	Float16
-	BFloat16
-	Int64
-	Int32
-	Bool
-)
-
-var dtypeInfo = [...]struct {
-	name string
-	size int
-}{
-	Float32:  {"float32", 4},
-	Float64:  {"float64", 8},
-	Float16:  {"float16", 2},
-	BFloat16: {"bfloat16", 2},
-	Int64:    {"int64", 8},
-	Int32:    {"int32", 4},
-	Bool:     {"bool", 1},
-}
-
-// Size is the size of one element in bytes.
-func (d Dtype) Size() int {
-	if int(d) < len(dtypeInfo) {
-		return dtypeInfo[d].size
-	}
-	panic(fmt.Sprintf("backend: unknown %v", d))
-}
-
-// String returns the dtype's name, such as "float32".
-func (d Dtype) String() string {
-	if int(d) < len(dtypeInfo) {
-		return dtypeInfo[d].name
-	}
-	return fmt.Sprintf("Dtype(%d)", uint8(d))
 }
 
 // Strided is an N-d operand of a Compute call: the device address of its
@@ -277,29 +235,6 @@ func (d Dtype) String() string {
 // broadcasts) per dimension of the call's shape.
 type Strided struct {
 	Addr    uint64
-	Dtype   Dtype
+	Dtype   dtypes.Dtype
 	Strides []int
-}
-
-// CompareScalar is the scalar that a comparison of operands of dtype dt
-// with scalar s compares against: s rounded to dt for the floating types
-// (through float32 for the 16-bit ones, as c10::Half and c10::BFloat16
-// convert a double), s itself for the integer types. This is PyTorch's
-// rule: a Python number is a wrapped number, which counts in type
-// promotion by its category alone (update_result_type_state in
-// aten/src/ATen/native/TypeProperties.cpp; the "Type promotion" section of
-// docs/source/tensor_attributes.rst), so the comparison runs in the
-// tensor's dtype and torch.tensor([0.1], dtype=torch.float32) == 0.1 is
-// True (PyTorch 1.13.1, measured). Every Compute
-// applies it in BinaryScalar's comparisons, whatever dst's dtype.
-func CompareScalar(dt Dtype, s float64) float64 {
-	switch dt {
-	case Float32:
-		return float64(float32(s))
-	case Float16:
-		return float64(kernels.Float16ToFloat32(kernels.Float32ToFloat16(float32(s))))
-	case BFloat16:
-		return float64(kernels.BFloat16ToFloat32(kernels.Float32ToBFloat16(float32(s))))
-	}
-	return s
 }

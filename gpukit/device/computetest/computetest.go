@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/cpucompute"
 )
 
 // Memory is what the suite needs of the backend besides Compute: device
@@ -26,16 +27,16 @@ type Memory interface {
 // Missing is one (method, dtype) pair a backend reported as unsupported.
 type Missing struct {
 	Method string
-	Dtype  backend.Dtype
+	Dtype  dtypes.Dtype
 }
 
 func (m Missing) String() string { return m.Method + "/" + m.Dtype.String() }
 
 // Dtypes are the dtypes of backend.Compute, in order.
-var Dtypes = []backend.Dtype{backend.Float32, backend.Float64, backend.Float16, backend.BFloat16, backend.Int64, backend.Int32, backend.Bool}
+var Dtypes = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16, dtypes.Int64, dtypes.Int32, dtypes.Bool}
 
 // floats are the dtypes of the row kernels (softmax, norms, losses).
-var floats = []backend.Dtype{backend.Float32, backend.Float64, backend.Float16, backend.BFloat16}
+var floats = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16}
 
 const stream alloc.Stream = 0
 
@@ -90,7 +91,7 @@ type suite struct {
 
 // ok reports whether a call succeeded: an UnsupportedError is recorded
 // as missing, any other error fails the test.
-func (s *suite) ok(method string, dt backend.Dtype, err error) bool {
+func (s *suite) ok(method string, dt dtypes.Dtype, err error) bool {
 	s.t.Helper()
 	if err == nil {
 		return true
@@ -114,23 +115,23 @@ func (s *suite) freeAll() {
 }
 
 // conv is v converted to dt and back (what storing v in dt keeps).
-func conv(dt backend.Dtype, v float64) float64 {
+func conv(dt dtypes.Dtype, v float64) float64 {
 	var b [8]byte
-	cpucompute.Store(dt, b[:], 0, v)
-	return cpucompute.Load(dt, b[:], 0)
+	dtypes.Store(dt, b[:], 0, v)
+	return dtypes.Load(dt, b[:], 0)
 }
 
 // random returns n values representable in dt: magnitudes in [0.25, 2]
 // of either sign for the float types (no values near 0, so that ratios
 // and logarithms stay well conditioned), small integers for the integer
 // types, 0 and 1 for bool.
-func (s *suite) random(dt backend.Dtype, n int) []float64 {
+func (s *suite) random(dt dtypes.Dtype, n int) []float64 {
 	v := make([]float64, n)
 	for i := range v {
 		switch dt {
-		case backend.Int64, backend.Int32:
+		case dtypes.Int64, dtypes.Int32:
 			v[i] = float64(s.rng.IntN(9) - 4)
-		case backend.Bool:
+		case dtypes.Bool:
 			v[i] = float64(s.rng.IntN(2))
 		default:
 			x := 0.25 + 1.75*s.rng.Float64()
@@ -144,7 +145,7 @@ func (s *suite) random(dt backend.Dtype, n int) []float64 {
 }
 
 // upload puts vals (converted to dt) in fresh device memory.
-func (s *suite) upload(dt backend.Dtype, vals []float64) uint64 {
+func (s *suite) upload(dt dtypes.Dtype, vals []float64) uint64 {
 	s.t.Helper()
 	n := max(len(vals), 1)
 	addr, err := s.mem.Malloc(int64(n * dt.Size()))
@@ -154,7 +155,7 @@ func (s *suite) upload(dt backend.Dtype, vals []float64) uint64 {
 	s.allocs = append(s.allocs, addr)
 	b := make([]byte, n*dt.Size())
 	for i, v := range vals {
-		cpucompute.Store(dt, b, i, v)
+		dtypes.Store(dt, b, i, v)
 	}
 	if err := s.mem.CopyHtoD(addr, b, false, stream, false); err != nil {
 		s.t.Fatalf("CopyHtoD: %v", err)
@@ -163,7 +164,7 @@ func (s *suite) upload(dt backend.Dtype, vals []float64) uint64 {
 }
 
 // download reads n elements of dt at addr.
-func (s *suite) download(dt backend.Dtype, addr uint64, n int) []float64 {
+func (s *suite) download(dt dtypes.Dtype, addr uint64, n int) []float64 {
 	s.t.Helper()
 	b := make([]byte, n*dt.Size())
 	if err := s.mem.CopyDtoH(b, addr, false, stream, false); err != nil {
@@ -171,21 +172,21 @@ func (s *suite) download(dt backend.Dtype, addr uint64, n int) []float64 {
 	}
 	v := make([]float64, n)
 	for i := range v {
-		v[i] = cpucompute.Load(dt, b, i)
+		v[i] = dtypes.Load(dt, b, i)
 	}
 	return v
 }
 
 // tol is the relative tolerance of results of dt (0: exact).
-func tol(dt backend.Dtype) float64 {
+func tol(dt dtypes.Dtype) float64 {
 	switch dt {
-	case backend.Float32:
+	case dtypes.Float32:
 		return 2e-5
-	case backend.Float64:
+	case dtypes.Float64:
 		return 1e-10
-	case backend.Float16:
+	case dtypes.Float16:
 		return 2e-3
-	case backend.BFloat16:
+	case dtypes.BFloat16:
 		return 1.6e-2
 	}
 	return 0
@@ -193,12 +194,12 @@ func tol(dt backend.Dtype) float64 {
 
 // check compares got with want (float64 results, converted to dt) at
 // positions where fn is not nil; want is converted to dt first.
-func (s *suite) check(what string, dt backend.Dtype, got, want []float64) {
+func (s *suite) check(what string, dt dtypes.Dtype, got, want []float64) {
 	s.t.Helper()
 	s.checkTol(what, dt, got, want, tol(dt))
 }
 
-func (s *suite) checkTol(what string, dt backend.Dtype, got, want []float64, rel float64) {
+func (s *suite) checkTol(what string, dt dtypes.Dtype, got, want []float64, rel float64) {
 	s.t.Helper()
 	if len(got) != len(want) {
 		s.t.Fatalf("%s %s: %d results, want %d", what, dt, len(got), len(want))
@@ -267,14 +268,14 @@ var layouts = []struct {
 var shape34 = []int{3, 4}
 
 // input makes a random operand of dt with a layout of layouts.
-func (s *suite) input(dt backend.Dtype, layout int) (backend.Strided, view) {
+func (s *suite) input(dt dtypes.Dtype, layout int) (backend.Strided, view) {
 	l := layouts[layout]
 	vals := s.random(dt, l.size)
 	return backend.Strided{Addr: s.upload(dt, vals), Dtype: dt, Strides: l.strides}, view{vals, l.strides}
 }
 
 // output is a fresh contiguous [3, 4] operand of dt, or a transposed one.
-func (s *suite) output(dt backend.Dtype, transposed bool) backend.Strided {
+func (s *suite) output(dt dtypes.Dtype, transposed bool) backend.Strided {
 	st := []int{4, 1}
 	if transposed {
 		st = []int{1, 3}

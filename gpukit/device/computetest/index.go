@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 )
 
@@ -13,7 +15,7 @@ import (
 // indexCase is the operands of a Gather or ScatterAdd test: index of
 // shape [3, 2] (dtype idt) into a [3, 4] array along dim, or a [4, 2]
 // array along dim 0.
-func (s *suite) indexValues(idt backend.Dtype, shape []int, size int) (backend.Strided, []float64) {
+func (s *suite) indexValues(idt dtypes.Dtype, shape []int, size int) (backend.Strided, []float64) {
 	vals := make([]float64, numel(shape))
 	for i := range vals {
 		vals[i] = float64(s.rng.IntN(size))
@@ -24,7 +26,7 @@ func (s *suite) indexValues(idt backend.Dtype, shape []int, size int) (backend.S
 func testGather(t *testing.T, s *suite) {
 	shape := []int{3, 2} // the index's
 	for _, dt := range Dtypes {
-		for _, idt := range []backend.Dtype{backend.Int64, backend.Int32} {
+		for _, idt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			for _, dim := range []int{0, 1} {
 				srcShape := []int{4, 2}
 				if dim == 1 {
@@ -58,7 +60,7 @@ func testGather(t *testing.T, s *suite) {
 func testScatterAdd(t *testing.T, s *suite) {
 	shape := []int{3, 2} // the index's
 	for _, dt := range Dtypes {
-		for _, idt := range []backend.Dtype{backend.Int64, backend.Int32} {
+		for _, idt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			for _, dim := range []int{0, 1} {
 				dstShape := []int{4, 2}
 				if dim == 1 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
@@ -43,7 +45,7 @@ func testGemm(t *testing.T, s *suite) {
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				for _, ab := range [][2]float64{{1, 0}, {0.5, 2}} {
-					if ab[1] != 0 && dt != backend.Float32 && dt != backend.Float64 {
+					if ab[1] != 0 && dt != dtypes.Float32 && dt != dtypes.Float64 {
 						continue // alpha and beta: the float types of BLAS
 					}
 					lda, ldb, ldc := k+1, n+2, n+1 // padded rows
@@ -132,8 +134,8 @@ func (s *suite) csrCase(rows, cols int) (offs, colIdx []float64) {
 // part of their contract), with both index dtypes, an output that starts
 // as garbage (it is overwritten), and a matrix with no entries at all.
 func testCSR(t *testing.T, s *suite) {
-	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
-		for _, idt := range []backend.Dtype{backend.Int64, backend.Int32} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.Float64} {
+		for _, idt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			for _, sz := range []struct{ rows, cols, n int }{{7, 5, 3}, {2, 4, 0}, {3, 4, 2}} {
 				offs, colIdx := s.csrCase(sz.rows, sz.cols)
 				if sz.rows == 3 { // no entries at all
@@ -147,7 +149,7 @@ func testCSR(t *testing.T, s *suite) {
 				db, dg := s.upload(dt, b), s.upload(dt, g)
 				what := fmt.Sprintf("%d×%d (%d entries) n %d index %s", sz.rows, sz.cols, nnz, n, idt)
 				var want [3][]float64
-				if dt == backend.Float32 {
+				if dt == dtypes.Float32 {
 					want = csrWant[float32](vals, colIdx, offs, b, g, n)
 				} else {
 					want = csrWant[float64](vals, colIdx, offs, b, g, n)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -14,7 +16,7 @@ func testAdam(t *testing.T, s *suite) {
 	const n = 37
 	for _, dt := range Dtypes {
 		for _, decoupled := range []bool{false, true} {
-			sc := kernels.AdamScalars{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, Decoupled: decoupled}
+			sc := ops.AdamScalars{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, Decoupled: decoupled}
 			pv, gv, mv := s.random(dt, n), s.random(dt, n), s.random(dt, n)
 			vv := make([]float64, n)
 			for i := range vv {

@@ -5,6 +5,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
@@ -13,11 +16,11 @@ import (
 // into a bool dst, Where and InRange.
 
 // ref1 is the float64 reference of a unary op.
-func ref1(op kernels.UnaryOp, x float64) float64 { return kernels.ApplyUnary(op, x) }
+func ref1(op ops.Unary, x float64) float64 { return kernels.ApplyUnary(op, x) }
 
 func testUnary(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
-		for op := kernels.Identity; op <= kernels.Sign; op++ {
+		for _, op := range ops.Unaries() {
 			for l := range layouts {
 				a, av := s.input(dt, l)
 				d := s.output(dt, l == 1)
@@ -36,7 +39,7 @@ func testUnary(t *testing.T, s *suite) {
 
 func testBinary(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
-		for op := kernels.Add; op <= kernels.LessEqual; op++ {
+		for _, op := range ops.Binaries() {
 			for la := range layouts {
 				lb := (la + 2) % len(layouts)
 				a, av := s.input(dt, la)
@@ -57,7 +60,7 @@ func testBinary(t *testing.T, s *suite) {
 
 func testBinaryScalar(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
-		for op := kernels.Add; op <= kernels.LessEqual; op++ {
+		for _, op := range ops.Binaries() {
 			for _, first := range []bool{false, true} {
 				a, av := s.input(dt, 1)
 				d := s.output(dt, false)
@@ -83,19 +86,19 @@ func testBinaryScalar(t *testing.T, s *suite) {
 }
 
 // comparisons are the binary ops that may write a Bool dst.
-var comparisons = []kernels.BinaryOp{kernels.Greater, kernels.Less, kernels.Equal, kernels.GreaterEqual, kernels.LessEqual}
+var comparisons = []ops.Binary{ops.Greater, ops.Less, ops.Equal, ops.GreaterEqual, ops.LessEqual}
 
 // tied returns n values of dt from a small set, so that comparisons meet
 // ties, zeros and (for the float types) NaN.
-func (s *suite) tied(dt backend.Dtype, n int) []float64 {
+func (s *suite) tied(dt dtypes.Dtype, n int) []float64 {
 	// 0.1 as dt holds it: equal to the scalar 0.1 under PyTorch's rule
-	// for comparisons (backend.CompareScalar), below it in float64 for
+	// for comparisons (dtypes.Round), below it in float64 for
 	// float32 and the 16-bit types.
-	set := []float64{-1, 0, 0.5, 1, math.NaN(), backend.CompareScalar(dt, 0.1)}
+	set := []float64{-1, 0, 0.5, 1, math.NaN(), dtypes.Round(dt, 0.1)}
 	switch dt {
-	case backend.Int64, backend.Int32:
+	case dtypes.Int64, dtypes.Int32:
 		set = []float64{-1, 0, 1, 2}
-	case backend.Bool:
+	case dtypes.Bool:
 		set = []float64{0, 1}
 	}
 	v := make([]float64, n)
@@ -106,14 +109,14 @@ func (s *suite) tied(dt backend.Dtype, n int) []float64 {
 }
 
 // tiedInput is input with values from tied.
-func (s *suite) tiedInput(dt backend.Dtype, layout int) (backend.Strided, view) {
+func (s *suite) tiedInput(dt dtypes.Dtype, layout int) (backend.Strided, view) {
 	l := layouts[layout]
 	vals := s.tied(dt, l.size)
 	return backend.Strided{Addr: s.upload(dt, vals), Dtype: dt, Strides: l.strides}, view{vals, l.strides}
 }
 
 // boolOut is a fresh [3, 4] Bool operand, contiguous or transposed.
-func (s *suite) boolOut(transposed bool) backend.Strided { return s.output(backend.Bool, transposed) }
+func (s *suite) boolOut(transposed bool) backend.Strided { return s.output(dtypes.Bool, transposed) }
 
 // testBinaryBool: the comparisons of two operands of every dtype into a
 // Bool dst (as torch.gt and the others return torch.bool).
@@ -132,7 +135,7 @@ func testBinaryBool(t *testing.T, s *suite) {
 				for k := range want {
 					want[k] = kernels.Apply(op, av.at(shape34, k), bv.at(shape34, k))
 				}
-				s.check(fmt.Sprintf("%v of %s into bool, %s with %s", op, dt, layouts[la].name, layouts[lb].name), backend.Bool, s.read(d), want)
+				s.check(fmt.Sprintf("%v of %s into bool, %s with %s", op, dt, layouts[la].name, layouts[lb].name), dtypes.Bool, s.read(d), want)
 			}
 		}
 	}
@@ -151,13 +154,13 @@ func testBinaryScalarBool(t *testing.T, s *suite) {
 					}
 					want := make([]float64, 12)
 					for k := range want {
-						x, y := av.at(shape34, k), backend.CompareScalar(dt, sc)
+						x, y := av.at(shape34, k), dtypes.Round(dt, sc)
 						if first {
 							x, y = y, x
 						}
 						want[k] = kernels.Apply(op, x, y)
 					}
-					s.check(fmt.Sprintf("%v of %s and %v into bool, scalarFirst=%v", op, dt, sc, first), backend.Bool, s.read(d), want)
+					s.check(fmt.Sprintf("%v of %s and %v into bool, scalarFirst=%v", op, dt, sc, first), dtypes.Bool, s.read(d), want)
 				}
 			}
 		}
@@ -170,7 +173,7 @@ func testBinaryScalarBool(t *testing.T, s *suite) {
 func testWhere(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
 		for l := range layouts {
-			c, cv := s.tiedInput(backend.Bool, l)
+			c, cv := s.tiedInput(dtypes.Bool, l)
 			a, av := s.input(dt, (l+1)%len(layouts))
 			b, bv := s.input(dt, (l+2)%len(layouts))
 			d := s.output(dt, l == 1)
@@ -201,13 +204,13 @@ func testInRange(t *testing.T, s *suite) {
 					continue
 				}
 				want := make([]float64, 12)
-				lo, hi := backend.CompareScalar(dt, r[0]), backend.CompareScalar(dt, r[1])
+				lo, hi := dtypes.Round(dt, r[0]), dtypes.Round(dt, r[1])
 				for k := range want {
 					if x := av.at(shape34, k); x >= lo && x <= hi {
 						want[k] = 1
 					}
 				}
-				s.check(fmt.Sprintf("InRange [%v, %v] of %s %s", r[0], r[1], dt, layouts[l].name), backend.Bool, s.read(d), want)
+				s.check(fmt.Sprintf("InRange [%v, %v] of %s %s", r[0], r[1], dt, layouts[l].name), dtypes.Bool, s.read(d), want)
 			}
 		}
 	}

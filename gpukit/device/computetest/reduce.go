@@ -5,8 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // The reductions: Reduce, ReduceStrided, ArgReduce and ArgReduceStrided.
@@ -14,7 +16,7 @@ import (
 func testReduce(t *testing.T, s *suite) {
 	const outer, n, inner = 2, 5, 3
 	for _, dt := range Dtypes {
-		for op := kernels.ReduceSum; op <= kernels.ReduceMin; op++ {
+		for _, op := range ops.Reduces() {
 			src := s.random(dt, outer*n*inner)
 			a := s.upload(dt, src)
 			d := s.upload(dt, make([]float64, outer*inner))
@@ -36,19 +38,19 @@ func testReduce(t *testing.T, s *suite) {
 	}
 }
 
-func reduceRef(op kernels.ReduceOp, line []float64) float64 {
+func reduceRef(op ops.Reduce, line []float64) float64 {
 	var r float64
 	switch op {
-	case kernels.ReduceSum, kernels.ReduceMean:
+	case ops.ReduceSum, ops.ReduceMean:
 		for _, v := range line {
 			r += v
 		}
-		if op == kernels.ReduceMean {
+		if op == ops.ReduceMean {
 			r /= float64(len(line))
 		}
-	case kernels.ReduceMax:
+	case ops.ReduceMax:
 		r = slices.Max(line)
-	case kernels.ReduceMin:
+	case ops.ReduceMin:
 		r = slices.Min(line)
 	}
 	return r
@@ -56,12 +58,12 @@ func reduceRef(op kernels.ReduceOp, line []float64) float64 {
 
 func testReduceStrided(t *testing.T, s *suite) {
 	for _, dt := range Dtypes {
-		for _, op := range []kernels.ReduceOp{kernels.ReduceSum, kernels.ReduceMean} {
+		for _, op := range []ops.Reduce{ops.ReduceSum, ops.ReduceMean} {
 			for _, dim := range []int{0, 1} {
 				a, av := s.input(dt, 1) // transposed
 				out := dt
-				if dt == backend.Bool || dt == backend.Int32 {
-					out = backend.Int64 // sums of bool and int32 go to int64, as in PyTorch
+				if dt == dtypes.Bool || dt == dtypes.Int32 {
+					out = dtypes.Int64 // sums of bool and int32 go to int64, as in PyTorch
 				}
 				// dst: shape [3, 4] with the reduced dimension of stride 0.
 				kept := 4
@@ -82,7 +84,7 @@ func testReduceStrided(t *testing.T, s *suite) {
 					}
 					want[p] += av.at(shape34, k)
 				}
-				if op == kernels.ReduceMean {
+				if op == ops.ReduceMean {
 					for i := range want {
 						want[i] /= float64(12 / kept)
 					}
@@ -100,7 +102,7 @@ func testArgReduce(t *testing.T, s *suite) {
 			src := s.random(dt, outer*n*inner)
 			src[inner] = src[0] // a tie in the first line: the lower index wins
 			a := s.upload(dt, src)
-			idx := s.upload(backend.Int64, make([]float64, outer*inner))
+			idx := s.upload(dtypes.Int64, make([]float64, outer*inner))
 			val := s.upload(dt, make([]float64, outer*inner))
 			if !s.ok("ArgReduce", dt, s.c.ArgReduce(stream, largest, dt, idx, val, a, outer, n, inner)) {
 				continue
@@ -119,7 +121,7 @@ func testArgReduce(t *testing.T, s *suite) {
 				}
 			}
 			what := fmt.Sprintf("ArgReduce largest=%v", largest)
-			s.check(what+" index", backend.Int64, s.download(backend.Int64, idx, outer*inner), wi)
+			s.check(what+" index", dtypes.Int64, s.download(dtypes.Int64, idx, outer*inner), wi)
 			s.check(what+" value", dt, s.download(dt, val, outer*inner), wv)
 		}
 	}
@@ -134,7 +136,7 @@ func testArgReduceStrided(t *testing.T, s *suite) {
 				if dim == 1 {
 					kept, st = 3, []int{1, 0}
 				}
-				idx := backend.Strided{Addr: s.upload(backend.Int64, make([]float64, kept)), Dtype: backend.Int64, Strides: st}
+				idx := backend.Strided{Addr: s.upload(dtypes.Int64, make([]float64, kept)), Dtype: dtypes.Int64, Strides: st}
 				val := backend.Strided{Addr: s.upload(dt, make([]float64, kept)), Dtype: dt, Strides: st}
 				if !s.ok("ArgReduceStrided", dt, s.c.ArgReduceStrided(stream, largest, shape34, dim, idx, val, a)) {
 					continue
@@ -155,7 +157,7 @@ func testArgReduceStrided(t *testing.T, s *suite) {
 					wi[p], wv[p] = float64(bi), bv
 				}
 				what := fmt.Sprintf("ArgReduceStrided largest=%v dim %d", largest, dim)
-				s.check(what+" index", backend.Int64, s.download(backend.Int64, idx.Addr, kept), wi)
+				s.check(what+" index", dtypes.Int64, s.download(dtypes.Int64, idx.Addr, kept), wi)
 				s.check(what+" value", dt, s.download(dt, val.Addr, kept), wv)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
@@ -77,15 +79,15 @@ func testSoftmaxStrided(t *testing.T, s *suite) {
 }
 
 // statDtype is the dtype of the statistics of a norm over dt.
-func statDtype(dt backend.Dtype) backend.Dtype {
-	if dt == backend.Float64 {
+func statDtype(dt dtypes.Dtype) dtypes.Dtype {
+	if dt == dtypes.Float64 {
 		return dt
 	}
-	return backend.Float32
+	return dtypes.Float32
 }
 
 // opt uploads vals when present, else returns address 0.
-func (s *suite) opt(present bool, dt backend.Dtype, vals []float64) uint64 {
+func (s *suite) opt(present bool, dt dtypes.Dtype, vals []float64) uint64 {
 	if !present {
 		return 0
 	}
@@ -202,7 +204,7 @@ func bnRef(x []float64, nb, c, l int, w, b, rm, rv []float64, training bool, mom
 	return
 }
 
-func vec(addr uint64, dt backend.Dtype) backend.Strided {
+func vec(addr uint64, dt dtypes.Dtype) backend.Strided {
 	if addr == 0 {
 		return backend.Strided{}
 	}
@@ -317,7 +319,7 @@ func testBatchNormBackward(t *testing.T, s *suite) {
 func testNLLLoss(t *testing.T, s *suite) {
 	const rows, n = 5, 4
 	for _, dt := range floats {
-		for _, tdt := range []backend.Dtype{backend.Int64, backend.Int32} {
+		for _, tdt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			lp := s.random(dt, rows*n)
 			tv := make([]float64, rows)
 			var want float64

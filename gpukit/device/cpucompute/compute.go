@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/internal/isnil"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -35,14 +37,14 @@ func New(name string, mem Memory) *Compute {
 }
 
 const (
-	f32t = backend.Float32
-	f64t = backend.Float64
+	f32t = dtypes.Float32
+	f64t = dtypes.Float64
 )
 
 // operand is a resolved Strided operand: data starts at its first element.
 type operand struct {
 	data    []byte
-	dt      backend.Dtype
+	dt      dtypes.Dtype
 	strides []int
 }
 
@@ -76,7 +78,7 @@ func extent(shape, strides []int) int {
 }
 
 // bytes resolves n elements of dt at addr; n == 0 gives nil.
-func (c *Compute) bytes(op string, addr uint64, dt backend.Dtype, n int) ([]byte, error) {
+func (c *Compute) bytes(op string, addr uint64, dt dtypes.Dtype, n int) ([]byte, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -92,7 +94,7 @@ func (c *Compute) bytes(op string, addr uint64, dt backend.Dtype, n int) ([]byte
 }
 
 // opt resolves an optional contiguous array (addr 0: absent, nil).
-func (c *Compute) opt(op string, addr uint64, dt backend.Dtype, n int) ([]byte, error) {
+func (c *Compute) opt(op string, addr uint64, dt dtypes.Dtype, n int) ([]byte, error) {
 	if addr == 0 {
 		return nil, nil
 	}
@@ -148,8 +150,8 @@ func overlap(a, b []byte) bool {
 
 // computeIn32 reports whether the generic loops compute dt in float32
 // (float32 and the half types) rather than float64.
-func computeIn32(dt backend.Dtype) bool {
-	return dt == f32t || dt == backend.Float16 || dt == backend.BFloat16
+func computeIn32(dt dtypes.Dtype) bool {
+	return dt == f32t || dt == dtypes.Float16 || dt == dtypes.BFloat16
 }
 
-func isHalf(dt backend.Dtype) bool { return dt == backend.Float16 || dt == backend.BFloat16 }
+func isHalf(dt dtypes.Dtype) bool { return dt == dtypes.Float16 || dt == dtypes.BFloat16 }

@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/computetest"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // heap is a Memory of Go byte slices at made-up addresses: the suite's
@@ -85,7 +87,7 @@ func TestConformance(t *testing.T) {
 	h := newHeap()
 	missing := computetest.Run(t, cpucompute.New("heap:0", h), h)
 	for _, m := range missing {
-		if m.Method != "Adam" || m.Dtype == backend.Float32 || m.Dtype == backend.Float64 {
+		if m.Method != "Adam" || m.Dtype == dtypes.Float32 || m.Dtype == dtypes.Float64 {
 			t.Errorf("lacks %v", m)
 		}
 	}
@@ -104,20 +106,20 @@ func TestOperandsOutsideMemory(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"Fill past the end", c.Fill(0, []int{5}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}}, 1)},
-		{"Fill at address 0", c.Fill(0, []int{1}, backend.Strided{Dtype: backend.Float32, Strides: []int{1}}, 1)},
-		{"Copy with too few strides", c.Copy(0, []int{2, 2}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{2, 1}})},
-		{"Unary negative stride", c.Unary(0, kernels.Exp, []int{2}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{-1}}, backend.Strided{Addr: a, Dtype: backend.Float32, Strides: []int{1}})},
-		{"Reduce unknown memory", c.Reduce(0, kernels.ReduceSum, backend.Float32, a, 0x999999, 1, 4, 1)},
-		{"Gemm short leading dimension", c.Gemm(0, backend.Float32, false, false, 2, 2, 2, 1, a, 1, a, 2, 0, a, 2)},
-		{"NLLLoss float targets", c.NLLLoss(0, backend.Float32, a, a, a, backend.Float32, 1, 1)},
+		{"Fill past the end", c.Fill(0, []int{5}, backend.Strided{Addr: a, Dtype: dtypes.Float32, Strides: []int{1}}, 1)},
+		{"Fill at address 0", c.Fill(0, []int{1}, backend.Strided{Dtype: dtypes.Float32, Strides: []int{1}}, 1)},
+		{"Copy with too few strides", c.Copy(0, []int{2, 2}, backend.Strided{Addr: a, Dtype: dtypes.Float32, Strides: []int{1}}, backend.Strided{Addr: a, Dtype: dtypes.Float32, Strides: []int{2, 1}})},
+		{"Unary negative stride", c.Unary(0, ops.Exp, []int{2}, backend.Strided{Addr: a, Dtype: dtypes.Float32, Strides: []int{-1}}, backend.Strided{Addr: a, Dtype: dtypes.Float32, Strides: []int{1}})},
+		{"Reduce unknown memory", c.Reduce(0, ops.ReduceSum, dtypes.Float32, a, 0x999999, 1, 4, 1)},
+		{"Gemm short leading dimension", c.Gemm(0, dtypes.Float32, false, false, 2, 2, 2, 1, a, 1, a, 2, 0, a, 2)},
+		{"NLLLoss float targets", c.NLLLoss(0, dtypes.Float32, a, a, a, dtypes.Float32, 1, 1)},
 	}
 	for _, tc := range tests {
 		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), "cpucompute: ") {
 			t.Errorf("%s: %v, want a cpucompute error", tc.name, tc.err)
 		}
 	}
-	err := c.Adam(0, backend.Float16, a, a, a, a, 2, kernels.AdamScalars{})
+	err := c.Adam(0, dtypes.Float16, a, a, a, a, 2, ops.AdamScalars{})
 	var u *backend.UnsupportedError
 	if !errors.As(err, &u) || u.Op != "Adam" || u.Backend != "heap:0" {
 		t.Errorf("Adam of float16: %v, want an UnsupportedError", err)
@@ -133,32 +135,32 @@ func TestCSRStructureErrors(t *testing.T) {
 		a, _ := h.Malloc(int64(8 * len(v)))
 		b := h.Bytes(a, int64(8*len(v)))
 		for i, x := range v {
-			cpucompute.Store(backend.Int64, b, i, float64(x))
+			dtypes.Store(dtypes.Int64, b, i, float64(x))
 		}
 		return a
 	}
 	vals, dense, out := put(0, 0), put(0, 0, 0, 0, 0, 0), put(0, 0, 0, 0, 0, 0)
 	csr := func(cols, offs uint64) backend.CSR {
-		return backend.CSR{Values: vals, ColIndices: cols, RowOffsets: offs, Index: backend.Int64, Rows: 2, Cols: 3, NNZ: 2}
+		return backend.CSR{Values: vals, ColIndices: cols, RowOffsets: offs, Index: dtypes.Int64, Rows: 2, Cols: 3, NNZ: 2}
 	}
 	for _, tc := range []struct {
 		name, want string
 		err        error
 	}{
-		{"column out of range", "column index 3 of entry 1 is out of bounds for 3 columns", c.CSRMatmul(0, backend.Float64, csr(put(0, 3), put(0, 1, 2)), dense, out, 2)},
-		{"negative column", "column index -1 of entry 0", c.CSRMatmulT(0, backend.Float64, csr(put(-1, 0), put(0, 1, 2)), dense, out, 2)},
-		{"offsets decrease", "row offsets decrease at row 1 (2 after 3)", c.CSRSampledDot(0, backend.Float64, csr(put(0, 1), put(0, 3, 2)), dense, dense, out, 2)},
-		{"offsets end short", "row offsets must run from 0 to the number of entries (2), got 0 to 1", c.CSRMatmul(0, backend.Float64, csr(put(0, 1), put(0, 1, 1)), dense, out, 2)},
-		{"float indices", "indices of float32", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Float32}, dense, out, 2)},
-		{"negative size", "negative size", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Int64, Rows: -1}, dense, out, 2)},
-		{"offsets outside memory", "is not memory of this device", c.CSRMatmul(0, backend.Float64, backend.CSR{Index: backend.Int64, RowOffsets: 0x999999, Rows: 1}, dense, out, 2)},
+		{"column out of range", "column index 3 of entry 1 is out of bounds for 3 columns", c.CSRMatmul(0, dtypes.Float64, csr(put(0, 3), put(0, 1, 2)), dense, out, 2)},
+		{"negative column", "column index -1 of entry 0", c.CSRMatmulT(0, dtypes.Float64, csr(put(-1, 0), put(0, 1, 2)), dense, out, 2)},
+		{"offsets decrease", "row offsets decrease at row 1 (2 after 3)", c.CSRSampledDot(0, dtypes.Float64, csr(put(0, 1), put(0, 3, 2)), dense, dense, out, 2)},
+		{"offsets end short", "row offsets must run from 0 to the number of entries (2), got 0 to 1", c.CSRMatmul(0, dtypes.Float64, csr(put(0, 1), put(0, 1, 1)), dense, out, 2)},
+		{"float indices", "indices of float32", c.CSRMatmul(0, dtypes.Float64, backend.CSR{Index: dtypes.Float32}, dense, out, 2)},
+		{"negative size", "negative size", c.CSRMatmul(0, dtypes.Float64, backend.CSR{Index: dtypes.Int64, Rows: -1}, dense, out, 2)},
+		{"offsets outside memory", "is not memory of this device", c.CSRMatmul(0, dtypes.Float64, backend.CSR{Index: dtypes.Int64, RowOffsets: 0x999999, Rows: 1}, dense, out, 2)},
 	} {
 		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), "cpucompute: ") || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a cpucompute error with %q", tc.name, tc.err, tc.want)
 		}
 	}
 	var u *backend.UnsupportedError
-	if err := c.CSRMatmulT(0, backend.Float16, backend.CSR{Index: backend.Int64}, dense, out, 2); !errors.As(err, &u) || u.Op != "CSRMatmulT" {
+	if err := c.CSRMatmulT(0, dtypes.Float16, backend.CSR{Index: dtypes.Int64}, dense, out, 2); !errors.As(err, &u) || u.Op != "CSRMatmulT" {
 		t.Errorf("CSRMatmulT of float16: %v, want an UnsupportedError", err)
 	}
 }

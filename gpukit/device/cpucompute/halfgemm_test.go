@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // TestHalfGemmIsSequentialFloat32 checks the float16 and bfloat16 product
@@ -16,7 +16,7 @@ import (
 // blocks, and alpha and beta other than 1 and 0.
 func TestHalfGemmIsSequentialFloat32(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
-	for _, dt := range []backend.Dtype{backend.Float16, backend.BFloat16} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float16, dtypes.BFloat16} {
 		for _, sz := range [][3]int{{1, 1, 1}, {3, 5, 7}, {6, 9, 300}, {2, 4, 0}} {
 			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 				for _, ab := range [][2]float64{{1, 0}, {0.5, -2}} {
@@ -31,7 +31,7 @@ func TestHalfGemmIsSequentialFloat32(t *testing.T) {
 					fill := func(elems int) []byte {
 						b := make([]byte, 2*elems)
 						for i := range elems {
-							Store(dt, b, i, r.NormFloat64())
+							dtypes.Store(dt, b, i, r.NormFloat64())
 						}
 						return b
 					}
@@ -47,11 +47,11 @@ func TestHalfGemmIsSequentialFloat32(t *testing.T) {
 						for j := range n {
 							var s float64
 							for p := range k {
-								x, y := Load(dt, a, at(tr[0], lda, i, p)), Load(dt, b, at(tr[1], ldb, p, j))
+								x, y := dtypes.Load(dt, a, at(tr[0], lda, i, p)), dtypes.Load(dt, b, at(tr[1], ldb, p, j))
 								s = float64(float32(s) + float32(x)*float32(y))
 							}
-							s = ab[0]*s + ab[1]*Load(dt, want, i*ldc+j)
-							Store(dt, want, i*ldc+j, s)
+							s = ab[0]*s + ab[1]*dtypes.Load(dt, want, i*ldc+j)
+							dtypes.Store(dt, want, i*ldc+j, s)
 						}
 					}
 					halfGemm(dt, tr[0], tr[1], m, n, k, ab[0], a, lda, b, ldb, ab[1], c, ldc)
@@ -60,7 +60,7 @@ func TestHalfGemmIsSequentialFloat32(t *testing.T) {
 						if i%ldc >= n {
 							continue
 						}
-						got, w := Load(dt, c, i), Load(dt, want, i)
+						got, w := dtypes.Load(dt, c, i), dtypes.Load(dt, want, i)
 						if math.Float64bits(got) != math.Float64bits(w) {
 							t.Fatalf("%s: element %d is %v, want %v", name, i, got, w)
 						}

@@ -3,8 +3,9 @@ package cpucompute
 import (
 	"fmt"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -12,7 +13,7 @@ import (
 // sparse.go).
 
 // matrix resolves a rows×cols matrix stored with leading dimension ld.
-func (c *Compute) matrix(addr uint64, dt backend.Dtype, trans bool, rows, cols, ld int) ([]byte, error) {
+func (c *Compute) matrix(addr uint64, dt dtypes.Dtype, trans bool, rows, cols, ld int) ([]byte, error) {
 	if trans {
 		rows, cols = cols, rows
 	}
@@ -26,7 +27,7 @@ func (c *Compute) matrix(addr uint64, dt backend.Dtype, trans bool, rows, cols, 
 }
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C.
-func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, cAddr uint64, ldc int) error {
+func (c *Compute) Gemm(_ alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, b uint64, ldb int, beta float64, cAddr uint64, ldc int) error {
 	if m == 0 || n == 0 {
 		return nil
 	}
@@ -60,7 +61,7 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 		for j := range n {
 			var s float64
 			for p := range k {
-				s += Load(dt, ab, opIndex(transA, lda, i, p)) * Load(dt, bb, opIndex(transB, ldb, p, j))
+				s += dtypes.Load(dt, ab, opIndex(transA, lda, i, p)) * dtypes.Load(dt, bb, opIndex(transB, ldb, p, j))
 			}
 			storeScaled(dt, cb, i*ldc+j, s, alpha, beta)
 		}
@@ -76,17 +77,17 @@ func (c *Compute) Gemm(_ alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 // and op(B) by columns, so each dot product reads two contiguous runs; four
 // columns go at once, four independent chains instead of one add after
 // another. The widened copies are the host's scratch, not device memory.
-func halfGemm(dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, ab []byte, lda int, bb []byte, ldb int, beta float64, cb []byte, ldc int) {
+func halfGemm(dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, ab []byte, lda int, bb []byte, ldb int, beta float64, cb []byte, ldc int) {
 	rows := make([]float32, m*k) // rows[i·k+p] = op(A)[i, p]
 	for i := range m {
 		for p := range k {
-			rows[i*k+p] = float32(Load(dt, ab, opIndex(transA, lda, i, p)))
+			rows[i*k+p] = float32(dtypes.Load(dt, ab, opIndex(transA, lda, i, p)))
 		}
 	}
 	cols := make([]float32, n*k) // cols[j·k+p] = op(B)[p, j]
 	for j := range n {
 		for p := range k {
-			cols[j*k+p] = float32(Load(dt, bb, opIndex(transB, ldb, p, j)))
+			cols[j*k+p] = float32(dtypes.Load(dt, bb, opIndex(transB, ldb, p, j)))
 		}
 	}
 	store := func(i, j int, s float32) { storeScaled(dt, cb, i*ldc+j, float64(s), alpha, beta) }
@@ -129,22 +130,22 @@ func opIndex(trans bool, ld, i, j int) int {
 
 // storeScaled stores alpha·s + beta·C[idx] at C[idx] in dtype dt, reading C
 // only when beta ≠ 0 (as BLAS does).
-func storeScaled(dt backend.Dtype, c []byte, idx int, s, alpha, beta float64) {
+func storeScaled(dt dtypes.Dtype, c []byte, idx int, s, alpha, beta float64) {
 	if alpha != 1 || beta != 0 {
 		old := 0.0
 		if beta != 0 {
-			old = beta * Load(dt, c, idx)
+			old = beta * dtypes.Load(dt, c, idx)
 		}
 		s = alpha*s + old
 	}
-	Store(dt, c, idx, s)
+	dtypes.Store(dt, c, idx, s)
 }
 
 // GemmBatched computes len(c) products as Gemm. float32 batches run in
 // one kernels.SgemmOffsets call over the span of memory that each operand's
 // matrices cover, which spreads the products over the cores; the other
 // dtypes run one Gemm each.
-func (c *Compute) GemmBatched(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, cs []uint64, ldc int) error {
+func (c *Compute) GemmBatched(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, b []uint64, ldb int, beta float64, cs []uint64, ldc int) error {
 	if len(a) != len(cs) || len(b) != len(cs) {
 		return fmt.Errorf("cpucompute: GemmBatched on %s: %d, %d and %d matrices", c.name, len(a), len(b), len(cs))
 	}

@@ -3,13 +3,15 @@ package cpucompute
 import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // The optimizer step: Adam.
 
 // Adam applies one Adam step; float32 and float64 only.
-func (c *Compute) Adam(_ alloc.Stream, dt backend.Dtype, p, g, m, v uint64, n int, sc kernels.AdamScalars) error {
+func (c *Compute) Adam(_ alloc.Stream, dt dtypes.Dtype, p, g, m, v uint64, n int, sc ops.AdamScalars) error {
 	if dt != f32t && dt != f64t {
 		return &backend.UnsupportedError{Backend: c.name, Op: "Adam", Dtype: dt}
 	}

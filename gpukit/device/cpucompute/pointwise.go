@@ -3,6 +3,11 @@ package cpucompute
 import (
 	"fmt"
 
+	"github.com/gpumem/course/gpukit/layout"
+
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -12,12 +17,12 @@ import (
 // into a bool dst, Where and InRange.
 
 // Unary computes dst = op(src).
-func (c *Compute) Unary(_ alloc.Stream, op kernels.UnaryOp, shape []int, dst, src backend.Strided) error {
-	ops, err := c.stridedAll(op.String(), shape, dst, src)
+func (c *Compute) Unary(_ alloc.Stream, op ops.Unary, shape []int, dst, src backend.Strided) error {
+	opnd, err := c.stridedAll(op.String(), shape, dst, src)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	d, a := ops[0], ops[1]
+	d, a := opnd[0], opnd[1]
 	switch {
 	case d.dt == f32t && a.dt == f32t:
 		kernels.UnaryStrided(op, shape, d.s32(), a.s32())
@@ -26,63 +31,53 @@ func (c *Compute) Unary(_ alloc.Stream, op kernels.UnaryOp, shape []int, dst, sr
 	case halfUnary(op, shape, d, a):
 	default:
 		f32 := computeIn32(d.dt)
-		kernels.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
-			x := Load(a.dt, a.data, o[1])
+		layout.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
+			x := dtypes.Load(a.dt, a.data, o[1])
 			var r float64
 			if f32 {
 				r = float64(kernels.ApplyUnary(op, float32(x)))
 			} else {
 				r = kernels.ApplyUnary(op, x)
 			}
-			Store(d.dt, d.data, o[0], r)
+			dtypes.Store(d.dt, d.data, o[0], r)
 		})
 	}
 	return nil
 }
 
 // Binary computes dst = op(a, b).
-func (c *Compute) Binary(_ alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, b backend.Strided) error {
+func (c *Compute) Binary(_ alloc.Stream, op ops.Binary, shape []int, dst, a, b backend.Strided) error {
 	if err := c.boolDst(op, dst, a); err != nil {
 		return err
 	}
-	ops, err := c.stridedAll(op.String(), shape, dst, a, b)
+	opnd, err := c.stridedAll(op.String(), shape, dst, a, b)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	c.binary(op, shape, ops[0], ops[1], &ops[2], 0, false)
+	c.binary(op, shape, opnd[0], opnd[1], &opnd[2], 0, false)
 	return nil
 }
 
 // BinaryScalar computes dst = op(a, scalar), or op(scalar, a).
-func (c *Compute) BinaryScalar(_ alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
+func (c *Compute) BinaryScalar(_ alloc.Stream, op ops.Binary, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
 	if err := c.boolDst(op, dst, a); err != nil {
 		return err
 	}
-	ops, err := c.stridedAll(op.String(), shape, dst, a)
+	opnd, err := c.stridedAll(op.String(), shape, dst, a)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	if isComparison(op) {
-		scalar = backend.CompareScalar(a.Dtype, scalar)
+	if op.Comparison() {
+		scalar = dtypes.Round(a.Dtype, scalar)
 	}
-	c.binary(op, shape, ops[0], ops[1], nil, scalar, scalarFirst)
+	c.binary(op, shape, opnd[0], opnd[1], nil, scalar, scalarFirst)
 	return nil
-}
-
-// isComparison reports whether op is one of the comparisons, which may
-// write a Bool dst from operands of another dtype.
-func isComparison(op kernels.BinaryOp) bool {
-	switch op {
-	case kernels.Greater, kernels.Less, kernels.Equal, kernels.GreaterEqual, kernels.LessEqual:
-		return true
-	}
-	return false
 }
 
 // boolDst refuses a Bool dst of an op other than a comparison over
 // operands that are not Bool themselves.
-func (c *Compute) boolDst(op kernels.BinaryOp, dst, a backend.Strided) error {
-	if dst.Dtype == backend.Bool && a.Dtype != backend.Bool && !isComparison(op) {
+func (c *Compute) boolDst(op ops.Binary, dst, a backend.Strided) error {
+	if dst.Dtype == dtypes.Bool && a.Dtype != dtypes.Bool && !op.Comparison() {
 		return fmt.Errorf("cpucompute: %v on %s: a bool dst from %s operands (only the comparisons write one)", op, c.name, a.Dtype)
 	}
 	return nil
@@ -92,9 +87,9 @@ func (c *Compute) boolDst(op kernels.BinaryOp, dst, a backend.Strided) error {
 // into a Bool d for contiguous float32 or float64 operands of one dtype;
 // it reports false for the other cases, which the generic loop compares
 // in float64 (exact for every dtype's values up to 2⁵³).
-func compareBool(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) bool {
-	if d.dt != backend.Bool || !isComparison(op) || (a.dt != f32t && a.dt != f64t) ||
-		!kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) || (b != nil && (b.dt != a.dt || !kernels.IsContiguous(shape, b.strides))) {
+func compareBool(op ops.Binary, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) bool {
+	if d.dt != dtypes.Bool || !op.Comparison() || (a.dt != f32t && a.dt != f64t) ||
+		!layout.IsContiguous(shape, d.strides) || !layout.IsContiguous(shape, a.strides) || (b != nil && (b.dt != a.dt || !layout.IsContiguous(shape, b.strides))) {
 		return false
 	}
 	n := numel(shape)
@@ -112,26 +107,26 @@ func compareBool(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s f
 }
 
 // compareLoop dispatches once per call, not per element.
-func compareLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a, b []T) {
+func compareLoop[T float32 | float64](op ops.Binary, d []byte, a, b []T) {
 	a, b = a[:len(d)], b[:len(d)]
 	switch op {
-	case kernels.Greater:
+	case ops.Greater:
 		for i := range d {
 			d[i] = b2u(a[i] > b[i])
 		}
-	case kernels.Less:
+	case ops.Less:
 		for i := range d {
 			d[i] = b2u(a[i] < b[i])
 		}
-	case kernels.Equal:
+	case ops.Equal:
 		for i := range d {
 			d[i] = b2u(a[i] == b[i])
 		}
-	case kernels.GreaterEqual:
+	case ops.GreaterEqual:
 		for i := range d {
 			d[i] = b2u(a[i] >= b[i])
 		}
-	case kernels.LessEqual:
+	case ops.LessEqual:
 		for i := range d {
 			d[i] = b2u(a[i] <= b[i])
 		}
@@ -139,40 +134,40 @@ func compareLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a, b []T) {
 }
 
 // compareScalarLoop compares in float64 against s, which BinaryScalar has
-// rounded to a's dtype (backend.CompareScalar); s op x is x op' s with
+// rounded to a's dtype (dtypes.Round); s op x is x op' s with
 // the comparison mirrored.
-func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T, s float64, scalarFirst bool) {
+func compareScalarLoop[T float32 | float64](op ops.Binary, d []byte, a []T, s float64, scalarFirst bool) {
 	a = a[:len(d)]
 	if scalarFirst {
 		switch op {
-		case kernels.Greater:
-			op = kernels.Less
-		case kernels.Less:
-			op = kernels.Greater
-		case kernels.GreaterEqual:
-			op = kernels.LessEqual
-		case kernels.LessEqual:
-			op = kernels.GreaterEqual
+		case ops.Greater:
+			op = ops.Less
+		case ops.Less:
+			op = ops.Greater
+		case ops.GreaterEqual:
+			op = ops.LessEqual
+		case ops.LessEqual:
+			op = ops.GreaterEqual
 		}
 	}
 	switch op {
-	case kernels.Greater:
+	case ops.Greater:
 		for i := range d {
 			d[i] = b2u(float64(a[i]) > s)
 		}
-	case kernels.Less:
+	case ops.Less:
 		for i := range d {
 			d[i] = b2u(float64(a[i]) < s)
 		}
-	case kernels.Equal:
+	case ops.Equal:
 		for i := range d {
 			d[i] = b2u(float64(a[i]) == s)
 		}
-	case kernels.GreaterEqual:
+	case ops.GreaterEqual:
 		for i := range d {
 			d[i] = b2u(float64(a[i]) >= s)
 		}
-	case kernels.LessEqual:
+	case ops.LessEqual:
 		for i := range d {
 			d[i] = b2u(float64(a[i]) <= s)
 		}
@@ -180,7 +175,7 @@ func compareScalarLoop[T float32 | float64](op kernels.BinaryOp, d []byte, a []T
 }
 
 // binary is Binary (b != nil) and BinaryScalar (b == nil: the scalar s).
-func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) {
+func (c *Compute) binary(op ops.Binary, shape []int, d, a operand, b *operand, s float64, scalarFirst bool) {
 	var zeros []int // the scalar's strides
 	if b == nil {
 		zeros = make([]int, len(shape))
@@ -212,11 +207,11 @@ func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *oper
 		if b != nil {
 			bData, bDt, bStr = b.data, b.dt, b.strides
 		}
-		kernels.ForEachOffset(shape, []int{0, 0, 0}, [][]int{d.strides, a.strides, bStr}, func(_ int, o []int) {
-			x := Load(a.dt, a.data, o[1])
+		layout.ForEachOffset(shape, []int{0, 0, 0}, [][]int{d.strides, a.strides, bStr}, func(_ int, o []int) {
+			x := dtypes.Load(a.dt, a.data, o[1])
 			y := s
 			if b != nil {
-				y = Load(bDt, bData, o[2])
+				y = dtypes.Load(bDt, bData, o[2])
 			}
 			if scalarFirst {
 				x, y = y, x
@@ -227,7 +222,7 @@ func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *oper
 			} else {
 				r = kernels.Apply(op, x, y)
 			}
-			Store(d.dt, d.data, o[0], r)
+			dtypes.Store(d.dt, d.data, o[0], r)
 		})
 	}
 }
@@ -237,28 +232,28 @@ func (c *Compute) binary(op kernels.BinaryOp, shape []int, d, a operand, b *oper
 const halfStripe = 1024
 
 // decodeHalf widens len(dst) elements of src (dt, little-endian) to float32.
-func decodeHalf(dt backend.Dtype, dst []float32, src []byte) {
+func decodeHalf(dt dtypes.Dtype, dst []float32, src []byte) {
 	src = src[:2*len(dst)]
-	if dt == backend.Float16 {
+	if dt == dtypes.Float16 {
 		for i := range dst {
-			dst[i] = kernels.Float16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+			dst[i] = dtypes.Float16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
 		}
 		return
 	}
 	for i := range dst {
-		dst[i] = kernels.BFloat16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
+		dst[i] = dtypes.BFloat16ToFloat32(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
 	}
 }
 
 // encodeHalf rounds src to dt (to nearest even) into dst.
-func encodeHalf(dt backend.Dtype, dst []byte, src []float32) {
+func encodeHalf(dt dtypes.Dtype, dst []byte, src []float32) {
 	dst = dst[:2*len(src)]
 	for i, v := range src {
 		var h uint16
-		if dt == backend.Float16 {
-			h = kernels.Float32ToFloat16(v)
+		if dt == dtypes.Float16 {
+			h = dtypes.Float32ToFloat16(v)
 		} else {
-			h = kernels.Float32ToBFloat16(v)
+			h = dtypes.Float32ToBFloat16(v)
 		}
 		dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
 	}
@@ -268,8 +263,8 @@ func encodeHalf(dt backend.Dtype, dst []byte, src []float32) {
 // of one dtype through the float32 kernel, a stripe at a time: the values
 // the per-element loop gives (each is rounded from the float32 result),
 // with one kernel call per stripe instead of a dispatch per element.
-func halfUnary(op kernels.UnaryOp, shape []int, d, a operand) bool {
-	if !isHalf(d.dt) || a.dt != d.dt || !kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) {
+func halfUnary(op ops.Unary, shape []int, d, a operand) bool {
+	if !isHalf(d.dt) || a.dt != d.dt || !layout.IsContiguous(shape, d.strides) || !layout.IsContiguous(shape, a.strides) {
 		return false
 	}
 	n := numel(shape)
@@ -285,8 +280,8 @@ func halfUnary(op kernels.UnaryOp, shape []int, d, a operand) bool {
 
 // halfBinary is halfUnary for d = op(a, b) with a and b contiguous
 // operands of d's dtype.
-func halfBinary(op kernels.BinaryOp, shape []int, d, a operand, b *operand) bool {
-	if !isHalf(d.dt) || b == nil || a.dt != d.dt || b.dt != d.dt || !kernels.IsContiguous(shape, d.strides) || !kernels.IsContiguous(shape, a.strides) || !kernels.IsContiguous(shape, b.strides) {
+func halfBinary(op ops.Binary, shape []int, d, a operand, b *operand) bool {
+	if !isHalf(d.dt) || b == nil || a.dt != d.dt || b.dt != d.dt || !layout.IsContiguous(shape, d.strides) || !layout.IsContiguous(shape, a.strides) || !layout.IsContiguous(shape, b.strides) {
 		return false
 	}
 	n := numel(shape)
@@ -305,19 +300,19 @@ func halfBinary(op kernels.BinaryOp, shape []int, d, a operand, b *operand) bool
 // Where writes dst = a where cond else b; a, b and dst have one dtype,
 // whose elements are copied bit for bit.
 func (c *Compute) Where(_ alloc.Stream, shape []int, dst, cond, a, b backend.Strided) error {
-	if cond.Dtype != backend.Bool || a.Dtype != dst.Dtype || b.Dtype != dst.Dtype {
+	if cond.Dtype != dtypes.Bool || a.Dtype != dst.Dtype || b.Dtype != dst.Dtype {
 		return fmt.Errorf("cpucompute: Where on %s: cond of %s, values of %s and %s into %s (want bool and one dtype)", c.name, cond.Dtype, a.Dtype, b.Dtype, dst.Dtype)
 	}
-	ops, err := c.stridedAll("Where", shape, dst, cond, a, b)
+	opnd, err := c.stridedAll("Where", shape, dst, cond, a, b)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	d, m, x, y := ops[0], ops[1], ops[2], ops[3]
+	d, m, x, y := opnd[0], opnd[1], opnd[2], opnd[3]
 	if hasBroadcast(shape, d.strides) {
 		return fmt.Errorf("cpucompute: Where on %s: dst broadcasts (strides %v)", c.name, d.strides)
 	}
 	sz := d.dt.Size()
-	if kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, m.strides) && kernels.IsContiguous(shape, x.strides) && kernels.IsContiguous(shape, y.strides) {
+	if layout.IsContiguous(shape, d.strides) && layout.IsContiguous(shape, m.strides) && layout.IsContiguous(shape, x.strides) && layout.IsContiguous(shape, y.strides) {
 		n := numel(shape)
 		switch sz {
 		case 4:
@@ -328,7 +323,7 @@ func (c *Compute) Where(_ alloc.Stream, shape []int, dst, cond, a, b backend.Str
 			return nil
 		}
 	}
-	kernels.ForEachOffset(shape, []int{0, 0, 0, 0}, [][]int{d.strides, m.strides, x.strides, y.strides}, func(_ int, o []int) {
+	layout.ForEachOffset(shape, []int{0, 0, 0, 0}, [][]int{d.strides, m.strides, x.strides, y.strides}, func(_ int, o []int) {
 		src, i := y.data, o[3]
 		if m.data[o[1]] != 0 {
 			src, i = x.data, o[2]
@@ -353,16 +348,16 @@ func whereLoop[T float32 | float64](d []T, m []byte, a, b []T) {
 // InRange writes the Bool dst = lo ≤ src ≤ hi, comparing in float64 (a
 // NaN gives false).
 func (c *Compute) InRange(_ alloc.Stream, shape []int, dst, src backend.Strided, lo, hi float64) error {
-	if dst.Dtype != backend.Bool {
+	if dst.Dtype != dtypes.Bool {
 		return fmt.Errorf("cpucompute: InRange on %s: dst of %s, want bool", c.name, dst.Dtype)
 	}
-	ops, err := c.stridedAll("InRange", shape, dst, src)
+	opnd, err := c.stridedAll("InRange", shape, dst, src)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	d, a := ops[0], ops[1]
-	lo, hi = backend.CompareScalar(a.dt, lo), backend.CompareScalar(a.dt, hi)
-	if kernels.IsContiguous(shape, d.strides) && kernels.IsContiguous(shape, a.strides) {
+	d, a := opnd[0], opnd[1]
+	lo, hi = dtypes.Round(a.dt, lo), dtypes.Round(a.dt, hi)
+	if layout.IsContiguous(shape, d.strides) && layout.IsContiguous(shape, a.strides) {
 		n := numel(shape)
 		switch a.dt {
 		case f32t:
@@ -373,8 +368,8 @@ func (c *Compute) InRange(_ alloc.Stream, shape []int, dst, src backend.Strided,
 			return nil
 		}
 	}
-	kernels.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
-		x := Load(a.dt, a.data, o[1])
+	layout.ForEachOffset(shape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
+		x := dtypes.Load(a.dt, a.data, o[1])
 		d.data[o[0]] = b2u(x >= lo && x <= hi)
 	})
 	return nil

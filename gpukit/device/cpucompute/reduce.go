@@ -5,6 +5,11 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/layout"
+
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -13,8 +18,8 @@ import (
 // The reductions: Reduce, ReduceStrided, ArgReduce and ArgReduceStrided.
 
 // Reduce reduces the middle dimension of src viewed as [outer, n, inner].
-func (c *Compute) Reduce(_ alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, dst, src uint64, outer, n, inner int) error {
-	if op > kernels.ReduceMin {
+func (c *Compute) Reduce(_ alloc.Stream, op ops.Reduce, dt dtypes.Dtype, dst, src uint64, outer, n, inner int) error {
+	if op > ops.ReduceMin {
 		return fmt.Errorf("cpucompute: Reduce on %s: unknown %v", c.name, op)
 	}
 	d, err := c.bytes(op.String(), dst, dt, outer*inner)
@@ -37,54 +42,54 @@ func (c *Compute) Reduce(_ alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, 
 	acc := make([]float64, outer*inner)
 	for i := range acc {
 		switch op {
-		case kernels.ReduceMax:
+		case ops.ReduceMax:
 			acc[i] = math.Inf(-1)
-		case kernels.ReduceMin:
+		case ops.ReduceMin:
 			acc[i] = math.Inf(1)
 		}
 	}
 	for o := range outer {
 		for j := range n {
 			for i := range inner {
-				v, a := Load(dt, s, (o*n+j)*inner+i), &acc[o*inner+i]
+				v, a := dtypes.Load(dt, s, (o*n+j)*inner+i), &acc[o*inner+i]
 				switch op {
-				case kernels.ReduceSum, kernels.ReduceMean:
+				case ops.ReduceSum, ops.ReduceMean:
 					*a += v
-				case kernels.ReduceMax:
+				case ops.ReduceMax:
 					if v > *a || v != v {
 						*a = v
 					}
-				case kernels.ReduceMin:
+				case ops.ReduceMin:
 					if v < *a || v != v {
 						*a = v
 					}
 				}
-				if (op == kernels.ReduceMax || op == kernels.ReduceMin) && *a != *a {
+				if (op == ops.ReduceMax || op == ops.ReduceMin) && *a != *a {
 					*a = math.NaN()
 				}
 			}
 		}
 	}
 	for i, v := range acc {
-		if op == kernels.ReduceMean {
+		if op == ops.ReduceMean {
 			v /= float64(n)
 		}
-		Store(dt, d, i, v)
+		dtypes.Store(dt, d, i, v)
 	}
 	return nil
 }
 
 // ReduceStrided sums (or averages) src over shape into dst; see
 // backend.Compute.
-func (c *Compute) ReduceStrided(_ alloc.Stream, op kernels.ReduceOp, shape []int, dst, src backend.Strided) error {
-	if op != kernels.ReduceSum && op != kernels.ReduceMean {
+func (c *Compute) ReduceStrided(_ alloc.Stream, op ops.Reduce, shape []int, dst, src backend.Strided) error {
+	if op != ops.ReduceSum && op != ops.ReduceMean {
 		return &backend.UnsupportedError{Backend: c.name, Op: "ReduceStrided " + op.String(), Dtype: src.Dtype}
 	}
-	ops, err := c.stridedAll(op.String(), shape, dst, src)
+	opnd, err := c.stridedAll(op.String(), shape, dst, src)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	d, a := ops[0], ops[1]
+	d, a := opnd[0], opnd[1]
 	// The kept shape (reduced dimensions set to 1) and its dense
 	// accumulator, read through strides that are 0 on the reduced
 	// dimensions.
@@ -104,29 +109,29 @@ func (c *Compute) ReduceStrided(_ alloc.Stream, op kernels.ReduceOp, shape []int
 	acc := make([]float64, numel(kept))
 	if a.dt == f32t {
 		data := kernels.Float32s(a.data)
-		kernels.ForEachOffset(shape, []int{0, 0}, [][]int{accStr, a.strides}, func(_ int, o []int) {
+		layout.ForEachOffset(shape, []int{0, 0}, [][]int{accStr, a.strides}, func(_ int, o []int) {
 			acc[o[0]] += float64(data[o[1]])
 		})
 	} else {
-		kernels.ForEachOffset(shape, []int{0, 0}, [][]int{accStr, a.strides}, func(_ int, o []int) {
-			acc[o[0]] += Load(a.dt, a.data, o[1])
+		layout.ForEachOffset(shape, []int{0, 0}, [][]int{accStr, a.strides}, func(_ int, o []int) {
+			acc[o[0]] += dtypes.Load(a.dt, a.data, o[1])
 		})
 	}
 	div := 1.0
-	if op == kernels.ReduceMean {
+	if op == ops.ReduceMean {
 		div = float64(numel(shape)) / float64(max(len(acc), 1))
 	}
-	kernels.ForEachOffset(kept, []int{0, 0}, [][]int{kernels.ContiguousStrides(kept), d.strides}, func(_ int, o []int) {
-		Store(d.dt, d.data, o[1], acc[o[0]]/div)
+	layout.ForEachOffset(kept, []int{0, 0}, [][]int{layout.ContiguousStrides(kept), d.strides}, func(_ int, o []int) {
+		dtypes.Store(d.dt, d.data, o[1], acc[o[0]]/div)
 	})
 	return nil
 }
 
 // ArgReduce writes the position and value of the largest (or smallest)
 // element of each line of src.
-func (c *Compute) ArgReduce(_ alloc.Stream, largest bool, dt backend.Dtype, index, value, src uint64, outer, n, inner int) error {
+func (c *Compute) ArgReduce(_ alloc.Stream, largest bool, dt dtypes.Dtype, index, value, src uint64, outer, n, inner int) error {
 	const op = "ArgReduce"
-	idx, err := c.bytes(op, index, backend.Int64, outer*inner)
+	idx, err := c.bytes(op, index, dtypes.Int64, outer*inner)
 	if err != nil || idx == nil {
 		return err
 	}
@@ -161,7 +166,7 @@ func (c *Compute) ArgReduce(_ alloc.Stream, largest bool, dt backend.Dtype, inde
 			for i := range inner {
 				bv, bi := 0.0, -1
 				for p := range n {
-					v := Load(dt, s, (o*n+p)*inner+i)
+					v := dtypes.Load(dt, s, (o*n+p)*inner+i)
 					if bi < 0 || (v != v && bv == bv) || (largest && v > bv) || (!largest && v < bv) {
 						bv, bi = v, p
 					}
@@ -172,8 +177,8 @@ func (c *Compute) ArgReduce(_ alloc.Stream, largest bool, dt backend.Dtype, inde
 	}
 	for k, bi := range best {
 		o, i := k/inner, k%inner
-		Store(backend.Int64, idx, k, float64(bi))
-		Store(dt, val, k, Load(dt, s, (o*n+bi)*inner+i))
+		dtypes.Store(dtypes.Int64, idx, k, float64(bi))
+		dtypes.Store(dt, val, k, dtypes.Load(dt, s, (o*n+bi)*inner+i))
 	}
 	return nil
 }
@@ -184,28 +189,28 @@ func (c *Compute) ArgReduceStrided(_ alloc.Stream, largest bool, shape []int, di
 	if dim < 0 || dim >= len(shape) || shape[dim] == 0 {
 		return fmt.Errorf("cpucompute: %s on %s: dim %d of shape %v", op, c.name, dim, shape)
 	}
-	if index.Dtype != backend.Int64 || value.Dtype != src.Dtype {
+	if index.Dtype != dtypes.Int64 || value.Dtype != src.Dtype {
 		return fmt.Errorf("cpucompute: %s on %s: index of %s, value of %s for %s", op, c.name, index.Dtype, value.Dtype, src.Dtype)
 	}
-	ops, err := c.stridedAll(op, shape, index, value, src)
+	opnd, err := c.stridedAll(op, shape, index, value, src)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	ix, val, a := ops[0], ops[1], ops[2]
+	ix, val, a := opnd[0], opnd[1], opnd[2]
 	n, step := shape[dim], a.strides[dim]
 	lines := slices.Clone(shape)
 	lines[dim] = 1
 	// Ties go to the lowest index and NaN wins, as in PyTorch.
-	kernels.ForEachOffset(lines, []int{0, 0, 0}, [][]int{a.strides, ix.strides, val.strides}, func(_ int, o []int) {
+	layout.ForEachOffset(lines, []int{0, 0, 0}, [][]int{a.strides, ix.strides, val.strides}, func(_ int, o []int) {
 		bv, bi := 0.0, -1
 		for p := range n {
-			v := Load(a.dt, a.data, o[0]+p*step)
+			v := dtypes.Load(a.dt, a.data, o[0]+p*step)
 			if bi < 0 || (v != v && bv == bv) || (largest && v > bv) || (!largest && v < bv) {
 				bv, bi = v, p
 			}
 		}
-		Store(backend.Int64, ix.data, o[1], float64(bi))
-		Store(val.dt, val.data, o[2], Load(a.dt, a.data, o[0]+bi*step))
+		dtypes.Store(dtypes.Int64, ix.data, o[1], float64(bi))
+		dtypes.Store(val.dt, val.data, o[2], dtypes.Load(a.dt, a.data, o[0]+bi*step))
 	})
 	return nil
 }

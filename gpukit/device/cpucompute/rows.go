@@ -5,6 +5,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/layout"
+
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -18,7 +22,7 @@ import (
 
 // statDtype is the dtype of the statistics of a norm over dt (CUDA's
 // acc_type): float64 for float64, float32 otherwise.
-func statDtype(dt backend.Dtype) backend.Dtype {
+func statDtype(dt dtypes.Dtype) dtypes.Dtype {
 	if dt == f64t {
 		return f64t
 	}
@@ -26,7 +30,7 @@ func statDtype(dt backend.Dtype) backend.Dtype {
 }
 
 // readRow loads len(buf) elements of data (dtype dt) from element off.
-func readRow(dt backend.Dtype, data []byte, off int, buf []float64) {
+func readRow(dt dtypes.Dtype, data []byte, off int, buf []float64) {
 	switch dt {
 	case f32t:
 		for i, v := range kernels.Float32s(data)[off : off+len(buf)] {
@@ -36,13 +40,13 @@ func readRow(dt backend.Dtype, data []byte, off int, buf []float64) {
 		copy(buf, kernels.Float64s(data)[off:off+len(buf)])
 	default:
 		for i := range buf {
-			buf[i] = Load(dt, data, off+i)
+			buf[i] = dtypes.Load(dt, data, off+i)
 		}
 	}
 }
 
 // writeRow stores buf into data (dtype dt) from element off.
-func writeRow(dt backend.Dtype, data []byte, off int, buf []float64) {
+func writeRow(dt dtypes.Dtype, data []byte, off int, buf []float64) {
 	switch dt {
 	case f32t:
 		d := kernels.Float32s(data)[off : off+len(buf)]
@@ -53,13 +57,13 @@ func writeRow(dt backend.Dtype, data []byte, off int, buf []float64) {
 		copy(kernels.Float64s(data)[off:off+len(buf)], buf)
 	default:
 		for i, v := range buf {
-			Store(dt, data, off+i, v)
+			dtypes.Store(dt, data, off+i, v)
 		}
 	}
 }
 
 // Softmax writes the softmax or log-softmax of each row.
-func (c *Compute) Softmax(_ alloc.Stream, dt backend.Dtype, dst, src uint64, rows, n int, log bool) error {
+func (c *Compute) Softmax(_ alloc.Stream, dt dtypes.Dtype, dst, src uint64, rows, n int, log bool) error {
 	const op = "Softmax"
 	d, err := c.bytes(op, dst, dt, rows*n)
 	if err != nil || d == nil {
@@ -79,7 +83,7 @@ func (c *Compute) Softmax(_ alloc.Stream, dt backend.Dtype, dst, src uint64, row
 	}
 	buf := make([]float64, n)
 	for r := range rows {
-		SoftmaxLine(buf, log, func(i int) float64 { return Load(dt, s, r*n+i) }, func(i int, v float64) { Store(dt, d, r*n+i, v) })
+		SoftmaxLine(buf, log, func(i int) float64 { return dtypes.Load(dt, s, r*n+i) }, func(i int, v float64) { dtypes.Store(dt, d, r*n+i, v) })
 	}
 	return nil
 }
@@ -91,11 +95,11 @@ func (c *Compute) SoftmaxStrided(_ alloc.Stream, shape []int, dim int, dst, src 
 	if (len(shape) > 0 || dim != 0) && (dim < 0 || dim >= len(shape)) {
 		return fmt.Errorf("%s: dimension %d of a %d-d shape", op, dim, len(shape))
 	}
-	ops, err := c.stridedAll(op, shape, dst, src)
+	opnd, err := c.stridedAll(op, shape, dst, src)
 	if err != nil || numel(shape) == 0 {
 		return err
 	}
-	d, a := ops[0], ops[1]
+	d, a := opnd[0], opnd[1]
 	lineShape, n, so, sa := []int{}, 1, 0, 0
 	if len(shape) > 0 {
 		lineShape = slices.Clone(shape)
@@ -103,10 +107,10 @@ func (c *Compute) SoftmaxStrided(_ alloc.Stream, shape []int, dim int, dst, src 
 		so, sa = d.strides[dim], a.strides[dim]
 	}
 	buf := make([]float64, n)
-	kernels.ForEachOffset(lineShape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
+	layout.ForEachOffset(lineShape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
 		SoftmaxLine(buf, log,
-			func(i int) float64 { return Load(a.dt, a.data, o[1]+i*sa) },
-			func(i int, v float64) { Store(d.dt, d.data, o[0]+i*so, v) })
+			func(i int) float64 { return dtypes.Load(a.dt, a.data, o[1]+i*sa) },
+			func(i int, v float64) { dtypes.Store(d.dt, d.data, o[0]+i*so, v) })
 	})
 	return nil
 }
@@ -155,7 +159,7 @@ func (c *Compute) rowArrays(op string, specs ...rowSpec) ([][]byte, error) {
 
 type rowSpec struct {
 	addr uint64
-	dt   backend.Dtype
+	dt   dtypes.Dtype
 	n    int
 }
 
@@ -174,7 +178,7 @@ func f64or(b []byte, n int) []float64 {
 }
 
 // LayerNorm normalises each row of x.
-func (c *Compute) LayerNorm(_ alloc.Stream, dt backend.Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error {
+func (c *Compute) LayerNorm(_ alloc.Stream, dt dtypes.Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) error {
 	const op = "LayerNorm"
 	if rows == 0 || n == 0 {
 		return nil
@@ -204,7 +208,7 @@ func (c *Compute) LayerNorm(_ alloc.Stream, dt backend.Dtype, y, mean, rstd, x, 
 // have dtype dt, w and b (nil: absent) wdt, mean and rstd sdt. gpukit/tensor
 // calls it directly for 16-bit inputs with float32 parameters, which the
 // Compute signature does not express.
-func LayerNormRows64(dt, wdt, sdt backend.Dtype, y, mean, rstd, x, w, b []byte, rows, n int, eps float64) {
+func LayerNormRows64(dt, wdt, sdt dtypes.Dtype, y, mean, rstd, x, w, b []byte, rows, n int, eps float64) {
 	wv, bv := rowValues(wdt, w, n, 1), rowValues(wdt, b, n, 0)
 	row := make([]float64, n)
 	means, rstds := make([]float64, rows), make([]float64, rows)
@@ -224,7 +228,7 @@ func LayerNormRows64(dt, wdt, sdt backend.Dtype, y, mean, rstd, x, w, b []byte, 
 
 // rowValues reads the n elements of an optional contiguous array (fill
 // when absent).
-func rowValues(dt backend.Dtype, b []byte, n int, fill float64) []float64 {
+func rowValues(dt dtypes.Dtype, b []byte, n int, fill float64) []float64 {
 	buf := make([]float64, n)
 	if b == nil {
 		for i := range buf {
@@ -256,7 +260,7 @@ func meanVar(xs []float64) (mean, variance float64) {
 //
 //	dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ·x̂))
 //	dw = Σ_rows g·x̂,  db = Σ_rows g
-func (c *Compute) LayerNormBackward(_ alloc.Stream, dt backend.Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) error {
+func (c *Compute) LayerNormBackward(_ alloc.Stream, dt dtypes.Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) error {
 	const op = "LayerNormBackward"
 	if rows == 0 || n == 0 {
 		return nil
@@ -284,7 +288,7 @@ func (c *Compute) LayerNormBackward(_ alloc.Stream, dt backend.Dtype, dx, dw, db
 // LayerNormBackwardRows64 is LayerNormBackward over host bytes in float64,
 // as LayerNormRows64: g, x and dx have dtype dt, w, dw and db wdt, mean and
 // rstd sdt; dx, dw, db and w may be nil.
-func LayerNormBackwardRows64(dt, wdt, sdt backend.Dtype, dx, dw, db, g, x, mean, rstd, w []byte, rows, n int) {
+func LayerNormBackwardRows64(dt, wdt, sdt dtypes.Dtype, dx, dw, db, g, x, mean, rstd, w []byte, rows, n int) {
 	wv := rowValues(wdt, w, n, 1)
 	mus, rss := rowValues(sdt, mean, rows, 0), rowValues(sdt, rstd, rows, 0)
 	gRow, xRow, dxRow := make([]float64, n), make([]float64, n), make([]float64, n)
@@ -320,7 +324,7 @@ func LayerNormBackwardRows64(dt, wdt, sdt backend.Dtype, dx, dw, db, g, x, mean,
 // channelVec is a resolved per-channel vector operand (data nil: absent).
 type channelVec struct {
 	data   []byte
-	dt     backend.Dtype
+	dt     dtypes.Dtype
 	stride int
 }
 
@@ -343,7 +347,7 @@ func (v channelVec) values(n int, fill float64) []float64 {
 		if v.data == nil {
 			buf[i] = fill
 		} else {
-			buf[i] = Load(v.dt, v.data, i*v.stride)
+			buf[i] = dtypes.Load(v.dt, v.data, i*v.stride)
 		}
 	}
 	return buf
@@ -352,7 +356,7 @@ func (v channelVec) values(n int, fill float64) []float64 {
 // write stores buf through the vector's stride.
 func (v channelVec) write(buf []float64) {
 	for i, x := range buf {
-		Store(v.dt, v.data, i*v.stride, x)
+		dtypes.Store(v.dt, v.data, i*v.stride, x)
 	}
 }
 
@@ -440,7 +444,7 @@ func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 
 // batchStats writes the per-channel mean and biased variance of a
 // contiguous [nb, c, l] array x.
-func batchStats(dt backend.Dtype, x []byte, nb, c, l int, mean, variance []float64) {
+func batchStats(dt dtypes.Dtype, x []byte, nb, c, l int, mean, variance []float64) {
 	row := make([]float64, l)
 	count := float64(nb * l)
 	for i := range nb {
@@ -548,9 +552,9 @@ func (c *Compute) BatchNormBackward(_ alloc.Stream, a backend.BatchNormBackwardA
 }
 
 // NLLLoss writes the mean of −logProbs[i, targets[i]].
-func (c *Compute) NLLLoss(_ alloc.Stream, dt backend.Dtype, out, logProbs, targets uint64, targetDt backend.Dtype, rows, n int) error {
+func (c *Compute) NLLLoss(_ alloc.Stream, dt dtypes.Dtype, out, logProbs, targets uint64, targetDt dtypes.Dtype, rows, n int) error {
 	const op = "NLLLoss"
-	if targetDt != backend.Int64 && targetDt != backend.Int32 {
+	if targetDt != dtypes.Int64 && targetDt != dtypes.Int32 {
 		return fmt.Errorf("cpucompute: %s on %s: targets of %s (want int64 or int32)", op, c.name, targetDt)
 	}
 	o, err := c.bytes(op, out, dt, 1)
@@ -567,13 +571,13 @@ func (c *Compute) NLLLoss(_ alloc.Stream, dt backend.Dtype, out, logProbs, targe
 	}
 	var sum float64
 	for i := range rows {
-		t := int(Load(targetDt, tg, i))
+		t := int(dtypes.Load(targetDt, tg, i))
 		if t < 0 || t >= n {
 			return fmt.Errorf("cpucompute: %s on %s: target %d is out of bounds for %d classes", op, c.name, t, n)
 		}
-		sum -= Load(dt, lp, i*n+t)
+		sum -= dtypes.Load(dt, lp, i*n+t)
 	}
-	Store(dt, o, 0, sum/float64(rows))
+	dtypes.Store(dt, o, 0, sum/float64(rows))
 	return nil
 }
 
@@ -582,7 +586,7 @@ func (c *Compute) NLLLoss(_ alloc.Stream, dt backend.Dtype, out, logProbs, targe
 // indexed along dim) over shape with dim as large as the largest index
 // needs. It returns along's strides with dim's set to 0 and its step.
 func (c *Compute) indexed(op string, shape []int, dim int, index, other, along backend.Strided) (ix, ot, al operand, step int, err error) {
-	if dim < 0 || dim >= len(shape) || (index.Dtype != backend.Int64 && index.Dtype != backend.Int32) {
+	if dim < 0 || dim >= len(shape) || (index.Dtype != dtypes.Int64 && index.Dtype != dtypes.Int32) {
 		return ix, ot, al, 0, fmt.Errorf("cpucompute: %s on %s: dim %d of a %d-d shape, %s index", op, c.name, dim, len(shape), index.Dtype)
 	}
 	if ix, err = c.strided(op, shape, index); err != nil || ix.data == nil {
@@ -592,8 +596,8 @@ func (c *Compute) indexed(op string, shape []int, dim int, index, other, along b
 		return ix, ot, al, 0, err
 	}
 	top := -1
-	kernels.ForEachOffset(shape, []int{0}, [][]int{ix.strides}, func(_ int, o []int) {
-		if j := int(Load(ix.dt, ix.data, o[0])); j > top {
+	layout.ForEachOffset(shape, []int{0}, [][]int{ix.strides}, func(_ int, o []int) {
+		if j := int(dtypes.Load(ix.dt, ix.data, o[0])); j > top {
 			top = j
 		}
 	})
@@ -617,9 +621,9 @@ func (c *Compute) Gather(_ alloc.Stream, shape []int, dim int, dst, src, index b
 	if err != nil || ix.data == nil {
 		return err
 	}
-	kernels.ForEachOffset(shape, []int{0, 0, 0}, [][]int{ix.strides, d.strides, s.strides}, func(_ int, o []int) {
-		j := int(Load(ix.dt, ix.data, o[0]))
-		Store(d.dt, d.data, o[1], Load(s.dt, s.data, o[2]+j*step))
+	layout.ForEachOffset(shape, []int{0, 0, 0}, [][]int{ix.strides, d.strides, s.strides}, func(_ int, o []int) {
+		j := int(dtypes.Load(ix.dt, ix.data, o[0]))
+		dtypes.Store(d.dt, d.data, o[1], dtypes.Load(s.dt, s.data, o[2]+j*step))
 	})
 	return nil
 }
@@ -630,10 +634,10 @@ func (c *Compute) ScatterAdd(_ alloc.Stream, shape []int, dim int, dst, index, s
 	if err != nil || ix.data == nil {
 		return err
 	}
-	kernels.ForEachOffset(shape, []int{0, 0, 0}, [][]int{ix.strides, s.strides, d.strides}, func(_ int, o []int) {
-		j := int(Load(ix.dt, ix.data, o[0]))
+	layout.ForEachOffset(shape, []int{0, 0, 0}, [][]int{ix.strides, s.strides, d.strides}, func(_ int, o []int) {
+		j := int(dtypes.Load(ix.dt, ix.data, o[0]))
 		at := o[2] + j*step
-		Store(d.dt, d.data, at, Load(d.dt, d.data, at)+Load(s.dt, s.data, o[1]))
+		dtypes.Store(d.dt, d.data, at, dtypes.Load(d.dt, d.data, at)+dtypes.Load(s.dt, s.data, o[1]))
 	})
 	return nil
 }

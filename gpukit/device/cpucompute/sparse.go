@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -26,29 +28,29 @@ const (
 var csrOpName = [...]string{"CSRMatmul", "CSRMatmulT", "CSRSampledDot"}
 
 // CSRMatmul writes out = a·b (kernels.CSRMatmul).
-func (c *Compute) CSRMatmul(_ alloc.Stream, dt backend.Dtype, a backend.CSR, b, out uint64, n int) error {
+func (c *Compute) CSRMatmul(_ alloc.Stream, dt dtypes.Dtype, a backend.CSR, b, out uint64, n int) error {
 	return c.csr(csrMatmul, dt, a, b, 0, out, n)
 }
 
 // CSRMatmulT writes out = aᵀ·g (kernels.CSRMatmulT).
-func (c *Compute) CSRMatmulT(_ alloc.Stream, dt backend.Dtype, a backend.CSR, g, out uint64, n int) error {
+func (c *Compute) CSRMatmulT(_ alloc.Stream, dt dtypes.Dtype, a backend.CSR, g, out uint64, n int) error {
 	return c.csr(csrMatmulT, dt, a, g, 0, out, n)
 }
 
 // CSRSampledDot writes out[e] = g[r, :]·b[c, :] at a's entries
 // (kernels.CSRSampledDot).
-func (c *Compute) CSRSampledDot(_ alloc.Stream, dt backend.Dtype, a backend.CSR, g, b, out uint64, n int) error {
+func (c *Compute) CSRSampledDot(_ alloc.Stream, dt dtypes.Dtype, a backend.CSR, g, b, out uint64, n int) error {
 	return c.csr(csrSampledDot, dt, a, g, b, out, n)
 }
 
 // csr resolves and checks the operands of op and runs its kernel: x is
 // the first dense operand (b, g, g), y the second (CSRSampledDot's b).
-func (c *Compute) csr(op csrOp, dt backend.Dtype, a backend.CSR, x, y, out uint64, n int) error {
+func (c *Compute) csr(op csrOp, dt dtypes.Dtype, a backend.CSR, x, y, out uint64, n int) error {
 	name := csrOpName[op]
 	if dt != f32t && dt != f64t {
 		return &backend.UnsupportedError{Backend: c.name, Op: name, Dtype: dt}
 	}
-	if a.Index != backend.Int64 && a.Index != backend.Int32 {
+	if a.Index != dtypes.Int64 && a.Index != dtypes.Int32 {
 		return fmt.Errorf("cpucompute: %s on %s: indices of %s (want int64 or int32)", name, c.name, a.Index)
 	}
 	if a.Rows < 0 || a.Cols < 0 || a.NNZ < 0 || n < 0 {
@@ -67,7 +69,7 @@ func (c *Compute) csr(op csrOp, dt backend.Dtype, a backend.CSR, x, y, out uint6
 	var err error
 	for i, o := range []struct {
 		addr uint64
-		dt   backend.Dtype
+		dt   dtypes.Dtype
 		n    int
 	}{
 		{a.RowOffsets, a.Index, a.Rows + 1},
@@ -81,7 +83,7 @@ func (c *Compute) csr(op csrOp, dt backend.Dtype, a backend.CSR, x, y, out uint6
 			return err
 		}
 	}
-	if a.Index == backend.Int64 {
+	if a.Index == dtypes.Int64 {
 		return csrRun[int64](c.name, op, dt, a, bs, n)
 	}
 	return csrRun[int32](c.name, op, dt, a, bs, n)
@@ -96,7 +98,7 @@ func btoi(b bool) int {
 
 // csrRun checks the structure and calls the kernel; bs are the bytes of
 // the row offsets, column indices, values, x, y and out.
-func csrRun[I int32 | int64](dev string, op csrOp, dt backend.Dtype, a backend.CSR, bs [6][]byte, n int) error {
+func csrRun[I int32 | int64](dev string, op csrOp, dt dtypes.Dtype, a backend.CSR, bs [6][]byte, n int) error {
 	offs := indexSlice[I](bs[0], a.Rows+1)
 	cols := indexSlice[I](bs[1], a.NNZ)
 	name := csrOpName[op]

@@ -41,11 +41,13 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"gorgonia.org/cu"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 var _ backend.Compute = (*Backend)(nil)
@@ -201,7 +203,7 @@ func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
 }
 
 // unsupported is the error of a Compute method that has no kernel for dt.
-func (b *Backend) unsupported(op string, dt backend.Dtype) error {
+func (b *Backend) unsupported(op string, dt dtypes.Dtype) error {
 	return &backend.UnsupportedError{Backend: b.Name(), Op: op, Dtype: dt}
 }
 
@@ -224,7 +226,7 @@ func (b *Backend) Copy(s alloc.Stream, shape []int, dst, src backend.Strided) er
 }
 
 // Unary computes dst = op(src).
-func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, src backend.Strided) error {
+func (b *Backend) Unary(s alloc.Stream, op ops.Unary, shape []int, dst, src backend.Strided) error {
 	p, err := planUnary(b.Name(), op, shape, dst, src)
 	if err != nil {
 		return err
@@ -233,7 +235,7 @@ func (b *Backend) Unary(s alloc.Stream, op kernels.UnaryOp, shape []int, dst, sr
 }
 
 // Binary computes dst = op(a, bb).
-func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a, bb backend.Strided) error {
+func (b *Backend) Binary(s alloc.Stream, op ops.Binary, shape []int, dst, a, bb backend.Strided) error {
 	p, err := planBinary(b.Name(), op, shape, dst, a, &bb, 0, false)
 	if err != nil {
 		return err
@@ -243,7 +245,7 @@ func (b *Backend) Binary(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, 
 
 // BinaryScalar computes dst = op(a, scalar), or op(scalar, a) when
 // scalarFirst.
-func (b *Backend) BinaryScalar(s alloc.Stream, op kernels.BinaryOp, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
+func (b *Backend) BinaryScalar(s alloc.Stream, op ops.Binary, shape []int, dst, a backend.Strided, scalar float64, scalarFirst bool) error {
 	p, err := planBinary(b.Name(), op, shape, dst, a, nil, scalar, scalarFirst)
 	if err != nil {
 		return err
@@ -270,7 +272,7 @@ func (b *Backend) InRange(s alloc.Stream, shape []int, dst, src backend.Strided,
 }
 
 // reduce launches a reduction program over [outer, n, inner].
-func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt backend.Dtype) error {
+func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt dtypes.Dtype) error {
 	if args.outer < 0 || args.n < 0 || args.innerSize < 0 {
 		return fmt.Errorf("cuda: %s: %s: negative size [%d, %d, %d]", b.Name(), p, args.outer, args.n, args.innerSize)
 	}
@@ -302,7 +304,7 @@ func (b *Backend) reduce(s alloc.Stream, p program, args reduceArgs, dt backend.
 }
 
 // Reduce reduces src[outer, n, inner] over n into dst[outer, inner].
-func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, dst, src uint64, outer, n, inner int) error {
+func (b *Backend) Reduce(s alloc.Stream, op ops.Reduce, dt dtypes.Dtype, dst, src uint64, outer, n, inner int) error {
 	if !reducible(dt) {
 		return b.unsupported("Reduce", dt)
 	}
@@ -312,7 +314,7 @@ func (b *Backend) Reduce(s alloc.Stream, op kernels.ReduceOp, dt backend.Dtype, 
 
 // ArgReduce writes the positions (int64) and values of the maxima
 // (largest) or minima of src[outer, n, inner] over n.
-func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, index, value, src uint64, outer, n, inner int) error {
+func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt dtypes.Dtype, index, value, src uint64, outer, n, inner int) error {
 	if !reducible(dt) {
 		return b.unsupported("ArgReduce", dt)
 	}
@@ -329,7 +331,7 @@ func (b *Backend) ArgReduce(s alloc.Stream, largest bool, dt backend.Dtype, inde
 // and a row-major matrix is its transpose read column-major, so it computes
 // Cᵀ = op(B)ᵀ·op(A)ᵀ: the same call with A and B (and m and n) swapped and
 // the same transpose flags.
-func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
+func (b *Backend) Gemm(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a uint64, lda int, bm uint64, ldb int, beta float64, c uint64, ldc int) error {
 	if _, ex := gemmDataType(dt); !ex {
 		if err := floatDtype(b.Name(), "Gemm", dt); err != nil {
 			return err
@@ -402,7 +404,7 @@ func (b *Backend) Gemm(s alloc.Stream, dt backend.Dtype, transA, transB bool, m,
 // cuda build still satisfies it once both are merged.
 
 // ReduceStrided returns an UnsupportedError: no strided reduction kernel.
-func (b *Backend) ReduceStrided(s alloc.Stream, op kernels.ReduceOp, shape []int, dst, src backend.Strided) error {
+func (b *Backend) ReduceStrided(s alloc.Stream, op ops.Reduce, shape []int, dst, src backend.Strided) error {
 	return b.unsupported("ReduceStrided", src.Dtype)
 }
 
@@ -413,6 +415,6 @@ func (b *Backend) ArgReduceStrided(s alloc.Stream, largest bool, shape []int, di
 }
 
 // GemmBatched returns an UnsupportedError: no cublasGemmBatchedEx yet.
-func (b *Backend) GemmBatched(s alloc.Stream, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, bm []uint64, ldb int, beta float64, c []uint64, ldc int) error {
+func (b *Backend) GemmBatched(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64, a []uint64, lda int, bm []uint64, ldb int, beta float64, c []uint64, ldc int) error {
 	return b.unsupported("GemmBatched", dt)
 }

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/cpucompute"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -109,7 +111,7 @@ func TestGemmMatchesCPU(t *testing.T) {
 		want := append([]float32(nil), cc...)
 		kernels.Sgemm(c.ta, c.tb, c.m, c.n, c.k, 1.5, a, lda, bb, ldb, 0.5, want, ldc)
 		da, db, dc := upload(t, b, a), upload(t, b, bb), upload(t, b, cc)
-		if err := b.Gemm(0, backend.Float32, c.ta, c.tb, c.m, c.n, c.k, 1.5, da, lda, db, ldb, 0.5, dc, ldc); err != nil {
+		if err := b.Gemm(0, dtypes.Float32, c.ta, c.tb, c.m, c.n, c.k, 1.5, da, lda, db, ldb, 0.5, dc, ldc); err != nil {
 			t.Fatal(err)
 		}
 		compare(t, "gemm", download(t, b, dc, len(cc)), want, 1e-4)
@@ -118,12 +120,12 @@ func TestGemmMatchesCPU(t *testing.T) {
 		// compute) against the CPU's float32 product of the rounded
 		// inputs, within a unit in the last place of the 16-bit result
 		// (relative to the largest element, for the cancellations).
-		for _, dt := range []backend.Dtype{backend.Float16, backend.BFloat16} {
+		for _, dt := range []dtypes.Dtype{dtypes.Float16, dtypes.BFloat16} {
 			half := func(v []float32) ([]byte, []float32) {
 				h, w := make([]byte, 2*len(v)), make([]float32, len(v))
 				for i, x := range v {
-					cpucompute.Store(dt, h, i, float64(x))
-					w[i] = float32(cpucompute.Load(dt, h, i))
+					dtypes.Store(dt, h, i, float64(x))
+					w[i] = float32(dtypes.Load(dt, h, i))
 				}
 				return h, w
 			}
@@ -139,9 +141,9 @@ func TestGemmMatchesCPU(t *testing.T) {
 			for _, w := range wc {
 				scale = max(scale, math.Abs(float64(w)))
 			}
-			ulp := map[backend.Dtype]float64{backend.Float16: 0x1p-10, backend.BFloat16: 0x1p-7}[dt]
+			ulp := map[dtypes.Dtype]float64{dtypes.Float16: 0x1p-10, dtypes.BFloat16: 0x1p-7}[dt]
 			for i, w := range wc {
-				if g := cpucompute.Load(dt, got, i); math.Abs(g-float64(w)) > ulp*scale {
+				if g := dtypes.Load(dt, got, i); math.Abs(g-float64(w)) > ulp*scale {
 					t.Errorf("%v gemm %+v: C[%d] = %v, want %v", dt, c, i, g, w)
 				}
 			}
@@ -156,13 +158,13 @@ func TestElementwiseMatchesCPU(t *testing.T) {
 	x, y := randoms(r, 60), randoms(r, 5) // y broadcasts along the last dimension
 	dx, dy := upload(t, b, x), upload(t, b, y)
 	out := upload(t, b, make([]float32, 60))
-	xs := backend.Strided{Addr: dx, Dtype: backend.Float32, Strides: []int{20, 5, 1}}
-	ys := backend.Strided{Addr: dy, Dtype: backend.Float32, Strides: []int{0, 0, 1}}
-	os := backend.Strided{Addr: out, Dtype: backend.Float32, Strides: []int{20, 5, 1}}
+	xs := backend.Strided{Addr: dx, Dtype: dtypes.Float32, Strides: []int{20, 5, 1}}
+	ys := backend.Strided{Addr: dy, Dtype: dtypes.Float32, Strides: []int{0, 0, 1}}
+	os := backend.Strided{Addr: out, Dtype: dtypes.Float32, Strides: []int{20, 5, 1}}
 	cpu := func(st []int, d []float32) kernels.Strided[float32] {
 		return kernels.Strided[float32]{Data: d, Strides: st}
 	}
-	for _, op := range []kernels.BinaryOp{kernels.Add, kernels.Sub, kernels.Mul, kernels.Div, kernels.Max, kernels.Pow, kernels.Greater} {
+	for _, op := range []ops.Binary{ops.Add, ops.Sub, ops.Mul, ops.Div, ops.Max, ops.Pow, ops.Greater} {
 		want := make([]float32, 60)
 		kernels.BinaryStrided(op, shape, cpu([]int{20, 5, 1}, want), cpu([]int{20, 5, 1}, x), cpu([]int{0, 0, 1}, y))
 		if err := b.Binary(0, op, shape, os, xs, ys); err != nil {
@@ -170,7 +172,7 @@ func TestElementwiseMatchesCPU(t *testing.T) {
 		}
 		compare(t, op.String(), download(t, b, out, 60), want, 1e-5)
 	}
-	for _, op := range []kernels.UnaryOp{kernels.Neg, kernels.Abs, kernels.Exp, kernels.Relu, kernels.Sigmoid, kernels.Tanh, kernels.Gelu} {
+	for _, op := range []ops.Unary{ops.Neg, ops.Abs, ops.Exp, ops.Relu, ops.Sigmoid, ops.Tanh, ops.Gelu} {
 		want := make([]float32, 60)
 		kernels.Unary(op, want, x)
 		if err := b.Unary(0, op, shape, os, xs); err != nil {
@@ -179,17 +181,17 @@ func TestElementwiseMatchesCPU(t *testing.T) {
 		compare(t, op.String(), download(t, b, out, 60), want, 1e-5)
 	}
 	// A transposed copy, a scalar op and a fill.
-	ts := backend.Strided{Addr: dx, Dtype: backend.Float32, Strides: []int{1, 20}} // x viewed as [20, 3]ᵀ of [3, 20]
-	if err := b.Copy(0, []int{20, 3}, backend.Strided{Addr: out, Dtype: backend.Float32, Strides: []int{3, 1}}, ts); err != nil {
+	ts := backend.Strided{Addr: dx, Dtype: dtypes.Float32, Strides: []int{1, 20}} // x viewed as [20, 3]ᵀ of [3, 20]
+	if err := b.Copy(0, []int{20, 3}, backend.Strided{Addr: out, Dtype: dtypes.Float32, Strides: []int{3, 1}}, ts); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float32, 60)
 	kernels.Copy([]int{20, 3}, want, kernels.Strided[float32]{Data: x, Strides: []int{1, 20}})
 	compare(t, "transposed copy", download(t, b, out, 60), want, 0)
-	if err := b.BinaryScalar(0, kernels.Sub, shape, os, xs, 2, true); err != nil {
+	if err := b.BinaryScalar(0, ops.Sub, shape, os, xs, 2, true); err != nil {
 		t.Fatal(err)
 	}
-	kernels.BinaryScalar(kernels.Sub, want, x, 2) // x - 2; the GPU did 2 - x
+	kernels.BinaryScalar(ops.Sub, want, x, 2) // x - 2; the GPU did 2 - x
 	for i := range want {
 		want[i] = -want[i]
 	}
@@ -214,10 +216,10 @@ func TestReductionsMatchCPU(t *testing.T) {
 		}
 		dx := upload(t, b, x)
 		dst := upload(t, b, make([]float32, outer*inner))
-		for _, op := range []kernels.ReduceOp{kernels.ReduceSum, kernels.ReduceMean, kernels.ReduceMax, kernels.ReduceMin} {
+		for _, op := range []ops.Reduce{ops.ReduceSum, ops.ReduceMean, ops.ReduceMax, ops.ReduceMin} {
 			want := make([]float32, outer*inner)
 			kernels.Reduce(op, want, x, outer, n, inner)
-			if err := b.Reduce(0, op, backend.Float32, dst, dx, outer, n, inner); err != nil {
+			if err := b.Reduce(0, op, dtypes.Float32, dst, dx, outer, n, inner); err != nil {
 				t.Fatal(err)
 			}
 			compare(t, op.String(), download(t, b, dst, len(want)), want, 1e-5)
@@ -230,7 +232,7 @@ func TestReductionsMatchCPU(t *testing.T) {
 			} else {
 				kernels.ArgMin(wantIdx, x, outer, n, inner)
 			}
-			if err := b.ArgReduce(0, largest, backend.Float32, idx, dst, dx, outer, n, inner); err != nil {
+			if err := b.ArgReduce(0, largest, dtypes.Float32, idx, dst, dx, outer, n, inner); err != nil {
 				t.Fatal(err)
 			}
 			got := download64(t, b, idx, len(wantIdx))
@@ -245,7 +247,7 @@ func TestReductionsMatchCPU(t *testing.T) {
 
 func TestComputeRefusesForeignAddresses(t *testing.T) {
 	b := openGPU(t)
-	err := b.Fill(0, []int{4}, backend.Strided{Addr: 0x1000, Dtype: backend.Float32, Strides: []int{1}}, 1)
+	err := b.Fill(0, []int{4}, backend.Strided{Addr: 0x1000, Dtype: dtypes.Float32, Strides: []int{1}}, 1)
 	if err == nil {
 		t.Fatal("Fill of an address outside every allocation was queued")
 	}
@@ -253,14 +255,14 @@ func TestComputeRefusesForeignAddresses(t *testing.T) {
 
 func TestComputeReportsUnsupportedDtypes(t *testing.T) {
 	b := &Backend{} // no device needed: the dtype is checked first
-	st := backend.Strided{Addr: 1, Dtype: backend.Bool, Strides: []int{1}}
+	st := backend.Strided{Addr: 1, Dtype: dtypes.Bool, Strides: []int{1}}
 	for op, err := range map[string]error{
-		"Exp":       b.Unary(0, kernels.Exp, []int{1}, st, st),
-		"Add":       b.Binary(0, kernels.Add, []int{1}, st, st, st),
-		"Reduce":    b.Reduce(0, kernels.ReduceSum, backend.Int64, 1, 2, 1, 1, 1),
-		"Gemm":      b.Gemm(0, backend.Int64, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
-		"Softmax":   b.Softmax(0, backend.Float16, 1, 2, 1, 1, false),
-		"LayerNorm": b.LayerNorm(0, backend.Int32, 1, 2, 3, 4, 0, 0, 1, 1, 1e-5),
+		"Exp":       b.Unary(0, ops.Exp, []int{1}, st, st),
+		"Add":       b.Binary(0, ops.Add, []int{1}, st, st, st),
+		"Reduce":    b.Reduce(0, ops.ReduceSum, dtypes.Int64, 1, 2, 1, 1, 1),
+		"Gemm":      b.Gemm(0, dtypes.Int64, false, false, 1, 1, 1, 1, 1, 1, 2, 1, 0, 3, 1),
+		"Softmax":   b.Softmax(0, dtypes.Float16, 1, 2, 1, 1, false),
+		"LayerNorm": b.LayerNorm(0, dtypes.Int32, 1, 2, 3, 4, 0, 0, 1, 1, 1e-5),
 	} {
 		var ue *backend.UnsupportedError
 		if !errors.As(err, &ue) || ue.Op != op {
@@ -276,7 +278,7 @@ func TestComputeReportsUnsupportedDtypes(t *testing.T) {
 func TestRowKernelsMatchCPU(t *testing.T) {
 	b := openGPU(t)
 	r := rand.New(rand.NewPCG(7, 8))
-	const f32 = backend.Float32
+	const f32 = dtypes.Float32
 	rows, n := 37, 1000
 	x := randoms(r, rows*n)
 	dx := upload(t, b, x)
@@ -319,7 +321,7 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 		v[i] *= v[i]
 	}
 	dp, dm, dv := upload(t, b, p), upload(t, b, m), upload(t, b, v)
-	sc := kernels.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true, Step: 3}
+	sc := ops.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true, Step: 3}
 	kernels.AdamUpdate(p, g[:n], m, v, sc)
 	if err := b.Adam(0, f32, dp, dg, dm, dv, n, sc); err != nil {
 		t.Fatal(err)
@@ -338,7 +340,7 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 		sum -= float64(ls[i*n+int(ti[i])])
 	}
 	dls, dt, loss := upload(t, b, ls), upload(t, b, targets), upload(t, b, make([]float32, 1))
-	if err := b.NLLLoss(0, f32, loss, dls, dt, backend.Int64, rows, n); err != nil {
+	if err := b.NLLLoss(0, f32, loss, dls, dt, dtypes.Int64, rows, n); err != nil {
 		t.Fatal(err)
 	}
 	compare(t, "nll loss", download(t, b, loss, 1), []float32{float32(sum / float64(rows))}, 0)
@@ -346,10 +348,10 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 	// Gather along dim 1 of [rows, n] with the targets as a [rows, 1]
 	// index, then scatter-add it back into zeros.
 	picked := upload(t, b, make([]float32, rows))
-	col := func(addr uint64, dt backend.Dtype, rowStride int) backend.Strided {
+	col := func(addr uint64, dt dtypes.Dtype, rowStride int) backend.Strided {
 		return backend.Strided{Addr: addr, Dtype: dt, Strides: []int{rowStride, 1}}
 	}
-	if err := b.Gather(0, []int{rows, 1}, 1, col(picked, f32, 1), col(dls, f32, n), col(dt, backend.Int64, 1)); err != nil {
+	if err := b.Gather(0, []int{rows, 1}, 1, col(picked, f32, 1), col(dls, f32, n), col(dt, dtypes.Int64, 1)); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float32, rows)
@@ -360,7 +362,7 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 	if err := b.Fill(0, []int{rows * n}, backend.Strided{Addr: out, Dtype: f32, Strides: []int{1}}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ScatterAdd(0, []int{rows, 1}, 1, col(out, f32, n), col(dt, backend.Int64, 1), col(picked, f32, 1)); err != nil {
+	if err := b.ScatterAdd(0, []int{rows, 1}, 1, col(out, f32, n), col(dt, dtypes.Int64, 1), col(picked, f32, 1)); err != nil {
 		t.Fatal(err)
 	}
 	got := download(t, b, out, rows*n)
@@ -374,7 +376,7 @@ func TestRowKernelsMatchCPU(t *testing.T) {
 func TestBatchNormMatchesCPU(t *testing.T) {
 	b := openGPU(t)
 	r := rand.New(rand.NewPCG(9, 10))
-	const f32 = backend.Float32
+	const f32 = dtypes.Float32
 	nb, c, l := 8, 5, 300
 	x, g := randoms(r, nb*c*l), randoms(r, nb*c*l)
 	w, bias := randoms(r, c), randoms(r, c)
@@ -449,7 +451,7 @@ func downloadBytes(t *testing.T, b *Backend, addr uint64, n int) []byte {
 func TestDtypesMatchCPU(t *testing.T) {
 	b := openGPU(t)
 	const n = 300
-	vec := func(addr uint64, dt backend.Dtype) backend.Strided {
+	vec := func(addr uint64, dt dtypes.Dtype) backend.Strided {
 		return backend.Strided{Addr: addr, Dtype: dt, Strides: []int{1}}
 	}
 	for _, in := range allDtypes {
@@ -463,23 +465,23 @@ func TestDtypesMatchCPU(t *testing.T) {
 			}
 			got, want := downloadBytes(t, b, dst, n*out.Size()), make([]byte, n*out.Size())
 			for k := range n {
-				v := cpucompute.Load(in, src, k)
+				v := dtypes.Load(in, src, k)
 				if in == out {
 					copy(want[k*out.Size():], src[k*in.Size():(k+1)*in.Size()])
 				} else {
-					cpucompute.Store(out, want, k, v)
+					dtypes.Store(out, want, k, v)
 				}
 				if in == out && string(got[k*out.Size():(k+1)*out.Size()]) != string(want[k*out.Size():(k+1)*out.Size()]) || !sameElement(out, got, want, k) {
-					t.Errorf("copy %v → %v of %v = %v, want %v", in, out, v, cpucompute.Load(out, got, k), cpucompute.Load(out, want, k))
+					t.Errorf("copy %v → %v of %v = %v, want %v", in, out, v, dtypes.Load(out, got, k), dtypes.Load(out, want, k))
 				}
 			}
 		}
 		mask := uploadBytes(t, b, make([]byte, n))
-		if err := b.InRange(0, []int{n}, vec(mask, backend.Bool), vec(dsrc, in), -1, 0.5); err != nil {
+		if err := b.InRange(0, []int{n}, vec(mask, dtypes.Bool), vec(dsrc, in), -1, 0.5); err != nil {
 			t.Fatal(err)
 		}
 		for k, m := range downloadBytes(t, b, mask, n) {
-			v := cpucompute.Load(in, src, k)
+			v := dtypes.Load(in, src, k)
 			if (m == 1) != (v >= -1 && v <= 0.5) || m > 1 {
 				t.Errorf("%v: InRange(%v, -1, 0.5) = %d", in, v, m)
 			}
@@ -488,20 +490,20 @@ func TestDtypesMatchCPU(t *testing.T) {
 			continue
 		}
 		dst := uploadBytes(t, b, make([]byte, n*in.Size()))
-		for op := range kernels.UnaryOp(len(unaryExpr)) {
+		for op := range ops.Unary(len(unaryExpr)) {
 			if err := b.Unary(0, op, []int{n}, vec(dst, in), vec(dsrc, in)); err != nil {
 				t.Fatal(err)
 			}
 			got, want := downloadBytes(t, b, dst, n*in.Size()), unaryRef(op, in, src, n)
 			for k := range n {
-				if x := cpucompute.Load(in, src, k); !unaryMatches(op, in, got, want, k, x) {
-					t.Errorf("%v %v(%v) = %v, want %v", in, op, x, cpucompute.Load(in, got, k), cpucompute.Load(in, want, k))
+				if x := dtypes.Load(in, src, k); !unaryMatches(op, in, got, want, k, x) {
+					t.Errorf("%v %v(%v) = %v, want %v", in, op, x, dtypes.Load(in, got, k), dtypes.Load(in, want, k))
 				}
 			}
 		}
-		for op := range kernels.BinaryOp(len(binaryExpr)) {
-			for _, out := range []backend.Dtype{in, backend.Bool} {
-				if out == backend.Bool && !isComparison(op) {
+		for op := range ops.Binary(len(binaryExpr)) {
+			for _, out := range []dtypes.Dtype{in, dtypes.Bool} {
+				if out == dtypes.Bool && !op.Comparison() {
 					continue
 				}
 				d := uploadBytes(t, b, make([]byte, n*out.Size()))
@@ -510,9 +512,9 @@ func TestDtypesMatchCPU(t *testing.T) {
 				}
 				got := downloadBytes(t, b, d, n*out.Size())
 				for k := range n {
-					x, y := cpucompute.Load(in, src, k), cpucompute.Load(in, other, k)
+					x, y := dtypes.Load(in, src, k), dtypes.Load(in, other, k)
 					if ok, want := binaryMatches(op, in, out, got, k, x, y); !ok {
-						t.Errorf("%v→%v %v(%v, %v) = %v, want %v", in, out, op, x, y, cpucompute.Load(out, got, k), want)
+						t.Errorf("%v→%v %v(%v, %v) = %v, want %v", in, out, op, x, y, dtypes.Load(out, got, k), want)
 					}
 				}
 				if err := b.BinaryScalar(0, op, []int{n}, vec(d, out), vec(dsrc, in), 0.1, true); err != nil {
@@ -520,9 +522,9 @@ func TestDtypesMatchCPU(t *testing.T) {
 				}
 				got = downloadBytes(t, b, d, n*out.Size())
 				for k := range n {
-					x := cpucompute.Load(in, src, k)
+					x := dtypes.Load(in, src, k)
 					if ok, want := binaryMatches(op, in, out, got, k, 0.1, x); !ok {
-						t.Errorf("%v→%v %v(0.1, %v) = %v, want %v", in, out, op, x, cpucompute.Load(out, got, k), want)
+						t.Errorf("%v→%v %v(0.1, %v) = %v, want %v", in, out, op, x, dtypes.Load(out, got, k), want)
 					}
 				}
 			}
@@ -530,11 +532,11 @@ func TestDtypesMatchCPU(t *testing.T) {
 	}
 
 	// Where over float16, cond from the bool inputs (bytes 0, 1, 2).
-	cond := inputs(backend.Bool, rand.New(rand.NewPCG(13, 0)), n)
-	x, y := inputs(backend.Float16, rand.New(rand.NewPCG(14, 0)), n), inputs(backend.Float16, rand.New(rand.NewPCG(15, 0)), n)
+	cond := inputs(dtypes.Bool, rand.New(rand.NewPCG(13, 0)), n)
+	x, y := inputs(dtypes.Float16, rand.New(rand.NewPCG(14, 0)), n), inputs(dtypes.Float16, rand.New(rand.NewPCG(15, 0)), n)
 	dst := uploadBytes(t, b, make([]byte, 2*n))
-	if err := b.Where(0, []int{n}, vec(dst, backend.Float16), vec(uploadBytes(t, b, cond), backend.Bool),
-		vec(uploadBytes(t, b, x), backend.Float16), vec(uploadBytes(t, b, y), backend.Float16)); err != nil {
+	if err := b.Where(0, []int{n}, vec(dst, dtypes.Float16), vec(uploadBytes(t, b, cond), dtypes.Bool),
+		vec(uploadBytes(t, b, x), dtypes.Float16), vec(uploadBytes(t, b, y), dtypes.Float16)); err != nil {
 		t.Fatal(err)
 	}
 	got := downloadBytes(t, b, dst, 2*n)
@@ -554,30 +556,30 @@ func TestDtypesMatchCPU(t *testing.T) {
 	h := make([]byte, 2*rows*n)
 	r := rand.New(rand.NewPCG(16, 0))
 	for k := range rows * n {
-		cpucompute.Store(backend.Float16, h, k, r.NormFloat64()*100)
+		dtypes.Store(dtypes.Float16, h, k, r.NormFloat64()*100)
 	}
 	dh, sum := uploadBytes(t, b, h), uploadBytes(t, b, make([]byte, 2*rows))
 	idx, val := uploadBytes(t, b, make([]byte, 8*rows)), uploadBytes(t, b, make([]byte, 2*rows))
-	if err := b.Reduce(0, kernels.ReduceSum, backend.Float16, sum, dh, rows, n, 1); err != nil {
+	if err := b.Reduce(0, ops.ReduceSum, dtypes.Float16, sum, dh, rows, n, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.ArgReduce(0, true, backend.Float16, idx, val, dh, rows, n, 1); err != nil {
+	if err := b.ArgReduce(0, true, dtypes.Float16, idx, val, dh, rows, n, 1); err != nil {
 		t.Fatal(err)
 	}
 	sums, vals, idxs := downloadBytes(t, b, sum, 2*rows), downloadBytes(t, b, val, 2*rows), download64(t, b, idx, rows)
 	for i := range rows {
 		s, best, bi := 0.0, math.Inf(-1), -1
 		for p := range n {
-			v := cpucompute.Load(backend.Float16, h, i*n+p)
+			v := dtypes.Load(dtypes.Float16, h, i*n+p)
 			s += v
 			if v > best {
 				best, bi = v, p
 			}
 		}
 		want := make([]byte, 2)
-		cpucompute.Store(backend.Float16, want, 0, s)
-		if string(sums[2*i:2*i+2]) != string(want) || idxs[i] != int64(bi) || cpucompute.Load(backend.Float16, vals, i) != best {
-			t.Errorf("row %d: sum %x (want %x), argmax %d = %v (want %d = %v)", i, sums[2*i:2*i+2], want, idxs[i], cpucompute.Load(backend.Float16, vals, i), bi, best)
+		dtypes.Store(dtypes.Float16, want, 0, s)
+		if string(sums[2*i:2*i+2]) != string(want) || idxs[i] != int64(bi) || dtypes.Load(dtypes.Float16, vals, i) != best {
+			t.Errorf("row %d: sum %x (want %x), argmax %d = %v (want %d = %v)", i, sums[2*i:2*i+2], want, idxs[i], dtypes.Load(dtypes.Float16, vals, i), bi, best)
 		}
 	}
 }

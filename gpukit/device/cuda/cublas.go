@@ -66,7 +66,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // cublasAPI holds cuBLAS's entry points.
@@ -134,7 +134,7 @@ func newBLASHandle() (*blasHandle, error) {
 // gemm is column-major C = alpha·op(A)·op(B) + beta·C on stream (a
 // CUstream, nil for the NULL stream): cublasSgemm, cublasDgemm, or for
 // float16 and bfloat16 cublasGemmEx computing in float32 (gemmDataType).
-func (h *blasHandle) gemm(stream unsafe.Pointer, dt backend.Dtype, transA, transB bool, m, n, k int, alpha float64,
+func (h *blasHandle) gemm(stream unsafe.Pointer, dt dtypes.Dtype, transA, transB bool, m, n, k int, alpha float64,
 	a uint64, lda int, b uint64, ldb int, beta float64, c uint64, ldc int) error {
 	if ex, ok := gemmDataType(dt); ok {
 		st := C.gpukitGemmEx(h.api.setStream, h.api.gemmEx, h.h, stream, C.int(ex), cBool(transA), cBool(transB),
@@ -142,7 +142,7 @@ func (h *blasHandle) gemm(stream unsafe.Pointer, dt backend.Dtype, transA, trans
 			C.double(beta), C.uint64_t(c), C.int(ldc))
 		return h.api.check("cublasGemmEx", st)
 	}
-	dbl := dt == backend.Float64
+	dbl := dt == dtypes.Float64
 	fn, name := h.api.sgemm, "cublasSgemm"
 	if dbl {
 		fn, name = h.api.dgemm, "cublasDgemm"
@@ -155,11 +155,11 @@ func (h *blasHandle) gemm(stream unsafe.Pointer, dt backend.Dtype, transA, trans
 
 // gemmDataType is the cudaDataType_t of a dtype that Gemm computes
 // through cublasGemmEx (CUDA_R_16F, CUDA_R_16BF).
-func gemmDataType(dt backend.Dtype) (int, bool) {
+func gemmDataType(dt dtypes.Dtype) (int, bool) {
 	switch dt {
-	case backend.Float16:
+	case dtypes.Float16:
 		return 2, true
-	case backend.BFloat16:
+	case dtypes.BFloat16:
 		return 14, true
 	}
 	return 0, false

@@ -70,8 +70,8 @@
 //     the emulation runs the same code. NaN and values out of range convert
 //     to the minimum integer, as Go on amd64 (the device's own conversion
 //     would saturate).
-//   - Unary (all kernels.UnaryOp) and Binary and BinaryScalar (all
-//     kernels.BinaryOp) on float32, float64, float16, bfloat16, int64 and int32:
+//   - Unary (all ops.Unary) and Binary and BinaryScalar (all
+//     ops.Binary) on float32, float64, float16, bfloat16, int64 and int32:
 //     float32 and the 16-bit floats compute in float32 (load, op, round once, as
 //     cpucompute), float64 and the integers in float64; SigmoidDeriv and
 //     TanhDeriv in float64, Pow in float64; a scalar is rounded to the type

@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // knownDtype checks that d is one of backend's dtypes.
-func knownDtype(dev, op string, ds ...backend.Dtype) error {
+func knownDtype(dev, op string, ds ...dtypes.Dtype) error {
 	for _, d := range ds {
 		if !slices.Contains(allDtypes, d) {
 			return argError(dev, op, "unknown %v", d)
@@ -66,7 +68,7 @@ func planCopy(dev string, shape []int, dst, src backend.Strided) (plan[elementwi
 }
 
 // planUnary computes dst = op(src) for one dtype that is not Bool.
-func planUnary(dev string, op kernels.UnaryOp, shape []int, dst, src backend.Strided) (plan[elementwiseArgs], error) {
+func planUnary(dev string, op ops.Unary, shape []int, dst, src backend.Strided) (plan[elementwiseArgs], error) {
 	var none plan[elementwiseArgs]
 	if _, ok := unaryExpr[op]; !ok {
 		return none, argError(dev, "Unary", "unknown %v", op)
@@ -86,7 +88,7 @@ func planUnary(dev string, op kernels.UnaryOp, shape []int, dst, src backend.Str
 // planBinary computes dst = op(a, b) (b != nil) or op(a, scalar), or
 // op(scalar, a) when scalarFirst. a and b have one dtype, not Bool; dst
 // has theirs, or Bool for a comparison.
-func planBinary(dev string, op kernels.BinaryOp, shape []int, dst, a backend.Strided, b *backend.Strided, scalar float64, scalarFirst bool) (plan[elementwiseArgs], error) {
+func planBinary(dev string, op ops.Binary, shape []int, dst, a backend.Strided, b *backend.Strided, scalar float64, scalarFirst bool) (plan[elementwiseArgs], error) {
 	var none plan[elementwiseArgs]
 	if _, ok := binaryExpr[op]; !ok {
 		return none, argError(dev, "Binary", "unknown %v", op)
@@ -103,15 +105,15 @@ func planBinary(dev string, op kernels.BinaryOp, shape []int, dst, a backend.Str
 	if b != nil && b.Dtype != a.Dtype {
 		return none, argError(dev, op.String(), "dtypes differ (%v op %v)", a.Dtype, b.Dtype)
 	}
-	if dst.Dtype != a.Dtype && !(dst.Dtype == backend.Bool && isComparison(op)) {
+	if dst.Dtype != a.Dtype && !(dst.Dtype == dtypes.Bool && op.Comparison()) {
 		return none, argError(dev, op.String(), "dst is %v for %v operands (only a comparison may write bool)", dst.Dtype, a.Dtype)
 	}
 	if !arithmetic(a.Dtype) {
 		return none, &backend.UnsupportedError{Backend: dev, Op: op.String(), Dtype: a.Dtype}
 	}
 	pl, err := planElementwise(dev, op.String(), program{fam: famBinary, out: dst.Dtype, in: a.Dtype}, binaryEntry(op), shape, ops...)
-	if isComparison(op) {
-		scalar = backend.CompareScalar(a.Dtype, scalar)
+	if op.Comparison() {
+		scalar = dtypes.Round(a.Dtype, scalar)
 	}
 	pl.args.scalar = scalar
 	switch {
@@ -132,7 +134,7 @@ func planWhere(dev string, shape []int, dst, cond, a, b backend.Strided) (plan[e
 	if err := knownDtype(dev, "Where", dst.Dtype, cond.Dtype, a.Dtype, b.Dtype); err != nil {
 		return none, err
 	}
-	if cond.Dtype != backend.Bool {
+	if cond.Dtype != dtypes.Bool {
 		return none, argError(dev, "Where", "cond is %v, not bool", cond.Dtype)
 	}
 	if a.Dtype != dst.Dtype || b.Dtype != dst.Dtype {
@@ -147,10 +149,10 @@ func planInRange(dev string, shape []int, dst, src backend.Strided, lo, hi float
 	if err := knownDtype(dev, "InRange", dst.Dtype, src.Dtype); err != nil {
 		return none, err
 	}
-	if dst.Dtype != backend.Bool {
+	if dst.Dtype != dtypes.Bool {
 		return none, argError(dev, "InRange", "dst is %v, not bool", dst.Dtype)
 	}
-	pl, err := planElementwise(dev, "InRange", program{fam: famInRange, out: backend.Bool, in: src.Dtype}, "in_range", shape, dst, src)
-	pl.args.scalar, pl.args.scalar2 = backend.CompareScalar(src.Dtype, lo), backend.CompareScalar(src.Dtype, hi)
+	pl, err := planElementwise(dev, "InRange", program{fam: famInRange, out: dtypes.Bool, in: src.Dtype}, "in_range", shape, dst, src)
+	pl.args.scalar, pl.args.scalar2 = dtypes.Round(src.Dtype, lo), dtypes.Round(src.Dtype, hi)
 	return pl, err
 }

@@ -19,14 +19,17 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/layout"
+
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/cpucompute"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // dense is a contiguous operand at emulated buffer k.
-func dense(k int, dt backend.Dtype, shape ...int) backend.Strided {
-	return backend.Strided{Addr: emuAddr(k), Dtype: dt, Strides: kernels.ContiguousStrides(shape)}
+func dense(k int, dt dtypes.Dtype, shape ...int) backend.Strided {
+	return backend.Strided{Addr: emuAddr(k), Dtype: dt, Strides: layout.ContiguousStrides(shape)}
 }
 
 func TestEmulatedUnary(t *testing.T) {
@@ -34,11 +37,11 @@ func TestEmulatedUnary(t *testing.T) {
 	const n = 300
 	// bfloat16 and int32 run the same code as float16 and int64 apart from
 	// their loads and stores, which TestEmulatedConvert checks.
-	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64, backend.Float16, backend.Int64} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.Int64} {
 		t.Run(dt.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(5, uint64(dt)))
 			src := inputs(dt, r, n)
-			for op := range kernels.UnaryOp(len(unaryExpr)) {
+			for op := range ops.Unary(len(unaryExpr)) {
 				p, err := planUnary("emu", op, []int{n}, dense(0, dt, n), dense(1, dt, n))
 				if err != nil {
 					t.Fatal(err)
@@ -46,9 +49,9 @@ func TestEmulatedUnary(t *testing.T) {
 				got := emulate(t, capGrid(p, 1), make([]byte, len(src)), src)[0]
 				want := unaryRef(op, dt, src, n)
 				for i := range n {
-					x := cpucompute.Load(dt, src, i)
+					x := dtypes.Load(dt, src, i)
 					if !unaryMatches(op, dt, got, want, i, x) {
-						t.Errorf("%v(%v) = %v, want %v", op, x, cpucompute.Load(dt, got, i), cpucompute.Load(dt, want, i))
+						t.Errorf("%v(%v) = %v, want %v", op, x, dtypes.Load(dt, got, i), dtypes.Load(dt, want, i))
 					}
 				}
 			}
@@ -62,16 +65,16 @@ func TestEmulatedUnary(t *testing.T) {
 func TestEmulatedBinary(t *testing.T) {
 	t.Parallel()
 	const n = 64
-	for _, c := range []struct{ in, out backend.Dtype }{
-		{backend.Float32, backend.Float32}, {backend.Float64, backend.Float64}, {backend.BFloat16, backend.BFloat16},
-		{backend.Float16, backend.Bool}, {backend.Int32, backend.Bool},
+	for _, c := range []struct{ in, out dtypes.Dtype }{
+		{dtypes.Float32, dtypes.Float32}, {dtypes.Float64, dtypes.Float64}, {dtypes.BFloat16, dtypes.BFloat16},
+		{dtypes.Float16, dtypes.Bool}, {dtypes.Int32, dtypes.Bool},
 	} {
 		t.Run(fmt.Sprintf("%v_%v", c.in, c.out), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(6, uint64(c.in)))
 			src := inputs(c.in, r, n)
 			const scalar = 0.1 // not a float32: rounded to TC first
-			for op := range kernels.BinaryOp(len(binaryExpr)) {
-				if c.out == backend.Bool && !isComparison(op) {
+			for op := range ops.Binary(len(binaryExpr)) {
+				if c.out == dtypes.Bool && !op.Comparison() {
 					continue
 				}
 				shape := []int{n, n}
@@ -85,12 +88,12 @@ func TestEmulatedBinary(t *testing.T) {
 				check := func(what string, got []byte, x, y float64, i int) {
 					t.Helper()
 					if ok, want := binaryMatches(op, c.in, c.out, got, i, x, y); !ok {
-						t.Errorf("%s: %v(%v, %v) = %v, want %v", what, op, x, y, cpucompute.Load(c.out, got, i), want)
+						t.Errorf("%s: %v(%v, %v) = %v, want %v", what, op, x, y, dtypes.Load(c.out, got, i), want)
 					}
 				}
 				for i := range n {
 					for j := range n {
-						check("tensors", got, cpucompute.Load(c.in, src, i), cpucompute.Load(c.in, src, j), i*n+j)
+						check("tensors", got, dtypes.Load(c.in, src, i), dtypes.Load(c.in, src, j), i*n+j)
 					}
 				}
 				for _, first := range []bool{false, true} {
@@ -100,9 +103,9 @@ func TestEmulatedBinary(t *testing.T) {
 					}
 					got := emulate(t, p, make([]byte, n*c.out.Size()), src)[0]
 					for i := range n {
-						x, y := cpucompute.Load(c.in, src, i), float64(scalar)
-						if isComparison(op) {
-							y = backend.CompareScalar(c.in, y) // PyTorch's rule for a number
+						x, y := dtypes.Load(c.in, src, i), float64(scalar)
+						if op.Comparison() {
+							y = dtypes.Round(c.in, y) // PyTorch's rule for a number
 						}
 						if first {
 							x, y = y, x
@@ -142,7 +145,7 @@ func TestEmulatedConvert(t *testing.T) {
 							copy(want[k*out.Size():], src[at*in.Size():(at+1)*in.Size()])
 							continue
 						}
-						cpucompute.Store(out, want, k, cpucompute.Load(in, src, at))
+						dtypes.Store(out, want, k, dtypes.Load(in, src, at))
 					}
 				}
 				for k := range n {
@@ -152,7 +155,7 @@ func TestEmulatedConvert(t *testing.T) {
 					if in == out && string(got[k*out.Size():(k+1)*out.Size()]) != string(want[k*out.Size():(k+1)*out.Size()]) ||
 						in != out && !sameElement(out, got, want, k) {
 						t.Errorf("copy %v → %v: element %d = %v, want %v (bits %x, want %x)", in, out, k,
-							cpucompute.Load(out, got, k), cpucompute.Load(out, want, k), got[k*out.Size():(k+1)*out.Size()], want[k*out.Size():(k+1)*out.Size()])
+							dtypes.Load(out, got, k), dtypes.Load(out, want, k), got[k*out.Size():(k+1)*out.Size()], want[k*out.Size():(k+1)*out.Size()])
 					}
 				}
 			}
@@ -164,7 +167,7 @@ func TestEmulatedConvert(t *testing.T) {
 				got := emulate(t, p, make([]byte, 3*out.Size()))[0]
 				want := make([]byte, len(got))
 				for i := range 3 {
-					cpucompute.Store(out, want, i, v)
+					dtypes.Store(out, want, i, v)
 				}
 				if string(got) != string(want) {
 					t.Errorf("fill %v with %v: %x, want %x", out, v, got, want)
@@ -179,13 +182,13 @@ func TestEmulatedConvert(t *testing.T) {
 func TestEmulatedWhere(t *testing.T) {
 	t.Parallel()
 	const rows, cols = 5, 7
-	for _, dt := range []backend.Dtype{backend.Float16, backend.Int64} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float16, dtypes.Int64} {
 		t.Run(dt.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(8, uint64(dt)))
-			cond := inputs(backend.Bool, r, rows*cols)
+			cond := inputs(dtypes.Bool, r, rows*cols)
 			a, b := inputs(dt, r, cols), inputs(dt, r, rows)
 			shape := []int{rows, cols}
-			p, err := planWhere("emu", shape, dense(0, dt, rows, cols), dense(1, backend.Bool, rows, cols),
+			p, err := planWhere("emu", shape, dense(0, dt, rows, cols), dense(1, dtypes.Bool, rows, cols),
 				backend.Strided{Addr: emuAddr(2), Dtype: dt, Strides: []int{0, 1}},
 				backend.Strided{Addr: emuAddr(3), Dtype: dt, Strides: []int{1, 0}})
 			if err != nil {
@@ -211,18 +214,18 @@ func TestEmulatedWhere(t *testing.T) {
 func TestEmulatedInRange(t *testing.T) {
 	t.Parallel()
 	const n = 120
-	for _, dt := range []backend.Dtype{backend.Float32, backend.BFloat16} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
 			src := inputs(dt, rand.New(rand.NewPCG(9, uint64(dt))), n)
 			for _, lim := range [][2]float64{{0, 1}, {-1, 0.1}, {math.Inf(-1), 2}, {-0.5, math.Inf(1)}, {math.Inf(-1), math.Inf(1)}, {3, 2}} {
-				p, err := planInRange("emu", []int{n}, dense(0, backend.Bool, n), dense(1, dt, n), lim[0], lim[1])
+				p, err := planInRange("emu", []int{n}, dense(0, dtypes.Bool, n), dense(1, dt, n), lim[0], lim[1])
 				if err != nil {
 					t.Fatal(err)
 				}
 				got := emulate(t, p, make([]byte, n), src)[0]
-				lo, hi := backend.CompareScalar(dt, lim[0]), backend.CompareScalar(dt, lim[1])
+				lo, hi := dtypes.Round(dt, lim[0]), dtypes.Round(dt, lim[1])
 				for i := range n {
-					x := cpucompute.Load(dt, src, i)
+					x := dtypes.Load(dt, src, i)
 					want := byte(0)
 					if x >= lo && x <= hi {
 						want = 1
@@ -244,19 +247,19 @@ func TestEmulatedInRange(t *testing.T) {
 func TestEmulatedHalfReductions(t *testing.T) {
 	t.Parallel()
 	const outer, n, inner = 3, 300, 4
-	for _, dt := range []backend.Dtype{backend.Float16} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float16} {
 		t.Run(dt.String(), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(10, uint64(dt)))
 			src := make([]byte, outer*n*inner*2)
 			for i := range outer * n * inner {
-				cpucompute.Store(dt, src, i, r.NormFloat64()*100)
+				dtypes.Store(dt, src, i, r.NormFloat64()*100)
 			}
-			cpucompute.Store(dt, src, 7*inner, math.NaN()) // line 0, position 7: NaN wins max, min, argmax
+			dtypes.Store(dt, src, 7*inner, math.NaN()) // line 0, position 7: NaN wins max, min, argmax
 			for _, in := range []int{1, inner} {
 				lines := outer * in
-				line := func(l, p int) float64 { return cpucompute.Load(dt, src, ((l/in)*n+p)*in+l%in) }
+				line := func(l, p int) float64 { return dtypes.Load(dt, src, ((l/in)*n+p)*in+l%in) }
 				// Mean and Min share Sum's and Max's code.
-				for _, op := range []kernels.ReduceOp{kernels.ReduceSum, kernels.ReduceMax} {
+				for _, op := range []ops.Reduce{ops.ReduceSum, ops.ReduceMax} {
 					args := reduceArgs{dst: emuAddr(0), src: emuAddr(1), outer: outer, n: n, innerSize: int64(in)}
 					p := plan[reduceArgs]{prog: program{fam: famReduce, op: uint8(op), out: dt, in: dt}, args: args,
 						steps: []step{{"reduce_cols", 2}}}
@@ -267,31 +270,31 @@ func TestEmulatedHalfReductions(t *testing.T) {
 					for l := range lines {
 						acc := 0.0
 						switch op {
-						case kernels.ReduceMax:
+						case ops.ReduceMax:
 							acc = math.Inf(-1)
-						case kernels.ReduceMin:
+						case ops.ReduceMin:
 							acc = math.Inf(1)
 						}
 						for p := range n {
 							v := line(l, p)
 							switch {
-							case op == kernels.ReduceSum || op == kernels.ReduceMean:
+							case op == ops.ReduceSum || op == ops.ReduceMean:
 								acc += v
 							case v != v || acc != acc:
 								acc = math.NaN()
-							case op == kernels.ReduceMax:
+							case op == ops.ReduceMax:
 								acc = max(acc, v)
 							default:
 								acc = min(acc, v)
 							}
 						}
-						if op == kernels.ReduceMean {
+						if op == ops.ReduceMean {
 							acc /= n
 						}
 						want := make([]byte, lines*2)
-						cpucompute.Store(dt, want, l, acc)
+						dtypes.Store(dt, want, l, acc)
 						if !sameElement(dt, got, want, l) {
-							t.Errorf("%v inner %d line %d = %v, want %v", op, in, l, cpucompute.Load(dt, got, l), acc)
+							t.Errorf("%v inner %d line %d = %v, want %v", op, in, l, dtypes.Load(dt, got, l), acc)
 						}
 					}
 				}
@@ -314,8 +317,8 @@ func TestEmulatedHalfReductions(t *testing.T) {
 								bv, bi = v, p
 							}
 						}
-						if idx[l] != int64(bi) || cpucompute.Load(dt, res[0], l) != bv && bv == bv {
-							t.Errorf("arg largest=%v inner %d line %d = %d (%v), want %d (%v)", largest, in, l, idx[l], cpucompute.Load(dt, res[0], l), bi, bv)
+						if idx[l] != int64(bi) || dtypes.Load(dt, res[0], l) != bv && bv == bv {
+							t.Errorf("arg largest=%v inner %d line %d = %d (%v), want %d (%v)", largest, in, l, idx[l], dtypes.Load(dt, res[0], l), bi, bv)
 						}
 					}
 				}

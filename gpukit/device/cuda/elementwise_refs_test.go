@@ -13,8 +13,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/cpucompute"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -37,7 +38,7 @@ var nanPayload32 = math.Float32frombits(0xffa00001)
 // inputs returns the bytes of n values of dt: the specials, then random
 // values (random bit patterns for the 16-bit floats, normal values for
 // float32 and float64, small and large integers, bool bytes 0, 1 and 2).
-func inputs(dt backend.Dtype, r *rand.Rand, n int) []byte {
+func inputs(dt dtypes.Dtype, r *rand.Rand, n int) []byte {
 	b := make([]byte, n*dt.Size())
 	for i := range n {
 		var v float64
@@ -47,13 +48,13 @@ func inputs(dt backend.Dtype, r *rand.Rand, n int) []byte {
 			v = r.NormFloat64() * 3
 		}
 		switch dt {
-		case backend.Float32:
+		case dtypes.Float32:
 			f := float32(v)
 			if i == len(specials32) {
 				f = nanPayload32
 			}
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-		case backend.Float64:
+		case dtypes.Float64:
 			if i == len(specials32) {
 				v = 1 + 0x1p-24 + 0x1p-50 // rounds up to float32, then ties in float16: two roundings
 			}
@@ -61,17 +62,17 @@ func inputs(dt backend.Dtype, r *rand.Rand, n int) []byte {
 				v = math.Float64frombits(0x7ff0000000000123) // a signalling NaN
 			}
 			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
-		case backend.Float16, backend.BFloat16:
+		case dtypes.Float16, dtypes.BFloat16:
 			h := uint16(r.Uint32())
 			if i < len(specials32) {
-				if dt == backend.Float16 {
-					h = kernels.Float32ToFloat16(specials32[i])
+				if dt == dtypes.Float16 {
+					h = dtypes.Float32ToFloat16(specials32[i])
 				} else {
-					h = kernels.Float32ToBFloat16(specials32[i])
+					h = dtypes.Float32ToBFloat16(specials32[i])
 				}
 			}
 			binary.LittleEndian.PutUint16(b[2*i:], h)
-		case backend.Int64, backend.Int32:
+		case dtypes.Int64, dtypes.Int32:
 			x := int64(r.IntN(2001) - 1000)
 			switch i % 7 {
 			case 0:
@@ -83,12 +84,12 @@ func inputs(dt backend.Dtype, r *rand.Rand, n int) []byte {
 			case 3:
 				x = math.MinInt32
 			}
-			if dt == backend.Int64 {
+			if dt == dtypes.Int64 {
 				binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
 			} else {
 				binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
 			}
-		case backend.Bool:
+		case dtypes.Bool:
 			b[i] = byte(i % 3)
 		}
 	}
@@ -97,9 +98,9 @@ func inputs(dt backend.Dtype, r *rand.Rand, n int) []byte {
 
 // sameElement reports whether got equals want: the same bits, or both NaN
 // for floats.
-func sameElement(dt backend.Dtype, got, want []byte, i int) bool {
-	if dt == backend.Float16 || dt == backend.BFloat16 || dt == backend.Float32 || dt == backend.Float64 {
-		g, w := cpucompute.Load(dt, got, i), cpucompute.Load(dt, want, i)
+func sameElement(dt dtypes.Dtype, got, want []byte, i int) bool {
+	if dt == dtypes.Float16 || dt == dtypes.BFloat16 || dt == dtypes.Float32 || dt == dtypes.Float64 {
+		g, w := dtypes.Load(dt, got, i), dtypes.Load(dt, want, i)
 		if g != g && w != w {
 			return true
 		}
@@ -110,11 +111,11 @@ func sameElement(dt backend.Dtype, got, want []byte, i int) bool {
 
 // closeElement reports whether got is within tol of want, relative to
 // max(|want|, floor): NaN and ±Inf must match exactly.
-func closeElement(dt backend.Dtype, got, want []byte, i int, tol, floor float64) bool {
+func closeElement(dt dtypes.Dtype, got, want []byte, i int, tol, floor float64) bool {
 	if sameElement(dt, got, want, i) {
 		return true
 	}
-	g, w := cpucompute.Load(dt, got, i), cpucompute.Load(dt, want, i)
+	g, w := dtypes.Load(dt, got, i), dtypes.Load(dt, want, i)
 	if g != g || w != w || math.IsInf(g, 0) || math.IsInf(w, 0) {
 		return false
 	}
@@ -124,22 +125,22 @@ func closeElement(dt backend.Dtype, got, want []byte, i int, tol, floor float64)
 // exactUnary are the ops that IEEE arithmetic rounds exactly (one
 // correctly rounded operation, or none), so the device must give the CPU's
 // bits.
-var exactUnary = map[kernels.UnaryOp]bool{
-	kernels.Identity: true, kernels.Neg: true, kernels.Abs: true, kernels.Square: true, kernels.Sqrt: true,
-	kernels.Reciprocal: true, kernels.Relu: true, kernels.SigmoidDeriv: true, kernels.TanhDeriv: true, kernels.Sign: true,
+var exactUnary = map[ops.Unary]bool{
+	ops.Identity: true, ops.Neg: true, ops.Abs: true, ops.Square: true, ops.Sqrt: true,
+	ops.Reciprocal: true, ops.Relu: true, ops.SigmoidDeriv: true, ops.TanhDeriv: true, ops.Sign: true,
 }
 
 // tolerance is the relative tolerance of a transcendental op in dt and
 // the magnitude below which it is absolute: a few ulp of the type the op
 // computes in, plus half an ulp of a 16-bit result (the CPU's and the
 // device's float32 may round to neighbouring halves).
-func tolerance(dt backend.Dtype) (tol, floor float64) {
+func tolerance(dt dtypes.Dtype) (tol, floor float64) {
 	switch dt {
-	case backend.Float64:
+	case dtypes.Float64:
 		return 1e-13, 1e-300
-	case backend.Float16:
+	case dtypes.Float16:
 		return 0x1p-10, 0x1p-14
-	case backend.BFloat16:
+	case dtypes.BFloat16:
 		return 0x1p-7, 1e-37
 	}
 	return 8e-7, 1e-37 // float32 and the integers (computed in float64, then truncated)
@@ -147,25 +148,25 @@ func tolerance(dt backend.Dtype) (tol, floor float64) {
 
 // unaryRef is kernels.ApplyUnary as cpucompute applies it to dt: float32
 // for float32 and the 16-bit floats, float64 for the others.
-func unaryRef(op kernels.UnaryOp, dt backend.Dtype, src []byte, n int) []byte {
+func unaryRef(op ops.Unary, dt dtypes.Dtype, src []byte, n int) []byte {
 	want := make([]byte, len(src))
 	for i := range n {
-		x := cpucompute.Load(dt, src, i)
+		x := dtypes.Load(dt, src, i)
 		var r float64
-		if dt == backend.Float32 || dt == backend.Float16 || dt == backend.BFloat16 {
+		if dt == dtypes.Float32 || dt == dtypes.Float16 || dt == dtypes.BFloat16 {
 			r = float64(kernels.ApplyUnary(op, float32(x)))
 		} else {
 			r = kernels.ApplyUnary(op, x)
 		}
-		cpucompute.Store(dt, want, i, r)
+		dtypes.Store(dt, want, i, r)
 	}
 	return want
 }
 
 // binaryRef is kernels.Apply as cpucompute applies it to operands of dt,
 // in the type it computes dt in.
-func binaryRef(op kernels.BinaryOp, dt backend.Dtype, x, y float64) float64 {
-	if dt == backend.Float32 || dt == backend.Float16 || dt == backend.BFloat16 {
+func binaryRef(op ops.Binary, dt dtypes.Dtype, x, y float64) float64 {
+	if dt == dtypes.Float32 || dt == dtypes.Float16 || dt == dtypes.BFloat16 {
 		return float64(kernels.Apply(op, float32(x), float32(y)))
 	}
 	return kernels.Apply(op, x, y)
@@ -173,18 +174,18 @@ func binaryRef(op kernels.BinaryOp, dt backend.Dtype, x, y float64) float64 {
 
 // unaryMatches reports whether got[i], op(x) computed by the device in
 // dt, is acceptable against want[i], the CPU's.
-func unaryMatches(op kernels.UnaryOp, dt backend.Dtype, got, want []byte, i int, x float64) bool {
+func unaryMatches(op ops.Unary, dt dtypes.Dtype, got, want []byte, i int, x float64) bool {
 	if exactUnary[op] {
 		return sameElement(dt, got, want, i)
 	}
 	tol, floor := tolerance(dt)
-	gelu := op == kernels.Gelu || op == kernels.GeluDeriv || op == kernels.GeluTanhApprox || op == kernels.GeluTanhDeriv
-	if gelu && dt == backend.Float32 {
+	gelu := op == ops.Gelu || op == ops.GeluDeriv || op == ops.GeluTanhApprox || op == ops.GeluTanhDeriv
+	if gelu && dt == dtypes.Float32 {
 		// e^(-x²/2) and e^(2u) of an argument rounded to float32 are off
 		// by |x|² and |2u| times its rounding: the CPU's and the device's
 		// formulas round differently in the tail.
 		tol *= 1 + x*x
-		if op == kernels.GeluDeriv || op == kernels.GeluTanhDeriv {
+		if op == ops.GeluDeriv || op == ops.GeluTanhDeriv {
 			floor = 0.25 // Φ + x·φ cancels near x = −0.75: the terms' size
 		}
 	}
@@ -194,11 +195,11 @@ func unaryMatches(op kernels.UnaryOp, dt backend.Dtype, got, want []byte, i int,
 // binaryMatches reports whether got[i], op(x, y) computed by the device
 // on operands of dtype in and stored as out, equals the CPU's, which it
 // returns.
-func binaryMatches(op kernels.BinaryOp, in, out backend.Dtype, got []byte, i int, x, y float64) (bool, float64) {
+func binaryMatches(op ops.Binary, in, out dtypes.Dtype, got []byte, i int, x, y float64) (bool, float64) {
 	rv := binaryRef(op, in, x, y)
 	want := make([]byte, len(got))
-	cpucompute.Store(out, want, i, rv)
-	if op != kernels.Pow {
+	dtypes.Store(out, want, i, rv)
+	if op != ops.Pow {
 		return sameElement(out, got, want, i), rv
 	}
 	// Go's math.Pow is off by up to ~1e-12 for large exponents; glibc's

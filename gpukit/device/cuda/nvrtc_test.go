@@ -17,8 +17,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // oldestArch is the oldest compute capability the tests compile for:
@@ -62,7 +64,7 @@ func opCount[Op ~uint8](fallback string) int {
 // their counts, has an entry point in the programs of every dtype that
 // computes, so that an op added to kernels cannot go without a kernel.
 func TestAllProgramsCoverTheOps(t *testing.T) {
-	nu, nb := opCount[kernels.UnaryOp]("UnaryOp"), opCount[kernels.BinaryOp]("BinaryOp")
+	nu, nb := opCount[ops.Unary]("UnaryOp"), opCount[ops.Binary]("BinaryOp")
 	if nu < 20 || nb < 13 || len(unaryExpr) != nu || len(binaryExpr) != nb {
 		t.Fatalf("%d unary ops (%d expressions), %d binary ops (%d expressions)", nu, len(unaryExpr), nb, len(binaryExpr))
 	}
@@ -90,18 +92,18 @@ func TestAllProgramsCoverTheOps(t *testing.T) {
 			has(conv, copyEntry(from))
 		}
 		has(program{fam: famWhere, out: dt, in: dt}, "where")
-		has(program{fam: famInRange, out: backend.Bool, in: dt}, "in_range")
-		if dt == backend.Bool {
+		has(program{fam: famInRange, out: dtypes.Bool, in: dt}, "in_range")
+		if dt == dtypes.Bool {
 			continue
 		}
-		for op := range kernels.UnaryOp(nu) {
+		for op := range ops.Unary(nu) {
 			has(program{fam: famUnary, out: dt, in: dt}, unaryEntry(op))
 		}
-		for op := range kernels.BinaryOp(nb) {
+		for op := range ops.Binary(nb) {
 			has(program{fam: famBinary, out: dt, in: dt}, binaryEntry(op))
-			if isComparison(op) {
-				has(program{fam: famBinary, out: backend.Bool, in: dt}, binaryEntry(op))
-			} else if slices.Contains(entries[program{fam: famBinary, out: backend.Bool, in: dt}], binaryEntry(op)) {
+			if op.Comparison() {
+				has(program{fam: famBinary, out: dtypes.Bool, in: dt}, binaryEntry(op))
+			} else if slices.Contains(entries[program{fam: famBinary, out: dtypes.Bool, in: dt}], binaryEntry(op)) {
 				t.Errorf("%v writes bool", op)
 			}
 		}
@@ -113,8 +115,8 @@ func TestAllProgramsCoverTheOps(t *testing.T) {
 			t.Errorf("no program of family %s", rf.name)
 		}
 	}
-	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
-		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.Float64} {
+		for _, idx := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			for _, e := range csrEntry {
 				has := entries[program{fam: famCSR, out: dt, in: idx}]
 				if !slices.Contains(has, e) {
@@ -124,13 +126,13 @@ func TestAllProgramsCoverTheOps(t *testing.T) {
 		}
 	}
 	for _, bad := range []program{
-		{fam: famBinary, out: backend.Float32, in: backend.Float64},
-		{fam: famCSR, out: backend.Float32, in: backend.Float32},
-		{fam: famBinary, out: backend.Bool, in: backend.Bool},
-		{fam: famUnary, out: backend.Float32, in: backend.Float16},
-		{fam: famUnary, out: backend.Bool, in: backend.Bool},
-		{fam: famReduce, out: backend.Int64, in: backend.Int64},
-		{fam: famConvert, out: backend.Dtype(99), in: backend.Dtype(99)},
+		{fam: famBinary, out: dtypes.Float32, in: dtypes.Float64},
+		{fam: famCSR, out: dtypes.Float32, in: dtypes.Float32},
+		{fam: famBinary, out: dtypes.Bool, in: dtypes.Bool},
+		{fam: famUnary, out: dtypes.Float32, in: dtypes.Float16},
+		{fam: famUnary, out: dtypes.Bool, in: dtypes.Bool},
+		{fam: famReduce, out: dtypes.Int64, in: dtypes.Int64},
+		{fam: famConvert, out: dtypes.Dtype(99), in: dtypes.Dtype(99)},
 	} {
 		if _, _, err := bad.source(); err == nil {
 			t.Errorf("%+v was accepted", bad)

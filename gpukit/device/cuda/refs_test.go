@@ -11,6 +11,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
 	"github.com/gpumem/course/gpukit/kernels"
@@ -46,7 +48,7 @@ func (h *refHeap) put(v []float64) uint64 {
 }
 
 func (h *refHeap) vec(v []float64) backend.Strided {
-	return backend.Strided{Addr: h.put(v), Dtype: backend.Float64, Strides: []int{1}}
+	return backend.Strided{Addr: h.put(v), Dtype: dtypes.Float64, Strides: []int{1}}
 }
 
 // get reads n float64s at addr.
@@ -64,9 +66,9 @@ func (h *refHeap) get(addr uint64, n int) []float64 {
 func batchNormRef(x, w, b, rm, rv []float64, nb, c, l int, training bool, momentum, eps float64) (y, mu, invstd []float64) {
 	h := &refHeap{}
 	a := backend.BatchNormArgs{
-		Dtype: backend.Float64, Y: h.put(make([]float64, len(x))), X: h.put(x), Batch: nb, Channels: c, Length: l,
+		Dtype: dtypes.Float64, Y: h.put(make([]float64, len(x))), X: h.put(x), Batch: nb, Channels: c, Length: l,
 		Weight: h.vec(w), Bias: h.vec(b), RunningMean: h.vec(rm), RunningVar: h.vec(rv),
-		SaveMean: h.put(make([]float64, c)), SaveInvstd: h.put(make([]float64, c)), StatDtype: backend.Float64,
+		SaveMean: h.put(make([]float64, c)), SaveInvstd: h.put(make([]float64, c)), StatDtype: dtypes.Float64,
 		Training: training, Momentum: momentum, Eps: eps,
 	}
 	if err := cpucompute.New("ref", h).BatchNorm(0, a); err != nil {
@@ -91,7 +93,7 @@ func batchNormRef(x, w, b, rm, rv []float64, nb, c, l int, training bool, moment
 func batchNormBackwardRef(g, x, w, mu, invstd []float64, nb, c, l int, training bool, eps float64) (dx, dw, db []float64) {
 	h := &refHeap{}
 	a := backend.BatchNormBackwardArgs{
-		Dtype: backend.Float64, Grad: h.put(g), X: h.put(x), Batch: nb, Channels: c, Length: l,
+		Dtype: dtypes.Float64, Grad: h.put(g), X: h.put(x), Batch: nb, Channels: c, Length: l,
 		GradX: h.put(make([]float64, len(x))), GradWeight: h.vec(make([]float64, c)), GradBias: h.vec(make([]float64, c)),
 		Weight: h.vec(w), Stat1: h.vec(mu), Stat2: h.vec(invstd), Training: training, Eps: eps,
 	}

@@ -14,8 +14,10 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 // colsPerBlock is how many columns one block of layer_norm_backward_cols
@@ -138,16 +140,16 @@ func argError(dev, op, format string, a ...any) error {
 }
 
 // floatDtype returns an UnsupportedError unless dt is float32 or float64.
-func floatDtype(dev, op string, dt backend.Dtype) error {
-	if dt != backend.Float32 && dt != backend.Float64 {
+func floatDtype(dev, op string, dt dtypes.Dtype) error {
+	if dt != dtypes.Float32 && dt != dtypes.Float64 {
 		return &backend.UnsupportedError{Backend: dev, Op: op, Dtype: dt}
 	}
 	return nil
 }
 
 // indexDtype checks that dt is an index dtype (Int64 or Int32).
-func indexDtype(dev, op, what string, dt backend.Dtype) error {
-	if dt != backend.Int64 && dt != backend.Int32 {
+func indexDtype(dev, op, what string, dt dtypes.Dtype) error {
+	if dt != dtypes.Int64 && dt != dtypes.Int32 {
 		return argError(dev, op, "%s must be int64 or int32, not %v", what, dt)
 	}
 	return nil
@@ -192,7 +194,7 @@ func rowGrid(items int64) int {
 	return int(max(1, min(items, maxBlocks)))
 }
 
-func planSoftmax(dev string, dt backend.Dtype, dst, src uint64, rows, n int, log bool) (plan[softmaxArgs], error) {
+func planSoftmax(dev string, dt dtypes.Dtype, dst, src uint64, rows, n int, log bool) (plan[softmaxArgs], error) {
 	var p plan[softmaxArgs]
 	const op = "Softmax"
 	if err := floatDtype(dev, op, dt); err != nil {
@@ -216,7 +218,7 @@ func planSoftmax(dev string, dt backend.Dtype, dst, src uint64, rows, n int, log
 	return p, nil
 }
 
-func planLayerNorm(dev string, dt backend.Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) (plan[layerNormArgs], error) {
+func planLayerNorm(dev string, dt dtypes.Dtype, y, mean, rstd, x, w, b uint64, rows, n int, eps float64) (plan[layerNormArgs], error) {
 	var p plan[layerNormArgs]
 	const op = "LayerNorm"
 	if err := floatDtype(dev, op, dt); err != nil {
@@ -243,7 +245,7 @@ func planLayerNorm(dev string, dt backend.Dtype, y, mean, rstd, x, w, b uint64, 
 	return p, nil
 }
 
-func planLayerNormBackward(dev string, dt backend.Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) (plan[layerNormBackwardArgs], error) {
+func planLayerNormBackward(dev string, dt dtypes.Dtype, dx, dw, db, g, x, mean, rstd, w uint64, rows, n int) (plan[layerNormBackwardArgs], error) {
 	var p plan[layerNormBackwardArgs]
 	const op = "LayerNormBackward"
 	if err := floatDtype(dev, op, dt); err != nil {
@@ -291,7 +293,7 @@ func vector(dev, op, what string, v backend.Strided, channels int64) (vecArg, []
 		return vecArg{}, nil, argError(dev, op, "%s must be a vector with one stride ≥ 0, got strides %v", what, v.Strides)
 	}
 	a := vecArg{addr: v.Addr, stride: int64(v.Strides[0])}
-	if v.Dtype == backend.Float64 {
+	if v.Dtype == dtypes.Float64 {
 		a.isDouble = 1
 	}
 	var sp []span
@@ -337,7 +339,7 @@ func planBatchNorm(dev string, a backend.BatchNormArgs) (plan[batchNormArgs], er
 			return p, err
 		}
 		args.training = 1
-		if a.StatDtype == backend.Float64 {
+		if a.StatDtype == dtypes.Float64 {
 			args.statDouble = 1
 		}
 		args.saveMean, args.saveInvstd = a.SaveMean, a.SaveInvstd
@@ -414,7 +416,7 @@ func planBatchNormBackward(dev string, a backend.BatchNormBackwardArgs) (plan[ba
 	return p, nil
 }
 
-func planNLLLoss(dev string, dt backend.Dtype, out, logProbs, targets uint64, targetDt backend.Dtype, rows, n int) (plan[nllArgs], error) {
+func planNLLLoss(dev string, dt dtypes.Dtype, out, logProbs, targets uint64, targetDt dtypes.Dtype, rows, n int) (plan[nllArgs], error) {
 	var p plan[nllArgs]
 	const op = "NLLLoss"
 	if err := floatDtype(dev, op, dt); err != nil {
@@ -447,7 +449,7 @@ func planNLLLoss(dev string, dt backend.Dtype, out, logProbs, targets uint64, ta
 
 // newAdamArgs computes the step's scalars in float64 as kernels.AdamUpdate
 // does; the kernel rounds them to its element type.
-func newAdamArgs(p, g, m, v uint64, n int, s kernels.AdamScalars) adamArgs {
+func newAdamArgs(p, g, m, v uint64, n int, s ops.AdamScalars) adamArgs {
 	bc1 := 1 - math.Pow(s.Beta1, float64(s.Step))
 	bc2 := 1 - math.Pow(s.Beta2, float64(s.Step))
 	a := adamArgs{
@@ -470,7 +472,7 @@ func newAdamArgs(p, g, m, v uint64, n int, s kernels.AdamScalars) adamArgs {
 	return a
 }
 
-func planAdam(dev string, dt backend.Dtype, p, g, m, v uint64, n int, sc kernels.AdamScalars) (plan[adamArgs], error) {
+func planAdam(dev string, dt dtypes.Dtype, p, g, m, v uint64, n int, sc ops.AdamScalars) (plan[adamArgs], error) {
 	var pl plan[adamArgs]
 	const op = "Adam"
 	if err := floatDtype(dev, op, dt); err != nil {
@@ -496,7 +498,7 @@ func planAdam(dev string, dt backend.Dtype, p, g, m, v uint64, n int, sc kernels
 
 // checkIndexOperands checks what Gather and ScatterAdd share: the dim, the
 // operands' ranks and strides, the dtypes.
-func checkIndexOperands(dev, op string, shape []int, dim int, data backend.Dtype, ops map[string]backend.Strided) error {
+func checkIndexOperands(dev, op string, shape []int, dim int, data dtypes.Dtype, ops map[string]backend.Strided) error {
 	if dim < 0 || dim >= len(shape) {
 		return argError(dev, op, "dim %d out of range for shape %v", dim, shape)
 	}
@@ -602,7 +604,7 @@ var csrEntry = map[string]string{"CSRMatmul": "csr_matmul", "CSRMatmulT": "csr_m
 // structure is trusted (the caller checks it); the kernels skip an entry
 // whose column is out of range and clamp row offsets to [0, nnz] rather
 // than read out of bounds.
-func planCSR(dev, op string, dt backend.Dtype, a backend.CSR, x, y, out uint64, n int) (plan[csrArgs], error) {
+func planCSR(dev, op string, dt dtypes.Dtype, a backend.CSR, x, y, out uint64, n int) (plan[csrArgs], error) {
 	var p plan[csrArgs]
 	if err := floatDtype(dev, op, dt); err != nil {
 		return p, err

@@ -15,22 +15,25 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
-func dtypeOf[T kernels.Float]() backend.Dtype {
+func dtypeOf[T kernels.Float]() dtypes.Dtype {
 	var z T
 	if any(z) == any(float32(0)) {
-		return backend.Float32
+		return dtypes.Float32
 	}
-	return backend.Float64
+	return dtypes.Float64
 }
 
 // tolOf is the relative tolerance of a kernel whose sums run in another
 // order than the CPU's: a few ulp of T.
 func tolOf[T kernels.Float]() float64 {
-	if dtypeOf[T]() == backend.Float32 {
+	if dtypeOf[T]() == dtypes.Float32 {
 		return 4e-6
 	}
 	return 1e-13
@@ -219,13 +222,13 @@ func testEmulatedBatchNorm[T kernels.Float](t *testing.T) {
 	for j := range c {
 		rm2[2*j], rv2[2*j] = float64(rm[j]), float64(rv[j])
 	}
-	vec := func(k int, d backend.Dtype, stride int) backend.Strided {
+	vec := func(k int, d dtypes.Dtype, stride int) backend.Strided {
 		return backend.Strided{Addr: emuAddr(k), Dtype: d, Strides: []int{stride}}
 	}
 	for _, training := range []bool{true, false} {
 		a := backend.BatchNormArgs{
 			Dtype: dt, Y: emuAddr(0), X: emuAddr(1), Batch: nb, Channels: c, Length: l,
-			Weight: vec(2, dt, 1), Bias: vec(3, dt, 1), RunningMean: vec(4, backend.Float64, 2), RunningVar: vec(5, backend.Float64, 2),
+			Weight: vec(2, dt, 1), Bias: vec(3, dt, 1), RunningMean: vec(4, dtypes.Float64, 2), RunningVar: vec(5, dtypes.Float64, 2),
 			SaveMean: emuAddr(6), SaveInvstd: emuAddr(7), StatDtype: dt, Training: training, Momentum: 0.1, Eps: 1e-5,
 		}
 		p, err := planBatchNorm("cuda:0", a)
@@ -307,10 +310,10 @@ func TestEmulatedNLLLoss(t *testing.T) {
 	// gpukit/tensor's CrossEntropy: row order, float64.
 	want, want64 := float32(sum/float64(rows)), sum64/float64(rows)
 	for _, c := range []struct {
-		dt      backend.Dtype
+		dt      dtypes.Dtype
 		targets []byte
-	}{{backend.Int64, asBytes(t64)}, {backend.Int32, asBytes(t32)}} {
-		p, err := planNLLLoss("cuda:0", backend.Float32, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
+	}{{dtypes.Int64, asBytes(t64)}, {dtypes.Int32, asBytes(t32)}} {
+		p, err := planNLLLoss("cuda:0", dtypes.Float32, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +321,7 @@ func TestEmulatedNLLLoss(t *testing.T) {
 		if got := fromBytes[float32](out[0])[0]; got != want {
 			t.Errorf("%s: loss %v, want %v bit for bit", p.prog, got, want)
 		}
-		p, err = planNLLLoss("cuda:0", backend.Float64, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
+		p, err = planNLLLoss("cuda:0", dtypes.Float64, emuAddr(0), emuAddr(1), emuAddr(2), c.dt, rows, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -330,12 +333,12 @@ func TestEmulatedNLLLoss(t *testing.T) {
 	// A target out of range makes the loss NaN; no rows too (0/0).
 	bad := append([]int64(nil), t64...)
 	bad[rows-1] = int64(n)
-	p, _ := planNLLLoss("cuda:0", backend.Float32, emuAddr(0), emuAddr(1), emuAddr(2), backend.Int64, rows, n)
+	p, _ := planNLLLoss("cuda:0", dtypes.Float32, emuAddr(0), emuAddr(1), emuAddr(2), dtypes.Int64, rows, n)
 	out := emulate(t, p, make([]byte, 4), asBytes(lp), asBytes(bad))
 	if got := fromBytes[float32](out[0])[0]; !math.IsNaN(float64(got)) {
 		t.Errorf("a target out of range gave %v, want NaN", got)
 	}
-	p, _ = planNLLLoss("cuda:0", backend.Float32, emuAddr(0), 0, 0, backend.Int64, 0, n)
+	p, _ = planNLLLoss("cuda:0", dtypes.Float32, emuAddr(0), 0, 0, dtypes.Int64, 0, n)
 	out = emulate(t, p, make([]byte, 4))
 	if got := fromBytes[float32](out[0])[0]; !math.IsNaN(float64(got)) {
 		t.Errorf("no rows gave %v, want NaN", got)
@@ -352,7 +355,7 @@ func testEmulatedAdam[T kernels.Float](t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 7))
 	n := 1000
-	for _, sc := range []kernels.AdamScalars{
+	for _, sc := range []ops.AdamScalars{
 		{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1},
 		{LR: 1e-2, Beta1: 0.8, Beta2: 0.99, Eps: 1e-6, WeightDecay: 0.1, Step: 7},                   // L2
 		{LR: 3e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.01, Decoupled: true, Step: 3}, // AdamW
@@ -386,9 +389,9 @@ func TestEmulatedGather(t *testing.T) {
 	}
 	shape := []int{2, 3, 4}
 	p, err := planGather("cuda:0", shape, 1,
-		backend.Strided{Addr: emuAddr(0), Dtype: backend.Float64, Strides: []int{12, 4, 1}},
-		backend.Strided{Addr: emuAddr(1), Dtype: backend.Float64, Strides: []int{20, 4, 1}},
-		backend.Strided{Addr: emuAddr(2), Dtype: backend.Int32, Strides: []int{12, 1, 3}})
+		backend.Strided{Addr: emuAddr(0), Dtype: dtypes.Float64, Strides: []int{12, 4, 1}},
+		backend.Strided{Addr: emuAddr(1), Dtype: dtypes.Float64, Strides: []int{20, 4, 1}},
+		backend.Strided{Addr: emuAddr(2), Dtype: dtypes.Int32, Strides: []int{12, 1, 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,9 +421,9 @@ func TestEmulatedScatterAdd(t *testing.T) {
 		idx[i] = int64(r.IntN(4))
 	}
 	p, err := planScatterAdd("cuda:0", []int{3, 6}, 1,
-		backend.Strided{Addr: emuAddr(0), Dtype: backend.Float32, Strides: []int{4, 1}},
-		backend.Strided{Addr: emuAddr(1), Dtype: backend.Int64, Strides: []int{6, 1}},
-		backend.Strided{Addr: emuAddr(2), Dtype: backend.Float32, Strides: []int{6, 1}})
+		backend.Strided{Addr: emuAddr(0), Dtype: dtypes.Float32, Strides: []int{4, 1}},
+		backend.Strided{Addr: emuAddr(1), Dtype: dtypes.Int64, Strides: []int{6, 1}},
+		backend.Strided{Addr: emuAddr(2), Dtype: dtypes.Float32, Strides: []int{6, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,9 +486,9 @@ func testEmulatedCSR[T float32 | float64](t *testing.T) {
 	dt := dtypeOf[T]()
 	garbage := func(m int) []byte { return asBytes(randomsOf[T](r, m, 2, -1)) }
 	for _, ix := range []struct {
-		dt         backend.Dtype
+		dt         dtypes.Dtype
 		cols, offs []byte
-	}{{backend.Int64, asBytes(cols), asBytes(offs)}, {backend.Int32, asBytes(cols32), asBytes(offs32)}} {
+	}{{dtypes.Int64, asBytes(cols), asBytes(offs)}, {dtypes.Int32, asBytes(cols32), asBytes(offs32)}} {
 		// Buffers: 0 out, 1 values, 2 columns, 3 offsets, 4 x, 5 y.
 		a := backend.CSR{Values: emuAddr(1), ColIndices: emuAddr(2), RowOffsets: emuAddr(3), Index: ix.dt, Rows: rows, Cols: k, NNZ: nnz}
 		for _, c := range []struct {
@@ -517,7 +520,7 @@ func testEmulatedCSR[T float32 | float64](t *testing.T) {
 	// A column out of range is skipped, not read: row 1 as its only
 	// entry gives a zero row.
 	bad := []int64{int64(k)}
-	p, err := planCSR("cuda:0", "CSRMatmul", dt, backend.CSR{Values: emuAddr(1), ColIndices: emuAddr(2), RowOffsets: emuAddr(3), Index: backend.Int64, Rows: 1, Cols: k, NNZ: 1}, emuAddr(4), 0, emuAddr(0), n)
+	p, err := planCSR("cuda:0", "CSRMatmul", dt, backend.CSR{Values: emuAddr(1), ColIndices: emuAddr(2), RowOffsets: emuAddr(3), Index: dtypes.Int64, Rows: 1, Cols: k, NNZ: 1}, emuAddr(4), 0, emuAddr(0), n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,20 +11,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
-func vec1(addr uint64, dt backend.Dtype) backend.Strided {
+func vec1(addr uint64, dt dtypes.Dtype) backend.Strided {
 	return backend.Strided{Addr: addr, Dtype: dt, Strides: []int{1}}
 }
 
 func TestPlansRejectBadArguments(t *testing.T) {
-	const f32, f64 = backend.Float32, backend.Float64
-	adam := kernels.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
+	const f32, f64 = dtypes.Float32, dtypes.Float64
+	adam := ops.AdamScalars{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 1}
 	bn := func(edit func(*backend.BatchNormArgs)) error {
 		a := backend.BatchNormArgs{Dtype: f32, Y: 1, X: 2, Batch: 2, Channels: 3, Length: 4, StatDtype: f32, Training: true, SaveMean: 3, SaveInvstd: 4}
 		edit(&a)
@@ -37,7 +39,7 @@ func TestPlansRejectBadArguments(t *testing.T) {
 		_, err := planBatchNormBackward("cuda:0", a)
 		return err
 	}
-	st := func(addr uint64, dt backend.Dtype, strides ...int) backend.Strided {
+	st := func(addr uint64, dt dtypes.Dtype, strides ...int) backend.Strided {
 		return backend.Strided{Addr: addr, Dtype: dt, Strides: strides}
 	}
 	gather := func(shape []int, dim int, dst, src, index backend.Strided) error {
@@ -68,18 +70,18 @@ func TestPlansRejectBadArguments(t *testing.T) {
 		{"batch norm backward without stats", bnb(func(a *backend.BatchNormBackwardArgs) { a.Stat2 = backend.Strided{} }), "statistics"},
 		{"batch norm backward no grad", bnb(func(a *backend.BatchNormBackwardArgs) { a.Grad = 0 }), "grad has address 0"},
 		{"nll float targets", first(planNLLLoss("cuda:0", f32, 1, 2, 3, f32, 4, 5)), "targets must be int64 or int32"},
-		{"nll no out", first(planNLLLoss("cuda:0", f32, 0, 2, 3, backend.Int64, 4, 5)), "out has address 0"},
-		{"nll no targets", first(planNLLLoss("cuda:0", f32, 1, 2, 0, backend.Int64, 4, 5)), "targets has address 0"},
-		{"adam step 0", first(planAdam("cuda:0", f32, 1, 2, 3, 4, 10, kernels.AdamScalars{Beta1: 0.9, Beta2: 0.99})), "step 0"},
+		{"nll no out", first(planNLLLoss("cuda:0", f32, 0, 2, 3, dtypes.Int64, 4, 5)), "out has address 0"},
+		{"nll no targets", first(planNLLLoss("cuda:0", f32, 1, 2, 0, dtypes.Int64, 4, 5)), "targets has address 0"},
+		{"adam step 0", first(planAdam("cuda:0", f32, 1, 2, 3, 4, 10, ops.AdamScalars{Beta1: 0.9, Beta2: 0.99})), "step 0"},
 		{"adam no exp_avg_sq", first(planAdam("cuda:0", f32, 1, 2, 3, 0, 10, adam)), "exp_avg_sq has address 0"},
-		{"gather dim out of range", gather([]int{2, 3}, 2, st(1, f32, 3, 1), st(2, f32, 3, 1), st(3, backend.Int64, 3, 1)), "dim 2 out of range"},
-		{"gather short strides", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(2, f32, 1), st(3, backend.Int64, 3, 1)), "src has 1 strides"},
-		{"gather negative stride", gather([]int{2, 3}, 0, st(1, f32, 3, 1), st(2, f32, 3, -1), st(3, backend.Int64, 3, 1)), "negative stride"},
-		{"gather dtypes differ", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(2, f64, 3, 1), st(3, backend.Int64, 3, 1)), "dtypes differ"},
+		{"gather dim out of range", gather([]int{2, 3}, 2, st(1, f32, 3, 1), st(2, f32, 3, 1), st(3, dtypes.Int64, 3, 1)), "dim 2 out of range"},
+		{"gather short strides", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(2, f32, 1), st(3, dtypes.Int64, 3, 1)), "src has 1 strides"},
+		{"gather negative stride", gather([]int{2, 3}, 0, st(1, f32, 3, 1), st(2, f32, 3, -1), st(3, dtypes.Int64, 3, 1)), "negative stride"},
+		{"gather dtypes differ", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(2, f64, 3, 1), st(3, dtypes.Int64, 3, 1)), "dtypes differ"},
 		{"gather float index", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(2, f32, 3, 1), st(3, f32, 3, 1)), "index must be int64 or int32"},
-		{"gather no src", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(0, f32, 3, 1), st(3, backend.Int32, 3, 1)), "src has address 0"},
-		{"scatter-add 0-d", scatter([]int{}, 0, st(1, f32), st(2, backend.Int64), st(3, f32)), "dim 0 out of range"},
-		{"scatter-add broadcast dst", scatter([]int{2, 3}, 1, st(1, f32, 0, 1), st(2, backend.Int64, 3, 1), st(3, f32, 3, 1)), "dst broadcasts along dimension 0"},
+		{"gather no src", gather([]int{2, 3}, 1, st(1, f32, 3, 1), st(0, f32, 3, 1), st(3, dtypes.Int32, 3, 1)), "src has address 0"},
+		{"scatter-add 0-d", scatter([]int{}, 0, st(1, f32), st(2, dtypes.Int64), st(3, f32)), "dim 0 out of range"},
+		{"scatter-add broadcast dst", scatter([]int{2, 3}, 1, st(1, f32, 0, 1), st(2, dtypes.Int64, 3, 1), st(3, f32, 3, 1)), "dst broadcasts along dimension 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			require.Error(t, c.err)
@@ -90,25 +92,25 @@ func TestPlansRejectBadArguments(t *testing.T) {
 }
 
 func TestPlansReportUnsupportedDtypes(t *testing.T) {
-	const f16 = backend.Float16
-	st := func(dt backend.Dtype) backend.Strided { return backend.Strided{Addr: 1, Dtype: dt, Strides: []int{1}} }
+	const f16 = dtypes.Float16
+	st := func(dt dtypes.Dtype) backend.Strided { return backend.Strided{Addr: 1, Dtype: dt, Strides: []int{1}} }
 	first := func(_ any, err error) error { return err }
 	for _, c := range []struct {
 		op  string
-		dt  backend.Dtype
+		dt  dtypes.Dtype
 		err error
 	}{
 		{"Softmax", f16, first(planSoftmax("cuda:0", f16, 1, 2, 3, 4, true))},
-		{"LayerNorm", backend.BFloat16, first(planLayerNorm("cuda:0", backend.BFloat16, 1, 2, 3, 4, 0, 0, 3, 4, 1e-5))},
-		{"LayerNormBackward", backend.Int64, first(planLayerNormBackward("cuda:0", backend.Int64, 1, 0, 0, 2, 3, 4, 5, 0, 3, 4))},
+		{"LayerNorm", dtypes.BFloat16, first(planLayerNorm("cuda:0", dtypes.BFloat16, 1, 2, 3, 4, 0, 0, 3, 4, 1e-5))},
+		{"LayerNormBackward", dtypes.Int64, first(planLayerNormBackward("cuda:0", dtypes.Int64, 1, 0, 0, 2, 3, 4, 5, 0, 3, 4))},
 		{"BatchNorm", f16, first(planBatchNorm("cuda:0", backend.BatchNormArgs{Dtype: f16}))},
-		{"BatchNorm", f16, first(planBatchNorm("cuda:0", backend.BatchNormArgs{Dtype: backend.Float32, Batch: 2, Length: 2, Channels: 1, Training: true, Weight: st(f16), StatDtype: backend.Float32}))},
-		{"BatchNorm", backend.Int32, first(planBatchNorm("cuda:0", backend.BatchNormArgs{Dtype: backend.Float32, Batch: 2, Length: 2, Channels: 1, Training: true, StatDtype: backend.Int32}))},
-		{"BatchNormBackward", backend.Bool, first(planBatchNormBackward("cuda:0", backend.BatchNormBackwardArgs{Dtype: backend.Bool}))},
-		{"NLLLoss", f16, first(planNLLLoss("cuda:0", f16, 1, 2, 3, backend.Int64, 4, 5))},
-		{"Adam", f16, first(planAdam("cuda:0", f16, 1, 2, 3, 4, 5, kernels.AdamScalars{Step: 1}))},
-		{"Gather", backend.Dtype(42), first(planGather("cuda:0", []int{1}, 0, st(backend.Dtype(42)), st(backend.Dtype(42)), st(backend.Int64)))},
-		{"ScatterAdd", backend.Int64, first(planScatterAdd("cuda:0", []int{1}, 0, st(backend.Int64), st(backend.Int64), st(backend.Int64)))},
+		{"BatchNorm", f16, first(planBatchNorm("cuda:0", backend.BatchNormArgs{Dtype: dtypes.Float32, Batch: 2, Length: 2, Channels: 1, Training: true, Weight: st(f16), StatDtype: dtypes.Float32}))},
+		{"BatchNorm", dtypes.Int32, first(planBatchNorm("cuda:0", backend.BatchNormArgs{Dtype: dtypes.Float32, Batch: 2, Length: 2, Channels: 1, Training: true, StatDtype: dtypes.Int32}))},
+		{"BatchNormBackward", dtypes.Bool, first(planBatchNormBackward("cuda:0", backend.BatchNormBackwardArgs{Dtype: dtypes.Bool}))},
+		{"NLLLoss", f16, first(planNLLLoss("cuda:0", f16, 1, 2, 3, dtypes.Int64, 4, 5))},
+		{"Adam", f16, first(planAdam("cuda:0", f16, 1, 2, 3, 4, 5, ops.AdamScalars{Step: 1}))},
+		{"Gather", dtypes.Dtype(42), first(planGather("cuda:0", []int{1}, 0, st(dtypes.Dtype(42)), st(dtypes.Dtype(42)), st(dtypes.Int64)))},
+		{"ScatterAdd", dtypes.Int64, first(planScatterAdd("cuda:0", []int{1}, 0, st(dtypes.Int64), st(dtypes.Int64), st(dtypes.Int64)))},
 	} {
 		var ue *backend.UnsupportedError
 		if !errors.As(c.err, &ue) {
@@ -120,7 +122,7 @@ func TestPlansReportUnsupportedDtypes(t *testing.T) {
 }
 
 func TestPlanGeometry(t *testing.T) {
-	const f32 = backend.Float32
+	const f32 = dtypes.Float32
 	p, err := planSoftmax("cuda:0", f32, 1<<40, 2<<40, 3, 1000, true)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"softmax", 3}}, p.steps)
@@ -158,11 +160,11 @@ func TestPlanGeometry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, bn.steps)
 
-	nll, err := planNLLLoss("cuda:0", f32, 1, 0, 0, backend.Int32, 0, 10)
+	nll, err := planNLLLoss("cuda:0", f32, 1, 0, 0, dtypes.Int32, 0, 10)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"nll_loss", 1}}, nll.steps, "no rows still writes the NaN mean")
 
-	ad, err := planAdam("cuda:0", backend.Float64, 1, 2, 3, 4, 1000, kernels.AdamScalars{Beta1: 0.9, Beta2: 0.999, LR: 0.1, Step: 2})
+	ad, err := planAdam("cuda:0", dtypes.Float64, 1, 2, 3, 4, 1000, ops.AdamScalars{Beta1: 0.9, Beta2: 0.999, LR: 0.1, Step: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"adam", 4}}, ad.steps)
 	assert.Equal(t, 0.1/(1-math.Pow(0.9, 2)), ad.args.stepSize) // as kernels.AdamUpdate
@@ -172,9 +174,9 @@ func TestPlanGeometry(t *testing.T) {
 	// Gather: one thread per element; src's stride along dim leaves the
 	// layout for src_step, and its span is its first slice along dim.
 	g, err := planGather("cuda:0", []int{4, 3}, 1,
-		backend.Strided{Addr: 1 << 40, Dtype: backend.Float16, Strides: []int{3, 1}},
-		backend.Strided{Addr: 2 << 40, Dtype: backend.Float16, Strides: []int{10, 1}},
-		backend.Strided{Addr: 3 << 40, Dtype: backend.Int64, Strides: []int{3, 1}})
+		backend.Strided{Addr: 1 << 40, Dtype: dtypes.Float16, Strides: []int{3, 1}},
+		backend.Strided{Addr: 2 << 40, Dtype: dtypes.Float16, Strides: []int{10, 1}},
+		backend.Strided{Addr: 3 << 40, Dtype: dtypes.Int64, Strides: []int{3, 1}})
 	require.NoError(t, err)
 	assert.Equal(t, "gather_float16_int64", g.prog.String())
 	assert.Equal(t, []step{{"gather", 1}}, g.steps)
@@ -183,9 +185,9 @@ func TestPlanGeometry(t *testing.T) {
 	assert.Equal(t, span{"src", 2 << 40, (3*10 + 1) * 2}, g.spans[2])
 
 	s, err := planScatterAdd("cuda:0", []int{5, 7, 3}, 1,
-		backend.Strided{Addr: 1, Dtype: backend.Float64, Strides: []int{40, 4, 1}},
-		backend.Strided{Addr: 2, Dtype: backend.Int32, Strides: []int{21, 3, 1}},
-		backend.Strided{Addr: 3, Dtype: backend.Float64, Strides: []int{21, 3, 1}})
+		backend.Strided{Addr: 1, Dtype: dtypes.Float64, Strides: []int{40, 4, 1}},
+		backend.Strided{Addr: 2, Dtype: dtypes.Int32, Strides: []int{21, 3, 1}},
+		backend.Strided{Addr: 3, Dtype: dtypes.Float64, Strides: []int{21, 3, 1}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(15), s.args.n, "one thread per line along dim")
 	assert.Equal(t, [4]int64{7, 4, 3, 3}, [4]int64{s.args.lineLen, s.args.dstStep, s.args.srcStep, s.args.indexStep})
@@ -219,19 +221,19 @@ func TestRowProgramSources(t *testing.T) {
 		p    program
 		want string
 	}{
-		{program{fam: famGather, out: backend.BFloat16, in: backend.Int32}, "#define T unsigned short\n#define BLOCK 256\n#define TINDEX int\n"},
-		{program{fam: famNLLLoss, out: backend.Float64, in: backend.Int64}, "#define T double\n#define BLOCK 256\n#define TINDEX long long\n"},
-		{program{fam: famLayerNormBackward, out: backend.Float32, in: backend.Float32}, "#define COLS 32\n"},
+		{program{fam: famGather, out: dtypes.BFloat16, in: dtypes.Int32}, "#define T unsigned short\n#define BLOCK 256\n#define TINDEX int\n"},
+		{program{fam: famNLLLoss, out: dtypes.Float64, in: dtypes.Int64}, "#define T double\n#define BLOCK 256\n#define TINDEX long long\n"},
+		{program{fam: famLayerNormBackward, out: dtypes.Float32, in: dtypes.Float32}, "#define COLS 32\n"},
 	} {
 		src, _, err := c.p.source()
 		require.NoError(t, err)
 		assert.Contains(t, src, c.want, c.p.String())
 	}
 	for _, bad := range []program{
-		{fam: famSoftmax, out: backend.Float32, in: backend.Float64},
-		{fam: famNLLLoss, out: backend.Float32, in: backend.Float32},
-		{fam: famScatterAdd, out: backend.Int64, in: backend.Int64},
-		{fam: famGather, out: backend.Dtype(42), in: backend.Int64},
+		{fam: famSoftmax, out: dtypes.Float32, in: dtypes.Float64},
+		{fam: famNLLLoss, out: dtypes.Float32, in: dtypes.Float32},
+		{fam: famScatterAdd, out: dtypes.Int64, in: dtypes.Int64},
+		{fam: famGather, out: dtypes.Dtype(42), in: dtypes.Int64},
 	} {
 		_, _, err := bad.source()
 		assert.Error(t, err, bad.String())
@@ -243,7 +245,7 @@ func TestRowProgramSources(t *testing.T) {
 // TestNVRTCChecksTheArgsLayout: a Go twin whose field changes size no
 // longer compiles.
 func TestNVRTCChecksTheArgsLayout(t *testing.T) {
-	p := program{fam: famSoftmax, out: backend.Float32, in: backend.Float32}
+	p := program{fam: famSoftmax, out: dtypes.Float32, in: dtypes.Float32}
 	src, _, err := p.source()
 	require.NoError(t, err)
 	broken := strings.Replace(src, "GO_FIELD(Args, rows, 16, 8)", "GO_FIELD(Args, rows, 16, 4)", 1)
@@ -270,16 +272,16 @@ func TestPTXRoundsLikeGo(t *testing.T) {
 			t.Errorf("%s: PTX has %s: %v, want %v", what, instr, !want, want)
 		}
 	}
-	adam := ptx(program{fam: famAdam, out: backend.Float32, in: backend.Float32})
+	adam := ptx(program{fam: famAdam, out: dtypes.Float32, in: dtypes.Float32})
 	has("adam_float32", adam, "sqrt.rn.f32", true)
 	has("adam_float32", adam, "div.rn.f32", true)
 	for _, no := range []string{"fma.", ".approx", ".ftz"} {
 		has("adam_float32", adam, no, false)
 	}
-	adam64 := ptx(program{fam: famAdam, out: backend.Float64, in: backend.Float64})
+	adam64 := ptx(program{fam: famAdam, out: dtypes.Float64, in: dtypes.Float64})
 	has("adam_float64", adam64, "sqrt.rn.f64", true)
 	has("adam_float64", adam64, "fma.", false)
-	has("layer_norm_float32", ptx(program{fam: famLayerNorm, out: backend.Float32, in: backend.Float32}), "fma.rn.f32", true)
+	has("layer_norm_float32", ptx(program{fam: famLayerNorm, out: dtypes.Float32, in: dtypes.Float32}), "fma.rn.f32", true)
 }
 
 func TestExtentSaturates(t *testing.T) {
@@ -287,16 +289,16 @@ func TestExtentSaturates(t *testing.T) {
 	assert.Equal(t, int64(0), extent([]int{2, 0}, []int{1 << 62, 1}))
 	assert.Equal(t, int64(maxElems), extent([]int{3, 1 << 20}, []int{1 << 61, 1 << 40}), "an overflowing span is one no allocation holds")
 	g, err := planGather("cuda:0", []int{4, 3}, 0,
-		backend.Strided{Addr: 1, Dtype: backend.Float64, Strides: []int{math.MaxInt / 2, 1}},
-		backend.Strided{Addr: 2, Dtype: backend.Float64, Strides: []int{3, 1}},
-		backend.Strided{Addr: 3, Dtype: backend.Int64, Strides: []int{3, 1}})
+		backend.Strided{Addr: 1, Dtype: dtypes.Float64, Strides: []int{math.MaxInt / 2, 1}},
+		backend.Strided{Addr: 2, Dtype: dtypes.Float64, Strides: []int{3, 1}},
+		backend.Strided{Addr: 3, Dtype: dtypes.Int64, Strides: []int{3, 1}})
 	require.NoError(t, err)
 	assert.Equal(t, span{"dst", 1, maxElems * 8}, g.spans[0])
 }
 
 func TestPlanCSR(t *testing.T) {
-	f32 := backend.Float32
-	a := backend.CSR{Values: 1, ColIndices: 2, RowOffsets: 3, Index: backend.Int32, Rows: 4, Cols: 5, NNZ: 6}
+	f32 := dtypes.Float32
+	a := backend.CSR{Values: 1, ColIndices: 2, RowOffsets: 3, Index: dtypes.Int32, Rows: 4, Cols: 5, NNZ: 6}
 	with := func(f func(*backend.CSR)) backend.CSR {
 		c := a
 		f(&c)
@@ -324,7 +326,7 @@ func TestPlanCSR(t *testing.T) {
 		}
 	}
 	var ue *backend.UnsupportedError
-	if err := first(planCSR("cuda:0", "CSRMatmul", backend.Float16, a, 7, 0, 8, 2)); !errors.As(err, &ue) || ue.Op != "CSRMatmul" {
+	if err := first(planCSR("cuda:0", "CSRMatmul", dtypes.Float16, a, 7, 0, 8, 2)); !errors.As(err, &ue) || ue.Op != "CSRMatmul" {
 		t.Errorf("float16: %v, want an UnsupportedError", err)
 	}
 
@@ -334,19 +336,19 @@ func TestPlanCSR(t *testing.T) {
 	p, err := planCSR("cuda:0", "CSRMatmul", f32, a, 7, 0, 8, 2)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"csr_matmul", 4}}, p.steps)
-	assert.Equal(t, program{fam: famCSR, out: f32, in: backend.Int32}, p.prog)
+	assert.Equal(t, program{fam: famCSR, out: f32, in: dtypes.Int32}, p.prog)
 	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 4}, {"col_indices", 2, 6 * 4}, {"out", 8, 4 * 2 * 4}, {"b", 7, 5 * 2 * 4}, {"values", 1, 6 * 4}}, p.spans)
-	p, err = planCSR("cuda:0", "CSRMatmulT", backend.Float64, with(func(c *backend.CSR) { c.Cols = 70000 }), 7, 0, 8, 2)
+	p, err = planCSR("cuda:0", "CSRMatmulT", dtypes.Float64, with(func(c *backend.CSR) { c.Cols = 70000 }), 7, 0, 8, 2)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"csr_matmul_t", maxBlocks}}, p.steps)
 	p, err = planCSR("cuda:0", "CSRSampledDot", f32, with(func(c *backend.CSR) { c.Values = 0 }), 7, 9, 8, 2)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"csr_sampled_dot", 4}}, p.steps)
 	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 4}, {"col_indices", 2, 6 * 4}, {"out", 8, 6 * 4}, {"g", 7, 4 * 2 * 4}, {"b", 9, 5 * 2 * 4}}, p.spans)
-	p, err = planCSR("cuda:0", "CSRSampledDot", f32, backend.CSR{RowOffsets: 3, Index: backend.Int64, Rows: 4, Cols: 5}, 7, 9, 0, 2)
+	p, err = planCSR("cuda:0", "CSRSampledDot", f32, backend.CSR{RowOffsets: 3, Index: dtypes.Int64, Rows: 4, Cols: 5}, 7, 9, 0, 2)
 	require.NoError(t, err)
 	assert.Empty(t, p.steps, "no entries: nothing to write")
-	p, err = planCSR("cuda:0", "CSRMatmul", f32, backend.CSR{RowOffsets: 3, Index: backend.Int64, Rows: 4, Cols: 5}, 7, 0, 8, 2)
+	p, err = planCSR("cuda:0", "CSRMatmul", f32, backend.CSR{RowOffsets: 3, Index: dtypes.Int64, Rows: 4, Cols: 5}, 7, 0, 8, 2)
 	require.NoError(t, err)
 	assert.Equal(t, []step{{"csr_matmul", 4}}, p.steps, "no entries: out is zeroed")
 	assert.ElementsMatch(t, []span{{"row_offsets", 3, 5 * 8}, {"out", 8, 4 * 2 * 4}, {"b", 7, 5 * 2 * 4}}, p.spans)

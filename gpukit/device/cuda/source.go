@@ -12,14 +12,15 @@ package cuda
 import (
 	_ "embed"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/kernels"
 )
 
 //go:embed elementwise.cu
@@ -131,8 +132,8 @@ func (f family) indexed() bool {
 // compilation per dtype serves them all.
 type program struct {
 	fam     family
-	op      uint8 // kernels.ReduceOp; argReduce: 1 = largest; softmax: 1 = log
-	out, in backend.Dtype
+	op      uint8 // ops.Reduce; argReduce: 1 = largest; softmax: 1 = log
+	out, in dtypes.Dtype
 }
 
 func (p program) String() string {
@@ -159,7 +160,7 @@ func (p program) String() string {
 	case famInRange:
 		return "in_range_" + p.in.String()
 	case famReduce:
-		op = kernels.ReduceOp(p.op).String()
+		op = ops.Reduce(p.op).String()
 	case famArgReduce:
 		op = "ArgMin"
 		if p.op == 1 {
@@ -172,105 +173,96 @@ func (p program) String() string {
 	return fmt.Sprintf("%s_%s", strings.ToLower(op), p.out)
 }
 
-// unaryExpr is the expression of each kernels.UnaryOp in x, of type TC
+// unaryExpr is the expression of each ops.Unary in x, of type TC
 // (float or double: the overloads of the CUDA math library pick expf for
 // float and exp for double). Each follows kernels.ApplyUnary: the same
 // formula, special values and type (the derivatives of sigmoid and tanh
 // in double); elementwise.cu has the helpers gk_*. Gelu is x·Φ(x) with Φ
 // from erfc, which does not cancel for x < 0; GeluDeriv Φ(x) + x·φ(x)
 // with kernels' fused multiply-add.
-var unaryExpr = map[kernels.UnaryOp]string{
-	kernels.Identity:       "x",
-	kernels.Neg:            "-x",
-	kernels.Abs:            "fabs(x)",
-	kernels.Square:         "x * x",
-	kernels.Sqrt:           "sqrt(x)",
-	kernels.Reciprocal:     "(TC)1 / x",
-	kernels.Exp:            "exp(x)",
-	kernels.Log:            "log(x)",
-	kernels.Sin:            "sin(x)",
-	kernels.Cos:            "cos(x)",
-	kernels.Relu:           "x != x ? x : (x > (TC)0 ? x : (TC)0)", // NaN stays NaN
-	kernels.Sigmoid:        "gk_sigmoid(x)",
-	kernels.Tanh:           "tanh(x)",
-	kernels.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",
-	kernels.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))",
-	kernels.GeluTanhApprox: "gk_gelu_tanh(x)",
-	kernels.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
-	kernels.SigmoidDeriv:   "(TC)((double)x * (1.0 - (double)x))",
-	kernels.TanhDeriv:      "(TC)(1.0 - (double)x * (double)x)",
-	kernels.Sign:           "x > (TC)0 ? (TC)1 : (x < (TC)0 ? (TC)-1 : (TC)0)", // NaN and ±0 give +0
+var unaryExpr = map[ops.Unary]string{
+	ops.Identity:       "x",
+	ops.Neg:            "-x",
+	ops.Abs:            "fabs(x)",
+	ops.Square:         "x * x",
+	ops.Sqrt:           "sqrt(x)",
+	ops.Reciprocal:     "(TC)1 / x",
+	ops.Exp:            "exp(x)",
+	ops.Log:            "log(x)",
+	ops.Sin:            "sin(x)",
+	ops.Cos:            "cos(x)",
+	ops.Relu:           "x != x ? x : (x > (TC)0 ? x : (TC)0)", // NaN stays NaN
+	ops.Sigmoid:        "gk_sigmoid(x)",
+	ops.Tanh:           "tanh(x)",
+	ops.Gelu:           "(TC)0.5 * x * erfc(-x * (TC)GK_SQRT1_2)",
+	ops.GeluDeriv:      "fma(x, exp((TC)-0.5 * x * x) * (TC)GK_INV_SQRT_2PI, (TC)0.5 * erfc(-x * (TC)GK_SQRT1_2))",
+	ops.GeluTanhApprox: "gk_gelu_tanh(x)",
+	ops.GeluTanhDeriv:  "gk_gelu_tanh_grad(x)",
+	ops.SigmoidDeriv:   "(TC)((double)x * (1.0 - (double)x))",
+	ops.TanhDeriv:      "(TC)(1.0 - (double)x * (double)x)",
+	ops.Sign:           "x > (TC)0 ? (TC)1 : (x < (TC)0 ? (TC)-1 : (TC)0)", // NaN and ±0 give +0
 }
 
-// binaryExpr is the expression of each kernels.BinaryOp in a and b, of
+// binaryExpr is the expression of each ops.Binary in a and b, of
 // type TC, as kernels.Apply. Max and Min are NaN if either operand is, and
 // max(+0, −0) is +0 and min −0, as Go's max and min.
-var binaryExpr = map[kernels.BinaryOp]string{
-	kernels.Add:               "a + b",
-	kernels.Sub:               "a - b",
-	kernels.Mul:               "a * b",
-	kernels.Div:               "a / b",
-	kernels.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
-	kernels.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
-	kernels.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
-	kernels.Greater:           "a > b ? (TC)1 : (TC)0",
-	kernels.Less:              "a < b ? (TC)1 : (TC)0",
-	kernels.Equal:             "a == b ? (TC)1 : (TC)0",
-	kernels.ThresholdBackward: "b <= (TC)0 ? (TC)0 : a", // a NaN in b passes a
-	kernels.GreaterEqual:      "a >= b ? (TC)1 : (TC)0",
-	kernels.LessEqual:         "a <= b ? (TC)1 : (TC)0",
-}
-
-// isComparison reports whether op may write a Bool dst.
-func isComparison(op kernels.BinaryOp) bool {
-	switch op {
-	case kernels.Greater, kernels.Less, kernels.Equal, kernels.GreaterEqual, kernels.LessEqual:
-		return true
-	}
-	return false
+var binaryExpr = map[ops.Binary]string{
+	ops.Add:               "a + b",
+	ops.Sub:               "a - b",
+	ops.Mul:               "a * b",
+	ops.Div:               "a / b",
+	ops.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
+	ops.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
+	ops.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
+	ops.Greater:           "a > b ? (TC)1 : (TC)0",
+	ops.Less:              "a < b ? (TC)1 : (TC)0",
+	ops.Equal:             "a == b ? (TC)1 : (TC)0",
+	ops.ThresholdBackward: "b <= (TC)0 ? (TC)0 : a", // a NaN in b passes a
+	ops.GreaterEqual:      "a >= b ? (TC)1 : (TC)0",
+	ops.LessEqual:         "a <= b ? (TC)1 : (TC)0",
 }
 
 // unaryEntry, binaryEntry and copyEntry name the entry points of the
 // elementwise families.
-func unaryEntry(op kernels.UnaryOp) string   { return "unary_" + strings.ToLower(op.String()) }
-func binaryEntry(op kernels.BinaryOp) string { return "binary_" + strings.ToLower(op.String()) }
-func copyEntry(from backend.Dtype) string    { return "copy_from_" + from.String() }
+func unaryEntry(op ops.Unary) string     { return "unary_" + strings.ToLower(op.String()) }
+func binaryEntry(op ops.Binary) string   { return "binary_" + strings.ToLower(op.String()) }
+func copyEntry(from dtypes.Dtype) string { return "copy_from_" + from.String() }
 
 // allDtypes are the dtypes of backend.Compute, in order.
-var allDtypes = []backend.Dtype{backend.Float32, backend.Float64, backend.Float16, backend.BFloat16, backend.Int64, backend.Int32, backend.Bool}
+var allDtypes = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16, dtypes.Int64, dtypes.Int32, dtypes.Bool}
 
 // arithmetic reports whether the unary and binary kernels compute in d:
 // every dtype but Bool (float32 and the 16-bit floats in float32, the
 // others in float64, as cpucompute).
-func arithmetic(d backend.Dtype) bool {
-	return d <= backend.Int32
+func arithmetic(d dtypes.Dtype) bool {
+	return d <= dtypes.Int32
 }
 
 // reducible reports whether the reductions take d: the floats.
-func reducible(d backend.Dtype) bool {
-	return d <= backend.BFloat16
+func reducible(d dtypes.Dtype) bool {
+	return d <= dtypes.BFloat16
 }
 
 // wideType is the type the kernels compute d in (TC, TW).
-func wideType(d backend.Dtype) string {
-	if d == backend.Float32 || d == backend.Float16 || d == backend.BFloat16 {
+func wideType(d dtypes.Dtype) string {
+	if d == dtypes.Float32 || d == dtypes.Float16 || d == dtypes.BFloat16 {
 		return "float"
 	}
 	return "double"
 }
 
-var reduceMacro = map[kernels.ReduceOp]string{
-	kernels.ReduceSum:  "REDUCE_SUM",
-	kernels.ReduceMean: "REDUCE_MEAN",
-	kernels.ReduceMax:  "REDUCE_MAX",
-	kernels.ReduceMin:  "REDUCE_MIN",
+var reduceMacro = map[ops.Reduce]string{
+	ops.ReduceSum:  "REDUCE_SUM",
+	ops.ReduceMean: "REDUCE_MEAN",
+	ops.ReduceMax:  "REDUCE_MAX",
+	ops.ReduceMin:  "REDUCE_MIN",
 }
 
-func cType(d backend.Dtype) (string, error) {
+func cType(d dtypes.Dtype) (string, error) {
 	switch d {
-	case backend.Float32:
+	case dtypes.Float32:
 		return "float", nil
-	case backend.Float64:
+	case dtypes.Float64:
 		return "double", nil
 	}
 	return "", fmt.Errorf("cuda: no kernels for %v (float32 and float64 only)", d)
@@ -278,17 +270,17 @@ func cType(d backend.Dtype) (string, error) {
 
 // storageType is a C type of d's size, for kernels that only move
 // elements (gather, where).
-func storageType(d backend.Dtype) (string, error) {
+func storageType(d dtypes.Dtype) (string, error) {
 	switch d {
-	case backend.Float32, backend.Float64:
+	case dtypes.Float32, dtypes.Float64:
 		return cType(d)
-	case backend.Int64:
+	case dtypes.Int64:
 		return "long long", nil
-	case backend.Int32:
+	case dtypes.Int32:
 		return "int", nil
-	case backend.Float16, backend.BFloat16:
+	case dtypes.Float16, dtypes.BFloat16:
 		return "unsigned short", nil
-	case backend.Bool:
+	case dtypes.Bool:
 		return "unsigned char", nil
 	}
 	return "", fmt.Errorf("cuda: unknown %v", d)
@@ -331,11 +323,11 @@ func snakeCase(s string) string {
 }
 
 // indexType is the C type of an index dtype.
-func indexType(d backend.Dtype) (string, error) {
+func indexType(d dtypes.Dtype) (string, error) {
 	switch d {
-	case backend.Int64:
+	case dtypes.Int64:
 		return "long long", nil
-	case backend.Int32:
+	case dtypes.Int32:
 		return "int", nil
 	}
 	return "", fmt.Errorf("cuda: %v is not an index dtype (int64, int32)", d)
@@ -409,14 +401,14 @@ func (p program) source() (src string, entries []string, err error) {
 	if _, ok := rowFamilies[p.fam]; ok {
 		return p.rowSource()
 	}
-	for _, d := range []backend.Dtype{p.out, p.in} {
+	for _, d := range []dtypes.Dtype{p.out, p.in} {
 		if !slices.Contains(allDtypes, d) {
 			return "", nil, fmt.Errorf("cuda: unknown %v", d)
 		}
 	}
-	var defs, ops []string
+	var defs, lines []string
 	def := func(name, value string) { defs = append(defs, "#define "+name+" "+value) }
-	io := func(out, in backend.Dtype) {
+	io := func(out, in dtypes.Dtype) {
 		def("TOUT", "gk_"+out.String()+"_t")
 		def("TIN", "gk_"+in.String()+"_t")
 		def("TC", wideType(in))
@@ -434,9 +426,9 @@ func (p program) source() (src string, entries []string, err error) {
 			entries = []string{"fill"}
 			for _, from := range allDtypes {
 				if from == p.out {
-					ops = append(ops, "COPY_SAME("+from.String()+")")
+					lines = append(lines, "COPY_SAME("+from.String()+")")
 				} else {
-					ops = append(ops, "COPY_FROM("+from.String()+")")
+					lines = append(lines, "COPY_FROM("+from.String()+")")
 				}
 				entries = append(entries, copyEntry(from))
 			}
@@ -446,29 +438,29 @@ func (p program) source() (src string, entries []string, err error) {
 			}
 			def("KERNEL_UNARY", "1")
 			io(p.out, p.in)
-			for op := range kernels.UnaryOp(math.MaxUint8) {
+			for _, op := range ops.Unaries() {
 				e, ok := unaryExpr[op]
 				if !ok {
 					break
 				}
-				ops = append(ops, fmt.Sprintf("UNARY(%s, %s)", strings.TrimPrefix(unaryEntry(op), "unary_"), e))
+				lines = append(lines, fmt.Sprintf("UNARY(%s, %s)", strings.TrimPrefix(unaryEntry(op), "unary_"), e))
 				entries = append(entries, unaryEntry(op))
 			}
 		case famBinary:
-			if !arithmetic(p.in) || (p.out != p.in && p.out != backend.Bool) {
+			if !arithmetic(p.in) || (p.out != p.in && p.out != dtypes.Bool) {
 				return "", nil, fmt.Errorf("cuda: no binary kernels from %v to %v", p.in, p.out)
 			}
 			def("KERNEL_BINARY", "1")
 			io(p.out, p.in)
-			for op := range kernels.BinaryOp(math.MaxUint8) {
+			for _, op := range ops.Binaries() {
 				e, ok := binaryExpr[op]
 				if !ok {
 					break
 				}
-				if p.out != p.in && !isComparison(op) {
+				if p.out != p.in && !op.Comparison() {
 					continue
 				}
-				ops = append(ops, fmt.Sprintf("BINARY(%s, %s)", strings.TrimPrefix(binaryEntry(op), "binary_"), e))
+				lines = append(lines, fmt.Sprintf("BINARY(%s, %s)", strings.TrimPrefix(binaryEntry(op), "binary_"), e))
 				entries = append(entries, binaryEntry(op))
 			}
 		case famWhere:
@@ -481,10 +473,10 @@ func (p program) source() (src string, entries []string, err error) {
 			entries = []string{"where"}
 		case famInRange:
 			def("KERNEL_IN_RANGE", "1")
-			io(backend.Bool, p.in)
+			io(dtypes.Bool, p.in)
 			entries = []string{"in_range"}
 		}
-		src = "#line 1 \"elementwise.cu\"\n" + elementwiseSource + "#line 1 \"" + p.String() + "\"\n" + strings.Join(ops, "\n") + "\n"
+		src = "#line 1 \"elementwise.cu\"\n" + elementwiseSource + "#line 1 \"" + p.String() + "\"\n" + strings.Join(lines, "\n") + "\n"
 		src = "#line 1 \"layout.cuh\"\n" + layoutSource + "#line 1 \"dtype.cuh\"\n" + dtypeSource + fieldMacro + src
 	case famReduce, famArgReduce:
 		if p.in != p.out || !reducible(p.out) {
@@ -503,9 +495,9 @@ func (p program) source() (src string, entries []string, err error) {
 				def("REDUCE_ARGMIN", "1")
 			}
 		} else {
-			m, ok := reduceMacro[kernels.ReduceOp(p.op)]
+			m, ok := reduceMacro[ops.Reduce(p.op)]
 			if !ok {
-				return "", nil, fmt.Errorf("cuda: no kernel for %v", kernels.ReduceOp(p.op))
+				return "", nil, fmt.Errorf("cuda: no kernel for %v", ops.Reduce(p.op))
 			}
 			def(m, "1")
 		}
@@ -624,11 +616,11 @@ func allPrograms() []program {
 	for _, dt := range allDtypes {
 		ps = append(ps, program{fam: famConvert, out: dt, in: dt},
 			program{fam: famWhere, out: dt, in: dt},
-			program{fam: famInRange, out: backend.Bool, in: dt})
+			program{fam: famInRange, out: dtypes.Bool, in: dt})
 		if arithmetic(dt) {
 			ps = append(ps, program{fam: famUnary, out: dt, in: dt},
 				program{fam: famBinary, out: dt, in: dt},
-				program{fam: famBinary, out: backend.Bool, in: dt})
+				program{fam: famBinary, out: dtypes.Bool, in: dt})
 		}
 		if reducible(dt) {
 			for op := range reduceMacro {
@@ -637,16 +629,16 @@ func allPrograms() []program {
 			ps = append(ps, program{fam: famArgReduce, op: 0, out: dt, in: dt}, program{fam: famArgReduce, op: 1, out: dt, in: dt})
 		}
 		// Gather moves elements of any dtype.
-		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+		for _, idx := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			ps = append(ps, program{fam: famGather, out: dt, in: idx})
 		}
 	}
-	for _, dt := range []backend.Dtype{backend.Float32, backend.Float64} {
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.Float64} {
 		for _, f := range []family{famLayerNorm, famLayerNormBackward, famBatchNorm, famBatchNormBackward, famAdam} {
 			ps = append(ps, program{fam: f, out: dt, in: dt})
 		}
 		ps = append(ps, program{fam: famSoftmax, out: dt, in: dt}, program{fam: famSoftmax, op: 1, out: dt, in: dt})
-		for _, idx := range []backend.Dtype{backend.Int64, backend.Int32} {
+		for _, idx := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
 			ps = append(ps, program{fam: famNLLLoss, out: dt, in: idx}, program{fam: famScatterAdd, out: dt, in: idx},
 				program{fam: famCSR, out: dt, in: idx})
 		}

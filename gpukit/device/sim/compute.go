@@ -4,7 +4,8 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
-	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // A simulated device computes: every Backend implements backend.Compute.
@@ -36,50 +37,50 @@ func (metaCompute) Fill(alloc.Stream, []int, backend.Strided, float64) error { r
 func (metaCompute) Copy(alloc.Stream, []int, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) Unary(alloc.Stream, kernels.UnaryOp, []int, backend.Strided, backend.Strided) error {
+func (metaCompute) Unary(alloc.Stream, ops.Unary, []int, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) Binary(alloc.Stream, kernels.BinaryOp, []int, backend.Strided, backend.Strided, backend.Strided) error {
+func (metaCompute) Binary(alloc.Stream, ops.Binary, []int, backend.Strided, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) BinaryScalar(alloc.Stream, kernels.BinaryOp, []int, backend.Strided, backend.Strided, float64, bool) error {
+func (metaCompute) BinaryScalar(alloc.Stream, ops.Binary, []int, backend.Strided, backend.Strided, float64, bool) error {
 	return nil
 }
-func (metaCompute) Reduce(alloc.Stream, kernels.ReduceOp, backend.Dtype, uint64, uint64, int, int, int) error {
+func (metaCompute) Reduce(alloc.Stream, ops.Reduce, dtypes.Dtype, uint64, uint64, int, int, int) error {
 	return nil
 }
-func (metaCompute) ReduceStrided(alloc.Stream, kernels.ReduceOp, []int, backend.Strided, backend.Strided) error {
+func (metaCompute) ReduceStrided(alloc.Stream, ops.Reduce, []int, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) ArgReduce(alloc.Stream, bool, backend.Dtype, uint64, uint64, uint64, int, int, int) error {
+func (metaCompute) ArgReduce(alloc.Stream, bool, dtypes.Dtype, uint64, uint64, uint64, int, int, int) error {
 	return nil
 }
 func (metaCompute) ArgReduceStrided(alloc.Stream, bool, []int, int, backend.Strided, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) Gemm(alloc.Stream, backend.Dtype, bool, bool, int, int, int, float64, uint64, int, uint64, int, float64, uint64, int) error {
+func (metaCompute) Gemm(alloc.Stream, dtypes.Dtype, bool, bool, int, int, int, float64, uint64, int, uint64, int, float64, uint64, int) error {
 	return nil
 }
-func (metaCompute) GemmBatched(alloc.Stream, backend.Dtype, bool, bool, int, int, int, float64, []uint64, int, []uint64, int, float64, []uint64, int) error {
+func (metaCompute) GemmBatched(alloc.Stream, dtypes.Dtype, bool, bool, int, int, int, float64, []uint64, int, []uint64, int, float64, []uint64, int) error {
 	return nil
 }
-func (metaCompute) Softmax(alloc.Stream, backend.Dtype, uint64, uint64, int, int, bool) error {
+func (metaCompute) Softmax(alloc.Stream, dtypes.Dtype, uint64, uint64, int, int, bool) error {
 	return nil
 }
 func (metaCompute) SoftmaxStrided(alloc.Stream, []int, int, backend.Strided, backend.Strided, bool) error {
 	return nil
 }
-func (metaCompute) LayerNorm(alloc.Stream, backend.Dtype, uint64, uint64, uint64, uint64, uint64, uint64, int, int, float64) error {
+func (metaCompute) LayerNorm(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, uint64, uint64, uint64, int, int, float64) error {
 	return nil
 }
-func (metaCompute) LayerNormBackward(alloc.Stream, backend.Dtype, uint64, uint64, uint64, uint64, uint64, uint64, uint64, uint64, int, int) error {
+func (metaCompute) LayerNormBackward(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, uint64, uint64, uint64, uint64, uint64, int, int) error {
 	return nil
 }
 func (metaCompute) BatchNorm(alloc.Stream, backend.BatchNormArgs) error { return nil }
 func (metaCompute) BatchNormBackward(alloc.Stream, backend.BatchNormBackwardArgs) error {
 	return nil
 }
-func (metaCompute) NLLLoss(alloc.Stream, backend.Dtype, uint64, uint64, uint64, backend.Dtype, int, int) error {
+func (metaCompute) NLLLoss(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, dtypes.Dtype, int, int) error {
 	return nil
 }
 func (metaCompute) Gather(alloc.Stream, []int, int, backend.Strided, backend.Strided, backend.Strided) error {
@@ -88,7 +89,7 @@ func (metaCompute) Gather(alloc.Stream, []int, int, backend.Strided, backend.Str
 func (metaCompute) ScatterAdd(alloc.Stream, []int, int, backend.Strided, backend.Strided, backend.Strided) error {
 	return nil
 }
-func (metaCompute) Adam(alloc.Stream, backend.Dtype, uint64, uint64, uint64, uint64, int, kernels.AdamScalars) error {
+func (metaCompute) Adam(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, uint64, int, ops.AdamScalars) error {
 	return nil
 }
 func (metaCompute) Where(alloc.Stream, []int, backend.Strided, backend.Strided, backend.Strided, backend.Strided) error {
@@ -97,12 +98,12 @@ func (metaCompute) Where(alloc.Stream, []int, backend.Strided, backend.Strided, 
 func (metaCompute) InRange(alloc.Stream, []int, backend.Strided, backend.Strided, float64, float64) error {
 	return nil
 }
-func (metaCompute) CSRMatmul(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, int) error {
+func (metaCompute) CSRMatmul(alloc.Stream, dtypes.Dtype, backend.CSR, uint64, uint64, int) error {
 	return nil
 }
-func (metaCompute) CSRMatmulT(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, int) error {
+func (metaCompute) CSRMatmulT(alloc.Stream, dtypes.Dtype, backend.CSR, uint64, uint64, int) error {
 	return nil
 }
-func (metaCompute) CSRSampledDot(alloc.Stream, backend.Dtype, backend.CSR, uint64, uint64, uint64, int) error {
+func (metaCompute) CSRSampledDot(alloc.Stream, dtypes.Dtype, backend.CSR, uint64, uint64, uint64, int) error {
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/course/gpukit/ops"
+
 	"github.com/gpumem/course/gpukit/kernels"
 )
 
@@ -20,7 +22,7 @@ func BenchmarkAdd64M(b *testing.B) {
 	const n = 64 << 20
 	x, y := randF32(n, 1), randF32(n, 2)
 	z := make([]float32, n)
-	t := timeAll(b, func() { kernels.Binary(kernels.Add, z, x, y) }, func() { copy(z, x) })
+	t := timeAll(b, func() { kernels.Binary(ops.Add, z, x, y) }, func() { copy(z, x) })
 	add, cp := t[0], t[1]
 	addBW, cpBW := gbps(3*4*n, add), gbps(2*4*n, cp)
 	b.ReportMetric(addBW, "add_GB/s")
