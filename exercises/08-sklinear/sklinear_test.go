@@ -158,7 +158,9 @@ func TestOnlyNeededGradients(t *testing.T) {
 	x := tensor.Randn([]int{2, 4}, f64(dev, 17)...) // no grad for x
 	g := tensor.Ones([]int{2, 3}, tensor.On(dev), tensor.Float64)
 	saved := []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}
-	grads := SketchedBackward(g, saved, []bool{true, false, true, false})
+	// a backward runs with grad mode off, as autograd calls it
+	var grads []*tensor.Tensor
+	tensor.NoGrad(func() { grads = SketchedBackward(g, saved, []bool{true, false, true, false}) })
 	require.Len(t, grads, 4, "one gradient (or nil) for each of x, S1s, S2s and the bias")
 	assert.True(t, grads[1] == nil, "needs[1] is false: no gradient for S1s, got one of shape %v", shapeOf(grads[1]))
 	assert.True(t, grads[3] == nil, "needs[3] is false: no gradient for the bias, got one of shape %v", shapeOf(grads[3]))
@@ -166,7 +168,7 @@ func TestOnlyNeededGradients(t *testing.T) {
 	require.NotNil(t, grads[2], "needs[2] is true: S2s's gradient")
 	assert.Equal(t, []int{2, 4}, grads[0].Shape(), "x's gradient has x's shape")
 	assert.Equal(t, []int{3, 1, 3}, grads[2].Shape(), "S2s's gradient has S2s's shape")
-	grads = SketchedBackward(g, saved, []bool{false, false, false, true})
+	tensor.NoGrad(func() { grads = SketchedBackward(g, saved, []bool{false, false, false, true}) })
 	require.Len(t, grads, 4)
 	require.NotNil(t, grads[3], "needs[3] is true: the bias's gradient")
 	assert.Equal(t, []float64{2, 2, 2}, grads[3].Float64s(), "the bias's gradient sums g over the batch of 2")
@@ -182,6 +184,119 @@ func TestOnlyNeededGradients(t *testing.T) {
 	assert.True(t, x.Grad() == nil, "x does not require a gradient: it gets none (got one of shape %v)", shapeOf(x.Grad()))
 	require.NotNil(t, l.S1s.Grad(), "S1s is trained: it gets a gradient")
 	assert.Equal(t, []int{3, 4, 1}, l.S1s.Grad().Shape(), "S1s's gradient has S1s's shape")
+}
+
+// wantGrads returns the gradients of x, S1s, S2s and the bias for the
+// output gradient g, which autograd derives through the formula written
+// with tensor ops (nil for the bias of a layer without one).
+func wantGrads(x, g *tensor.Tensor, l *Layer) [][]float64 {
+	var leaves []*tensor.Tensor
+	tensor.NoGrad(func() {
+		for _, p := range []*tensor.Tensor{x, l.S1s, l.S2s, l.Bias} {
+			if p != nil {
+				leaves = append(leaves, p.Clone().SetRequiresGrad(true))
+			}
+		}
+	})
+	xl, s1s, s2s := leaves[0], leaves[1], leaves[2]
+	L := l.S1s.Size(0)
+	var y *tensor.Tensor
+	for i := range L {
+		s1, s2, u1, u2 := s1s.Select(0, i), s2s.Select(0, i), l.U1s.Select(0, i), l.U2s.Select(0, i)
+		term := xl.Matmul(s1).Matmul(u1).Add(xl.Matmul(u2).Matmul(s2))
+		if y == nil {
+			y = term
+		} else {
+			y = y.Add(term)
+		}
+	}
+	y = y.Mul(1 / float64(2*L))
+	if len(leaves) == 4 {
+		y = y.Add(leaves[3])
+	}
+	y.Mul(g).Sum().Backward()
+	want := make([][]float64, 4)
+	for i, p := range leaves {
+		want[i] = p.Grad().Float64s()
+	}
+	for _, p := range leaves {
+		p.SetGrad(nil)
+		p.Release()
+	}
+	tensor.CollectGarbage() // the products above, which nothing refers to now
+	return want
+}
+
+// The public twin of the grader's TestHiddenForwardPeak, on other layers:
+// while SketchedForward runs, at most one [B, out] and one [B, k] tensor
+// are allocated beside y, so its peak passes what was allocated before
+// the call by 2·B·out + B·k elements at most; and y is right.
+func TestForwardPeak(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	for _, tc := range []struct {
+		B, in, out, terms, rank int
+		bias                    bool
+	}{{32, 128, 256, 3, 16, true}, {8, 384, 128, 2, 64, false}} {
+		l := NewLayer(tc.in, tc.out, tc.terms, tc.rank, tc.bias, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(19)))
+		x := tensor.Randn([]int{tc.B, tc.in}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(20)))
+		base := dev.MemoryAllocated()
+		dev.ResetPeakStats()
+		var y *tensor.Tensor
+		tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
+		peak := dev.MaxMemoryAllocated() - base
+		require.NotNil(t, y, "SketchedForward returned nil")
+		what := fmt.Sprintf("B %d, in %d, out %d, %d terms of rank %d", tc.B, tc.in, tc.out, tc.terms, tc.rank)
+		assert.LessOrEqual(t, peak, int64(2*tc.B*tc.out+tc.B*tc.rank)*4,
+			"the forward's peak above what was allocated before it (%s): y, one [B, out] and one [B, k] float32 tensor at most", what)
+		require.Equal(t, []int{tc.B, tc.out}, y.Shape(), "the shape of y: %s", what)
+		assert.InDeltaSlice(t, formula(x.Float64s(), tc.B, tc.in, tc.out, l), y.Float64s(), 1e-4, "y against the formula: %s", what)
+		y.Release()
+		x.Release()
+		l.Release()
+	}
+}
+
+// The public twin of the grader's TestHiddenBackwardPeak, on another layer
+// and other needs: while SketchedBackward runs, at most one [B, in] and one
+// [B, k] tensor are allocated beside the gradients it returns; and the
+// gradients are right.
+func TestBackwardPeak(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	const B, in, out, L, k = 32, 128, 256, 3, 16 // every tensor a multiple of 512 bytes
+	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(21)))
+	x := tensor.Randn([]int{B, in}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(22)))
+	g := tensor.Randn([]int{B, out}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(23)))
+	want := wantGrads(x, g, l)
+	saved := []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}
+	names := []string{"x", "S1s", "S2s", "the bias"}
+	sizes := []int64{B * in * 4, L * in * k * 4, L * k * out * 4, out * 4}
+	for _, needs := range [][]bool{{true, true, true, true}, {true, true, false, false}, {false, false, true, true}} {
+		base := dev.MemoryAllocated()
+		dev.ResetPeakStats()
+		var grads []*tensor.Tensor
+		tensor.NoGrad(func() { grads = SketchedBackward(g, saved, needs) })
+		peak := dev.MaxMemoryAllocated() - base
+		require.Len(t, grads, 4, "one gradient (or nil) for each of x, S1s, S2s and the bias")
+		var returned int64
+		for i, need := range needs {
+			if !need {
+				continue
+			}
+			require.NotNil(t, grads[i], "needs %v: %s's gradient", needs, names[i])
+			returned += sizes[i]
+			assert.InDeltaSlice(t, want[i], grads[i].Float64s(), 1e-4, "needs %v: %s's gradient against autograd's", needs, names[i])
+		}
+		assert.LessOrEqual(t, peak, returned+int64(B*in+B*k)*4,
+			"needs %v: the backward's peak above what was allocated before it: the gradients (%d bytes), one [B, in] and one [B, k] float32 tensor at most", needs, returned)
+		for _, d := range grads {
+			d.Release()
+		}
+	}
+	runtime.KeepAlive(l) // the layer, x and g count in every base
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(g)
 }
 
 // The public twin of the grader's TestHiddenMemory, on another layer: a

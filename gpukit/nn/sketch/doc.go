@@ -28,4 +28,13 @@
 //
 //	dS1ᵢ = xᵀ·(g·U1ᵢᵀ) / (2L)      dS2ᵢ = (x·U2ᵢ)ᵀ·g / (2L)
 //	dx   = 1/(2L) · Σᵢ [ (g·U1ᵢᵀ)·S1ᵢᵀ + (g·S2ᵢᵀ)·U2ᵢᵀ ]      db = Σ g
+//
+// Both passes are the plain form: every product is a new tensor, and each
+// term's dS1ᵢ and dS2ᵢ is made apart and stacked, so that for a moment
+// each factor gradient exists twice. Exercise 08-sklinear asks for the
+// form with bounded scratch (two scratch tensors reused with
+// tensor.MatmulOut, each term written into its slice of the gradient).
+// This package keeps the plain one so that its source, which students
+// have, does not answer the exercise; exercise_internal_test.go fails if
+// it would.
 package sketch

@@ -122,7 +122,10 @@ func TestHiddenNeeds(t *testing.T) {
 	l := NewLayer(6, 5, 2, 2, true, f64(dev, 6)...)
 	x := tensor.Randn([]int{3, 6}, f64(dev, 7)...) // no grad for x
 	g := tensor.Ones([]int{3, 5}, tensor.On(dev), tensor.Float64)
-	grads := SketchedBackward(g, []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}, []bool{false, true, false, true})
+	var grads []*tensor.Tensor
+	tensor.NoGrad(func() {
+		grads = SketchedBackward(g, []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}, []bool{false, true, false, true})
+	})
 	require.Len(t, grads, 4)
 	assert.True(t, grads[0] == nil, "needs[0] is false: no gradient for x, got one of shape %v", shapeOf(grads[0]))
 	assert.True(t, grads[2] == nil, "needs[2] is false: no gradient for the second sketch, got one of shape %v", shapeOf(grads[2]))
@@ -164,6 +167,117 @@ func TestHiddenMemory(t *testing.T) {
 	// whatever the code under test collects.
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(x)
+}
+
+// SketchedForward's peak: y, one [B, out] and one [B, k] tensor at most,
+// with y right. The reference reuses two scratch tensors with MatmulOut;
+// gpukit/nn/sketch's forward holds three [B, out] and two [B, k] at once.
+func TestHiddenForwardPeak(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	for _, tc := range []struct {
+		B, in, out, terms, rank int
+		bias                    bool
+	}{{32, 256, 128, 2, 16, true}, {16, 128, 256, 4, 32, false}} {
+		l := NewLayer(tc.in, tc.out, tc.terms, tc.rank, tc.bias, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(9)))
+		x := tensor.Randn([]int{tc.B, tc.in}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(10)))
+		base := dev.MemoryAllocated()
+		dev.ResetPeakStats()
+		var y *tensor.Tensor
+		tensor.NoGrad(func() { y = SketchedForward(x, l.S1s, l.S2s, l.U1s, l.U2s, l.Bias) })
+		peak := dev.MaxMemoryAllocated() - base
+		require.NotNil(t, y)
+		assert.LessOrEqual(t, peak, int64(2*tc.B*tc.out+tc.B*tc.rank)*4,
+			"the forward's peak above what was allocated before it (B %d, out %d, k %d): y, one [B, out] and one [B, k] float32 tensor at most", tc.B, tc.out, tc.rank)
+		require.Equal(t, []int{tc.B, tc.out}, y.Shape())
+		assert.InDeltaSlice(t, formula(x.Float64s(), tc.B, tc.in, tc.out, l), y.Float64s(), 1e-4)
+		y.Release()
+		x.Release()
+		l.Release()
+	}
+}
+
+// SketchedBackward's peak: the gradients it returns, one [B, in] and one
+// [B, k] tensor at most, with the gradients right, for several needs.
+// gpukit/nn/sketch's backward stacks per-term gradients (each factor
+// gradient twice for a moment) and holds two [B, in] products at once.
+func TestHiddenBackwardPeak(t *testing.T) {
+	noCollector(t)
+	dev := newDev(t)
+	const B, in, out, L, k = 16, 256, 128, 4, 32
+	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(11)))
+	x := tensor.Randn([]int{B, in}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(12)))
+	g := tensor.Randn([]int{B, out}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(13)))
+	want := wantGrads(x, g, l)
+	saved := []*tensor.Tensor{x, l.S1s, l.S2s, l.U1s, l.U2s}
+	names := []string{"x", "S1s", "S2s", "the bias"}
+	sizes := []int64{B * in * 4, L * in * k * 4, L * k * out * 4, out * 4}
+	for _, needs := range [][]bool{{true, true, true, true}, {false, true, true, false}, {true, false, false, true}, {false, false, true, false}} {
+		base := dev.MemoryAllocated()
+		dev.ResetPeakStats()
+		var grads []*tensor.Tensor
+		tensor.NoGrad(func() { grads = SketchedBackward(g, saved, needs) })
+		peak := dev.MaxMemoryAllocated() - base
+		require.Len(t, grads, 4)
+		var returned int64
+		for i, need := range needs {
+			if !need {
+				continue
+			}
+			require.NotNil(t, grads[i], "needs %v: %s's gradient", needs, names[i])
+			returned += sizes[i]
+			assert.InDeltaSlice(t, want[i], grads[i].Float64s(), 1e-4, "needs %v: %s's gradient", needs, names[i])
+		}
+		assert.LessOrEqual(t, peak, returned+int64(B*in+B*k)*4,
+			"needs %v: the backward's peak above what was allocated before it: the gradients (%d bytes), one [B, in] and one [B, k] float32 tensor at most", needs, returned)
+		for _, d := range grads {
+			d.Release()
+		}
+	}
+	runtime.KeepAlive(l)
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(g)
+}
+
+// wantGrads returns the gradients of x, S1s, S2s and the bias for the
+// output gradient g, which autograd derives through the formula written
+// with tensor ops (nil for the bias of a layer without one).
+func wantGrads(x, g *tensor.Tensor, l *Layer) [][]float64 {
+	var leaves []*tensor.Tensor
+	tensor.NoGrad(func() {
+		for _, p := range []*tensor.Tensor{x, l.S1s, l.S2s, l.Bias} {
+			if p != nil {
+				leaves = append(leaves, p.Clone().SetRequiresGrad(true))
+			}
+		}
+	})
+	xl, s1s, s2s := leaves[0], leaves[1], leaves[2]
+	L := l.S1s.Size(0)
+	var y *tensor.Tensor
+	for i := range L {
+		s1, s2, u1, u2 := s1s.Select(0, i), s2s.Select(0, i), l.U1s.Select(0, i), l.U2s.Select(0, i)
+		term := xl.Matmul(s1).Matmul(u1).Add(xl.Matmul(u2).Matmul(s2))
+		if y == nil {
+			y = term
+		} else {
+			y = y.Add(term)
+		}
+	}
+	y = y.Mul(1 / float64(2*L))
+	if len(leaves) == 4 {
+		y = y.Add(leaves[3])
+	}
+	y.Mul(g).Sum().Backward()
+	want := make([][]float64, 4)
+	for i, p := range leaves {
+		want[i] = p.Grad().Float64s()
+	}
+	for _, p := range leaves {
+		p.SetGrad(nil)
+		p.Release()
+	}
+	tensor.CollectGarbage() // the products above, which nothing refers to now
+	return want
 }
 
 // noCollector runs a full collection, then turns Go's collector off until
