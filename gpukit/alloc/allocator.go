@@ -548,7 +548,7 @@ func (a *Allocator) processEvents(frames []Frame) {
 	for _, s := range a.sortedPendingStreams() {
 		q := a.pending[s]
 		i := 0
-		for ; i < len(q) && q[i].ev.Done(); i++ {
+		for ; i < len(q) && q[i].ev.Query(); i++ {
 			a.nPending--
 			n := q[i].n
 			n.eventCount--

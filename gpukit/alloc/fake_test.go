@@ -33,7 +33,7 @@ type FakeEvent struct {
 	synced bool
 }
 
-func (e *FakeEvent) Done() bool {
+func (e *FakeEvent) Query() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.done

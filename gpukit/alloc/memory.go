@@ -7,8 +7,9 @@ type Stream int
 
 // Event marks a point in a stream's queued work.
 type Event interface {
-	// Done reports whether all work queued before the event has completed.
-	Done() bool
+	// Query reports whether all work queued before the event has completed
+	// (cudaEventQuery).
+	Query() bool
 }
 
 // Memory is the raw device memory beneath the caching allocator: what

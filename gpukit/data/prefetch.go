@@ -168,7 +168,7 @@ func (p *Prefetcher) reap(wait bool) {
 		if wait {
 			b.ready.Synchronize()
 		}
-		if b.ready.Done() {
+		if b.ready.Query() {
 			b.host.Release()
 		} else {
 			kept = append(kept, b)

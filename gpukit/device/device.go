@@ -411,11 +411,9 @@ func (d *Device) WaitEvent(s alloc.Stream, e *Event) { d.b.WaitEvent(s, e.e) }
 // Synchronize waits until the event has completed.
 func (e *Event) Synchronize() { e.e.Synchronize() }
 
-// Query reports whether the event has completed (cudaEventQuery).
-func (e *Event) Query() bool { return e.e.Done() }
-
-// Done is Query; it makes *Event an alloc.Event.
-func (e *Event) Done() bool { return e.e.Done() }
+// Query reports whether the event has completed (cudaEventQuery); it
+// makes *Event an alloc.Event.
+func (e *Event) Query() bool { return e.e.Query() }
 
 // ElapsedSince returns the time from start to e (cudaEventElapsedTime).
 func (e *Event) ElapsedSince(start *Event) time.Duration { return e.e.ElapsedSince(start.e) }

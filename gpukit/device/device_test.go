@@ -453,7 +453,7 @@ func TestClocksAndEvents(t *testing.T) {
 		d.Launch(s2, device.Kernel{})
 		assert.Equal(t, d.StreamClock(s1)+p.LaunchOverhead, d.StreamClock(s2))
 		assert.False(t, e.Query())
-		assert.False(t, e.Done())
+		assert.False(t, e.Query())
 		d.StreamSynchronize(s2)
 		assert.True(t, e.Query())
 	})

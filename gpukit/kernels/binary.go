@@ -8,9 +8,9 @@ import (
 	"github.com/gpumem/course/gpukit/ops"
 )
 
-// Apply computes op(x, y) for one pair of values. It is the scalar reference
+// ApplyBinary computes op(x, y) for one pair of values. It is the scalar reference
 // for the vector kernels and the body of the general strided loop.
-func Apply[T Float](op ops.Binary, x, y T) T {
+func ApplyBinary[T Float](op ops.Binary, x, y T) T {
 	switch op {
 	case ops.Add:
 		return x + y

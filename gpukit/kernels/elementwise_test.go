@@ -108,7 +108,7 @@ func TestBinaryStrided(t *testing.T) {
 				want := append([]float32(nil), dst.Data...)
 				ao, bo := refOffsets(tc.shape, a.Strides, a.Offset), refOffsets(tc.shape, b.Strides, b.Offset)
 				for e, do := range refOffsets(tc.shape, dst.Strides, dst.Offset) {
-					want[do] = Apply(op, a.Data[ao[e]], b.Data[bo[e]])
+					want[do] = ApplyBinary(op, a.Data[ao[e]], b.Data[bo[e]])
 				}
 				BinaryStrided(op, tc.shape, dst, a, b)
 				assertClose(t, dst.Data, want, 0)
@@ -129,10 +129,10 @@ func TestBinaryContiguous(t *testing.T) {
 			Binary(op, got, a, b)
 			BinaryScalar(op, gotS, a, 0.25)
 			for i := range got {
-				if w := Apply(op, a[i], b[i]); got[i] != w && !(w != w && got[i] != got[i]) {
+				if w := ApplyBinary(op, a[i], b[i]); got[i] != w && !(w != w && got[i] != got[i]) {
 					t.Fatalf("%v n=%d: [%d] = %v, want %v", op, n, i, got[i], w)
 				}
-				if w := Apply(op, a[i], 0.25); gotS[i] != w && !(w != w && gotS[i] != gotS[i]) {
+				if w := ApplyBinary(op, a[i], 0.25); gotS[i] != w && !(w != w && gotS[i] != gotS[i]) {
 					t.Fatalf("%v scalar n=%d: [%d] = %v, want %v", op, n, i, gotS[i], w)
 				}
 			}
@@ -141,7 +141,7 @@ func TestBinaryContiguous(t *testing.T) {
 }
 
 // TestArithVectorLoops checks float32 Add, Sub, Mul and Div, vector with
-// vector and with a scalar, bit for bit against Apply, where the AVX loops
+// vector and with a scalar, bit for bit against ApplyBinary, where the AVX loops
 // run (steps of 32 lanes, the ends in Go), storing as usual and streaming
 // (as for results of streamFloats and more, from the first 32-byte
 // aligned element): lengths around a step, misaligned starts, special
@@ -164,7 +164,7 @@ func TestArithVectorLoops(t *testing.T) {
 					inPlace := append([]float32(nil), a...)
 					binaryVVStream(op, inPlace, inPlace, b, stream)
 					for i := range got {
-						w, ws := Apply(op, a[i], b[i]), Apply(op, a[i], -1.75)
+						w, ws := ApplyBinary(op, a[i], b[i]), ApplyBinary(op, a[i], -1.75)
 						if math.Float32bits(got[i]) != math.Float32bits(w) || math.Float32bits(inPlace[i]) != math.Float32bits(w) {
 							t.Fatalf("%v n=%d skip=%d stream=%v: [%d] = %v (in place %v), want %v", op, n, skip, stream, i, got[i], inPlace[i], w)
 						}

@@ -105,10 +105,11 @@ func finish(t *Tensor, c config) *Tensor {
 	return t
 }
 
-// Alloc is Empty that returns allocation errors (such as
-// *alloc.OutOfMemoryError) instead of panicking with them. The other
-// creation functions panic; wrap them in Try to get an error.
-func Alloc(shape []int, opts ...Option) (*Tensor, error) {
+// TryEmpty is Empty that returns allocation errors (such as
+// *alloc.OutOfMemoryError) instead of panicking with them, as Try(func() {
+// t = Empty(...) }) would. The other creation functions panic; wrap them
+// in Try to get an error.
+func TryEmpty(shape []int, opts ...Option) (*Tensor, error) {
 	c := newConfig(opts)
 	t, err := tryEmpty(c.mem, shape, c.dtype)
 	if err != nil {

@@ -19,7 +19,7 @@
 // then. Expand uses stride 0. Clone always copies.
 //
 // Creation: Zeros, Ones, Full, Empty, Arange, Rand, Randn, Randint,
-// Randperm, FromSlice, Scalar, ZerosLike, and Alloc (Empty returning its
+// Randperm, FromSlice, Scalar, ZerosLike, and TryEmpty (Empty returning its
 // error). Options say where and how: On(dev), OnHost(pinned), a Dtype
 // (Float32 default,
 // Float64, Float16, BFloat16, Int64, Int32, Bool), RequiresGrad(),
@@ -63,7 +63,7 @@
 //	var oom *alloc.OutOfMemoryError
 //	if errors.As(err, &oom) { ... }
 //
-// Alloc is the one creation function that returns its error directly.
+// TryEmpty is the one creation function that returns its error directly.
 // When an op or a backward pass runs out of memory part way, the tensors
 // it had already handed out are released, but temporaries inside the op
 // that failed are left to the collector fallback: CollectGarbage (or the

@@ -69,7 +69,7 @@ func TestOverflowingShapesAreRefused(t *testing.T) {
 			assert.Equal(t, base, dev.MemoryAllocated(), "nothing allocated")
 		})
 	}
-	_, err := tensor.Alloc([]int{1 << 32, 1 << 32}, on)
+	_, err := tensor.TryEmpty([]int{1 << 32, 1 << 32}, on)
 	assert.ErrorContains(t, err, "tensor: shape [4294967296, 4294967296] has more elements than an int can count")
 	// A huge step is not an overflow: one element, whose stride is never used.
 	s := tensor.Arange(0, 8, 1, on).Slice(0, 1, 8, math.MaxInt)

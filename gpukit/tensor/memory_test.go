@@ -104,7 +104,7 @@ func TestOutOfMemory(t *testing.T) {
 	var oom *alloc.OutOfMemoryError
 	assert.True(t, errors.As(err, &oom), "errors.As finds the OOM error through Try: %v", err)
 	assert.Nil(t, x)
-	_, err = tensor.Alloc([]int{1 << 20, 1 << 10}, tensor.On(dev))
+	_, err = tensor.TryEmpty([]int{1 << 20, 1 << 10}, tensor.On(dev))
 	assert.True(t, errors.As(err, &oom))
 	// and from an op
 	a := tensor.Zeros([]int{4 << 10, 1 << 10}, tensor.On(dev)) // 16 MiB

@@ -128,7 +128,7 @@ func Contiguous(t *tensor.Tensor) (*tensor.Tensor, error) {
 	if t.IsHost() || src == nil {
 		return nil, fmt.Errorf("strided: the bytes of a tensor on %s cannot be read here; use a sim device", t.DeviceName())
 	}
-	out, err := tensor.Alloc(t.Shape(), tensor.On(t.Device()), t.Dtype())
+	out, err := tensor.TryEmpty(t.Shape(), tensor.On(t.Device()), t.Dtype())
 	if err != nil {
 		return nil, err
 	}

@@ -39,11 +39,11 @@ func NewLoop(x0, w, b *tensor.Tensor) (*Loop, error) {
 	if !x0.Dtype().IsFloat() || w.Dtype() != x0.Dtype() || b.Dtype() != x0.Dtype() {
 		return nil, fmt.Errorf("reuse: dtypes %v, %v, %v: want one floating-point dtype", x0.Dtype(), w.Dtype(), b.Dtype())
 	}
-	state, err := tensor.Alloc(x0.Shape(), tensor.On(x0.Device()), x0.Dtype())
+	state, err := tensor.TryEmpty(x0.Shape(), tensor.On(x0.Device()), x0.Dtype())
 	if err != nil {
 		return nil, err
 	}
-	hidden, err := tensor.Alloc(x0.Shape(), tensor.On(x0.Device()), x0.Dtype())
+	hidden, err := tensor.TryEmpty(x0.Shape(), tensor.On(x0.Device()), x0.Dtype())
 	if err != nil {
 		state.Release()
 		return nil, err

@@ -216,5 +216,5 @@ func (m *memory) Unreserve(addr uint64, size int64) error {
 // it (synchronize_and_free_events).
 type event struct{ done bool }
 
-func (e *event) Done() bool   { return e.done }
+func (e *event) Query() bool  { return e.done }
 func (e *event) Synchronize() { e.done = true }

@@ -54,7 +54,7 @@ func (m *memory) Free(addr uint64) error {
 
 type doneEvent struct{}
 
-func (doneEvent) Done() bool { return true }
+func (doneEvent) Query() bool { return true }
 
 func (m *memory) RecordEvent(alloc.Stream) alloc.Event { return doneEvent{} }
 func (m *memory) Capacity() int64                      { return m.capacity }

@@ -55,7 +55,7 @@ type Kernel struct {
 type Event interface {
 	// Done reports whether the work queued before the event has completed
 	// (cudaEventQuery).
-	Done() bool
+	Query() bool
 	// Synchronize blocks the host until the event has completed
 	// (cudaEventSynchronize).
 	Synchronize()

@@ -50,7 +50,7 @@ func testBinary(t *testing.T, s *suite) {
 				}
 				want := make([]float64, 12)
 				for k := range want {
-					want[k] = kernels.Apply(op, av.at(shape34, k), bv.at(shape34, k))
+					want[k] = kernels.ApplyBinary(op, av.at(shape34, k), bv.at(shape34, k))
 				}
 				s.check(fmt.Sprintf("%v %s with %s", op, layouts[la].name, layouts[lb].name), dt, s.read(d), want)
 			}
@@ -77,7 +77,7 @@ func testBinaryScalar(t *testing.T, s *suite) {
 					if first {
 						x, y = y, x
 					}
-					want[k] = kernels.Apply(op, x, y)
+					want[k] = kernels.ApplyBinary(op, x, y)
 				}
 				s.check(fmt.Sprintf("%v scalarFirst=%v", op, first), dt, s.read(d), want)
 			}
@@ -133,7 +133,7 @@ func testBinaryBool(t *testing.T, s *suite) {
 				}
 				want := make([]float64, 12)
 				for k := range want {
-					want[k] = kernels.Apply(op, av.at(shape34, k), bv.at(shape34, k))
+					want[k] = kernels.ApplyBinary(op, av.at(shape34, k), bv.at(shape34, k))
 				}
 				s.check(fmt.Sprintf("%v of %s into bool, %s with %s", op, dt, layouts[la].name, layouts[lb].name), dtypes.Bool, s.read(d), want)
 			}
@@ -158,7 +158,7 @@ func testBinaryScalarBool(t *testing.T, s *suite) {
 						if first {
 							x, y = y, x
 						}
-						want[k] = kernels.Apply(op, x, y)
+						want[k] = kernels.ApplyBinary(op, x, y)
 					}
 					s.check(fmt.Sprintf("%v of %s and %v into bool, scalarFirst=%v", op, dt, sc, first), dtypes.Bool, s.read(d), want)
 				}

@@ -218,9 +218,9 @@ func (c *Compute) binary(op ops.Binary, shape []int, d, a operand, b *operand, s
 			}
 			var r float64
 			if f32 {
-				r = float64(kernels.Apply(op, float32(x), float32(y)))
+				r = float64(kernels.ApplyBinary(op, float32(x), float32(y)))
 			} else {
-				r = kernels.Apply(op, x, y)
+				r = kernels.ApplyBinary(op, x, y)
 			}
 			dtypes.Store(d.dt, d.data, o[0], r)
 		})

@@ -329,7 +329,7 @@ func (b *Backend) RecordEvent(s alloc.Stream) alloc.Event {
 }
 
 // Done is cuEventQuery.
-func (e *Event) Done() bool {
+func (e *Event) Query() bool {
 	var err error
 	_ = e.b.call(func() error { err = e.ev.Query(); return nil })
 	if errors.Is(err, cu.NotReady) {

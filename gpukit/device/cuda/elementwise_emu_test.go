@@ -4,7 +4,7 @@ package cuda
 
 // The elementwise kernels and the reductions of 16-bit floats run in the
 // CPU emulation (emu_test.go) against gpukit's CPU: kernels.ApplyUnary and
-// kernels.Apply for the ops, cpucompute's Load and Store (which use
+// kernels.ApplyBinary for the ops, cpucompute's Load and Store (which use
 // gpukit/kernels' float16 and bfloat16 conversions) for every dtype
 // conversion. Inputs are special values (NaN, ±Inf, ±0, subnormals,
 // float16's overflow and underflow boundaries and rounding ties) and

@@ -5,7 +5,7 @@ package cuda
 // Inputs and references of the elementwise tests, shared by the emulation
 // (elementwise_emu_test.go, nvrtc) and the GPU tests (compute_test.go,
 // cuda): gpukit's CPU is the reference, through kernels.ApplyUnary,
-// kernels.Apply and cpucompute's Load and Store (which use gpukit/kernels'
+// kernels.ApplyBinary and cpucompute's Load and Store (which use gpukit/kernels'
 // float16 and bfloat16 conversions).
 
 import (
@@ -163,13 +163,13 @@ func unaryRef(op ops.Unary, dt dtypes.Dtype, src []byte, n int) []byte {
 	return want
 }
 
-// binaryRef is kernels.Apply as cpucompute applies it to operands of dt,
+// binaryRef is kernels.ApplyBinary as cpucompute applies it to operands of dt,
 // in the type it computes dt in.
 func binaryRef(op ops.Binary, dt dtypes.Dtype, x, y float64) float64 {
 	if dt == dtypes.Float32 || dt == dtypes.Float16 || dt == dtypes.BFloat16 {
-		return float64(kernels.Apply(op, float32(x), float32(y)))
+		return float64(kernels.ApplyBinary(op, float32(x), float32(y)))
 	}
-	return kernels.Apply(op, x, y)
+	return kernels.ApplyBinary(op, x, y)
 }
 
 // unaryMatches reports whether got[i], op(x) computed by the device in

@@ -204,7 +204,7 @@ var unaryExpr = map[ops.Unary]string{
 }
 
 // binaryExpr is the expression of each ops.Binary in a and b, of
-// type TC, as kernels.Apply. Max and Min are NaN if either operand is, and
+// type TC, as kernels.ApplyBinary. Max and Min are NaN if either operand is, and
 // max(+0, −0) is +0 and min −0, as Go's max and min.
 var binaryExpr = map[ops.Binary]string{
 	ops.Add:               "a + b",
@@ -213,7 +213,7 @@ var binaryExpr = map[ops.Binary]string{
 	ops.Div:               "a / b",
 	ops.Max:               "(a != a || b != b) ? a + b : (a > b ? a : (a < b ? b : (a == (TC)0 ? a + b : a)))",
 	ops.Min:               "(a != a || b != b) ? a + b : (a < b ? a : (a > b ? b : (a == (TC)0 ? -(-a - b) : a)))",
-	ops.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.Apply
+	ops.Pow:               "(TC)pow((double)a, (double)b)", // in double, as kernels.ApplyBinary
 	ops.Greater:           "a > b ? (TC)1 : (TC)0",
 	ops.Less:              "a < b ? (TC)1 : (TC)0",
 	ops.Equal:             "a == b ? (TC)1 : (TC)0",

@@ -144,7 +144,7 @@ func (b *Backend) RecordEvent(s alloc.Stream) alloc.Event {
 func (e *Event) Time() time.Duration { return e.t }
 
 // Done reports whether the host clock has reached the event.
-func (e *Event) Done() bool {
+func (e *Event) Query() bool {
 	e.b.mu.Lock()
 	defer e.b.mu.Unlock()
 	return e.b.host >= e.t

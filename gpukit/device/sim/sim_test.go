@@ -229,9 +229,9 @@ func TestOverlapAndEvents(t *testing.T) {
 	require.NoError(t, b.CopyHtoD(a, make([]byte, 126_000), true, copyS, true))
 	b.Launch(computeS, backend.Kernel{Flops: 81_000_000_000})
 	end := b.RecordEvent(computeS).(*Event)
-	assert.False(t, end.Done())
+	assert.False(t, end.Query())
 	b.Synchronize()
-	assert.True(t, end.Done())
+	assert.True(t, end.Query())
 	total := b.Now() - t0
 	// Overlapped: about 10 ms, not 20.
 	assert.Equal(t, 10*time.Millisecond+2*p.LaunchOverhead, total)
@@ -256,7 +256,7 @@ func TestWaitEvent(t *testing.T) {
 	assert.Equal(t, e.Time()+p.LaunchOverhead, b.StreamClock(s2))
 	e.Synchronize()
 	assert.Equal(t, e.Time(), b.Now())
-	assert.True(t, e.Done())
+	assert.True(t, e.Query())
 	assert.Equal(t, float64(b.Now())/1e3, b.NowMicros())
 }
 
@@ -310,7 +310,7 @@ func TestConcurrent(t *testing.T) {
 				}
 				b.Launch(s, backend.Kernel{Flops: 1000})
 				e := b.RecordEvent(s)
-				_ = e.Done()
+				_ = e.Query()
 				if err := b.Free(a); err != nil {
 					t.Error(err)
 				}

@@ -49,7 +49,7 @@ func (m *testMemory) Free(addr uint64) error {
 
 type done struct{}
 
-func (done) Done() bool { return true }
+func (done) Query() bool { return true }
 
 func (m *testMemory) RecordEvent(alloc.Stream) alloc.Event { return done{} }
 func (m *testMemory) Capacity() int64                      { return m.capacity }
