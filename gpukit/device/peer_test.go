@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/backend"
-	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 // A copy between two H100s goes over NVLink, between two classroom cards
@@ -23,10 +23,7 @@ func TestCopyDeviceTakesThePeerPath(t *testing.T) {
 		require.NoError(t, err)
 		// Meta cards: the copy's time is what is checked, and 64 MiB
 		// of real bytes would cost the race detector seconds to shadow.
-		d0, err := device.New(sim.NewMeta(0, p))
-		require.NoError(t, err)
-		d1, err := device.New(sim.NewMeta(1, p))
-		require.NoError(t, err)
+		d0, d1 := simtest.Card(t, simtest.Profile(tc.profile), simtest.Meta()), simtest.Card(t, simtest.Profile(tc.profile), simtest.Meta(), simtest.Index(1))
 		link, bw := device.PeerPath(p, p)
 		assert.Equal(t, tc.link, link)
 		x, err := d0.Malloc(n, 0)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/sim"
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/distributed"
 	"github.com/gpumem/course/gpukit/nn"
@@ -114,13 +113,7 @@ func TestRingRoundsEachStep(t *testing.T) {
 // metaGroup is n fresh meta cards of a profile.
 func metaGroup(t *testing.T, n int, profile string) *distributed.Group {
 	t.Helper()
-	p, err := device.LookupProfile(profile)
-	require.NoError(t, err)
-	devs := make([]*device.Device, n)
-	for r := range devs {
-		devs[r], err = device.New(sim.NewMeta(r, p.Resized(64*device.GiB)))
-		require.NoError(t, err)
-	}
+	devs := simtest.Cards(t, n, simtest.Profile(profile), simtest.Meta(), simtest.Capacity(64*device.GiB))
 	g, err := distributed.NewGroup(devs)
 	require.NoError(t, err)
 	return g

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/distributed"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -17,18 +18,12 @@ import (
 // nodeGroup is n fresh meta H100s placed on nodes like node.
 func nodeGroup(t *testing.T, n int, node string, perNode int) *distributed.Group {
 	t.Helper()
-	p, err := device.LookupProfile("h100-80gb")
-	require.NoError(t, err)
 	nd, err := device.LookupNode(node)
 	require.NoError(t, err)
 	if perNode > 0 {
 		nd.CardsPerNode = perNode
 	}
-	devs := make([]*device.Device, n)
-	for r := range devs {
-		devs[r], err = device.New(sim.NewMeta(r, p.Resized(64*device.GiB)))
-		require.NoError(t, err)
-	}
+	devs := simtest.Cards(t, n, simtest.Profile("h100-80gb"), simtest.Meta(), simtest.Capacity(64*device.GiB))
 	g, err := distributed.NewGroup(devs, distributed.OnNodes(nd))
 	require.NoError(t, err)
 	return g
@@ -147,13 +142,7 @@ func TestTreeForSmallAllReduceAcrossNodes(t *testing.T) {
 }
 
 func TestNodesMisuse(t *testing.T) {
-	p, err := device.LookupProfile("h100-80gb")
-	require.NoError(t, err)
-	devs := make([]*device.Device, 12)
-	for r := range devs {
-		devs[r], err = device.New(sim.NewMeta(r, p))
-		require.NoError(t, err)
-	}
+	devs := simtest.Cards(t, 12, simtest.Profile("h100-80gb"), simtest.Meta())
 	dgx, err := device.LookupNode("dgx-h100")
 	require.NoError(t, err)
 	_, err = distributed.NewGroup(devs, distributed.OnNodes(dgx))

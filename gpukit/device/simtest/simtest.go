@@ -181,6 +181,17 @@ func Card(t testing.TB, opts ...Option) *device.Device {
 	return d
 }
 
+// Cards is Card for n cards of one kind, at indices 0 to n-1 (Index is
+// ignored): the devices of a process group.
+func Cards(t testing.TB, n int, opts ...Option) []*device.Device {
+	t.Helper()
+	devs := make([]*device.Device, n)
+	for i := range devs {
+		devs[i] = Card(t, append(opts, Index(i))...)
+	}
+	return devs
+}
+
 // WarmBlas takes d's cuBLAS workspace for its default stream, as the first
 // matrix product on it would (device.BlasWorkspace), and returns the bytes
 // allocated afterwards: a test that counts the bytes of tensors measures

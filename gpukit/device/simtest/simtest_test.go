@@ -97,3 +97,11 @@ func ExampleNew() {
 	fmt.Println(dev.Profile().Capacity>>20, "MiB, out of memory:", err != nil)
 	// Output: 64 MiB, out of memory: true
 }
+
+func TestCards(t *testing.T) {
+	devs := simtest.Cards(t, 3, simtest.Meta(), simtest.Index(7))
+	require.Len(t, devs, 3)
+	for i, d := range devs {
+		assert.Equal(t, fmt.Sprintf("meta:%d", i), d.Name(), "Cards numbers its cards from 0, whatever Index says")
+	}
+}
