@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/dtypes"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -21,12 +23,12 @@ type (
 	// events, clocks, memory information and a profile.
 	Backend = backend.Backend
 	// Profile carries the published figures of a card.
-	Profile = backend.Profile
+	Profile = profile.Profile
 	// Node is a machine of several cards and the network between such
 	// machines.
-	Node = backend.Node
+	Node = profile.Node
 	// Kernel is the cost of a kernel for Launch.
-	Kernel = backend.Kernel
+	Kernel = profile.Kernel
 	// Kind is the backend family: Sim, Meta or CUDA.
 	Kind = backend.Kind
 	// HostBuffer is host memory to copy from or to, pinned or pageable.
@@ -55,11 +57,11 @@ const (
 
 // Units, re-exported for lessons.
 const (
-	KiB    = backend.KiB
-	MiB    = backend.MiB
-	GiB    = backend.GiB
-	GBps   = backend.GBps
-	TFLOPS = backend.TFLOPS
+	KiB    = profile.KiB
+	MiB    = profile.MiB
+	GiB    = profile.GiB
+	GBps   = profile.GBps
+	TFLOPS = profile.TFLOPS
 )
 
 // ProfileEnvVar names the environment variable that selects the profile of
@@ -71,13 +73,13 @@ const ProfileEnvVar = "GPUKIT_PROFILE"
 const DefaultMetaProfile = "h100-80gb"
 
 // Profiles returns the built-in profiles, smallest card first.
-func Profiles() []Profile { return backend.Profiles() }
+func Profiles() []Profile { return profile.Profiles() }
 
 // LookupProfile returns the built-in profile called name.
 func LookupProfile(name string) (Profile, error) {
-	p, err := backend.LookupProfile(name)
+	p, err := profile.LookupProfile(name)
 	if err != nil {
-		return Profile{}, fmt.Errorf("device: %s", strings.TrimPrefix(err.Error(), "backend: "))
+		return Profile{}, fmt.Errorf("device: %s", strings.TrimPrefix(err.Error(), "profile: "))
 	}
 	return p, nil
 }
@@ -87,17 +89,17 @@ func LookupProfile(name string) (Profile, error) {
 // cards have it, "PCIe" otherwise (see the cost model in the package
 // documentation).
 func PeerPath(src, dst Profile) (link string, bandwidth float64) {
-	return backend.PeerPath(src, dst)
+	return profile.PeerPath(src, dst)
 }
 
 // Nodes returns the built-in nodes (dgx-h100, pcie-node).
-func Nodes() []Node { return backend.Nodes() }
+func Nodes() []Node { return profile.Nodes() }
 
 // LookupNode returns the built-in node called name.
 func LookupNode(name string) (Node, error) {
-	n, err := backend.LookupNode(name)
+	n, err := profile.LookupNode(name)
 	if err != nil {
-		return Node{}, fmt.Errorf("device: %s", strings.TrimPrefix(err.Error(), "backend: "))
+		return Node{}, fmt.Errorf("device: %s", strings.TrimPrefix(err.Error(), "profile: "))
 	}
 	return n, nil
 }
@@ -202,7 +204,7 @@ func Open(name string, opts ...Option) (*Device, error) {
 			return nil, err
 		}
 		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("device: %s: %s", key, strings.TrimPrefix(err.Error(), "backend: "))
+			return nil, fmt.Errorf("device: %s: %s", key, strings.TrimPrefix(err.Error(), "profile: "))
 		}
 		if kind == Sim {
 			b = sim.New(index, p)

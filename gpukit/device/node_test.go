@@ -77,12 +77,12 @@ func TestNodeValidate(t *testing.T) {
 		change func(*device.Node)
 		want   string
 	}{
-		{func(n *device.Node) { n.Name = "" }, "backend: node has no name"},
-		{func(n *device.Node) { n.CardsPerNode = 0 }, `backend: node "dgx-h100": cards per node 0 must be at least 1`},
-		{func(n *device.Node) { n.NICs = 0 }, `backend: node "dgx-h100": NICs 0 must be at least 1`},
-		{func(n *device.Node) { n.NICBandwidth = math.NaN() }, `backend: node "dgx-h100": NIC bandwidth NaN must be positive`},
-		{func(n *device.Node) { n.NICBandwidth = -1 }, `backend: node "dgx-h100": NIC bandwidth -1 must be positive`},
-		{func(n *device.Node) { n.NetLatency = -time.Microsecond }, `backend: node "dgx-h100": network latency -1µs must not be negative`},
+		{func(n *device.Node) { n.Name = "" }, "profile: node has no name"},
+		{func(n *device.Node) { n.CardsPerNode = 0 }, `profile: node "dgx-h100": cards per node 0 must be at least 1`},
+		{func(n *device.Node) { n.NICs = 0 }, `profile: node "dgx-h100": NICs 0 must be at least 1`},
+		{func(n *device.Node) { n.NICBandwidth = math.NaN() }, `profile: node "dgx-h100": NIC bandwidth NaN must be positive`},
+		{func(n *device.Node) { n.NICBandwidth = -1 }, `profile: node "dgx-h100": NIC bandwidth -1 must be positive`},
+		{func(n *device.Node) { n.NetLatency = -time.Microsecond }, `profile: node "dgx-h100": network latency -1µs must not be negative`},
 	} {
 		n := good
 		tc.change(&n)

@@ -3,11 +3,12 @@ package device_test
 import (
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
@@ -34,6 +35,6 @@ func TestCopyDeviceTakesThePeerPath(t *testing.T) {
 		t0 := d1.Now()
 		require.NoError(t, d1.CopyDevice(y, 0, x, 0, n, 0))
 		d1.Synchronize()
-		assert.Equal(t, p.LaunchOverhead+backend.Seconds(n/bw), d1.Now()-t0, tc.profile)
+		assert.Equal(t, p.LaunchOverhead+profile.Seconds(n/bw), d1.Now()-t0, tc.profile)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
@@ -95,7 +96,7 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 	g := &Group{devs: devs, bw: math.Inf(1), nodes: 1, perNode: N}
 	if o.node != nil {
 		if err := o.node.Validate(); err != nil {
-			return nil, errorf("NewGroup: %s", strings.TrimPrefix(err.Error(), "backend: "))
+			return nil, errorf("NewGroup: %s", strings.TrimPrefix(err.Error(), "profile: "))
 		}
 		var err error
 		if g.nodes, g.perNode, err = onNodes(N, o.node.CardsPerNode); err != nil {
@@ -136,7 +137,7 @@ func NewGroup(devs []*device.Device, opts ...GroupOption) (*Group, error) {
 	}
 	if g.nodes > 1 {
 		if net := o.node.NetworkBandwidth(); net < g.bw {
-			g.link, g.bw = backend.LinkNetwork, net
+			g.link, g.bw = profile.LinkNetwork, net
 		}
 		g.netAlpha = o.node.NetLatency
 	}

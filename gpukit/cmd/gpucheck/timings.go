@@ -41,7 +41,7 @@ func workloads(scale float64) []workload {
 }
 
 // modelled is the cost model's duration of w on profile p
-// (backend.Profile's KernelCost, CopyCost and DeviceCopyCost).
+// (profile.Profile's KernelCost, CopyCost and DeviceCopyCost).
 func modelled(p device.Profile, w workload) time.Duration {
 	switch w.Name {
 	case "h2d-pinned":

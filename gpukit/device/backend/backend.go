@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
 )
 
@@ -40,20 +42,10 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Kernel describes the cost of a kernel: how many floating-point operations
-// it performs and how many bytes it moves through device memory. Half selects
-// the FP16 (tensor core) rate instead of the FP32 rate.
-type Kernel struct {
-	Name  string
-	Flops int64
-	Bytes int64
-	Half  bool
-}
-
 // Event marks a point in a stream's queued work, like a CUDA event.
 // It satisfies alloc.Event.
 type Event interface {
-	// Done reports whether the work queued before the event has completed
+	// Query reports whether the work queued before the event has completed
 	// (cudaEventQuery).
 	Query() bool
 	// Synchronize blocks the host until the event has completed
@@ -78,7 +70,7 @@ type Backend interface {
 	// Index is the device ordinal.
 	Index() int
 	// Profile describes the card.
-	Profile() Profile
+	Profile() profile.Profile
 
 	// Owns reports whether [addr, addr+n) lies inside one live segment of
 	// this backend.
@@ -105,7 +97,7 @@ type Backend interface {
 
 	// Launch queues the modelled cost of k on stream s. The cuda backend has
 	// no cost model to run and ignores it.
-	Launch(s alloc.Stream, k Kernel)
+	Launch(s alloc.Stream, k profile.Kernel)
 	// NewStream creates a stream.
 	NewStream() alloc.Stream
 	// StreamSynchronize waits until the work queued on s has completed.

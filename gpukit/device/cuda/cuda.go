@@ -12,6 +12,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"gorgonia.org/cu"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -26,7 +28,7 @@ type Backend struct {
 	index int
 	dev   cu.Device
 	ctx   cu.CUContext
-	prof  backend.Profile
+	prof  profile.Profile
 	start time.Time
 
 	mu         sync.Mutex
@@ -76,20 +78,20 @@ func Open(index int) (*Backend, error) {
 	return b, nil
 }
 
-func readProfile(dev cu.Device) (backend.Profile, error) {
+func readProfile(dev cu.Device) (profile.Profile, error) {
 	name, err := dev.Name()
 	if err != nil {
-		return backend.Profile{}, fmt.Errorf("cuda: cuDeviceGetName: %w", err)
+		return profile.Profile{}, fmt.Errorf("cuda: cuDeviceGetName: %w", err)
 	}
 	total, err := dev.TotalMem()
 	if err != nil {
-		return backend.Profile{}, fmt.Errorf("cuda: cuDeviceTotalMem: %w", err)
+		return profile.Profile{}, fmt.Errorf("cuda: cuDeviceTotalMem: %w", err)
 	}
-	var p backend.Profile
+	var p profile.Profile
 	upper := strings.ToUpper(name)
-	for key, profile := range map[string]string{"T4": "t4", "A100": "a100-40gb", "H100": "h100-80gb"} {
+	for key, card := range map[string]string{"T4": "t4", "A100": "a100-40gb", "H100": "h100-80gb"} {
 		if strings.Contains(upper, key) {
-			p, _ = backend.LookupProfile(profile)
+			p, _ = profile.LookupProfile(card)
 		}
 	}
 	p.Name = strings.ToLower(strings.ReplaceAll(name, " ", "-"))
@@ -145,7 +147,7 @@ func (b *Backend) Kind() backend.Kind { return backend.CUDA }
 func (b *Backend) Index() int { return b.index }
 
 // Profile returns the profile read from the device.
-func (b *Backend) Profile() backend.Profile { return b.prof }
+func (b *Backend) Profile() profile.Profile { return b.prof }
 
 // Capacity returns the device's total memory.
 func (b *Backend) Capacity() int64 { return b.prof.Capacity }
@@ -284,7 +286,7 @@ func (b *Backend) StreamSynchronize(s alloc.Stream) {
 }
 
 // Launch does nothing: a modelled kernel has nothing to run on a real GPU.
-func (b *Backend) Launch(s alloc.Stream, k backend.Kernel) {}
+func (b *Backend) Launch(s alloc.Stream, k profile.Kernel) {}
 
 // Now is the wall time since the device was opened.
 func (b *Backend) Now() time.Duration { return time.Since(b.start) }
@@ -351,7 +353,7 @@ func (e *Event) ElapsedSince(start backend.Event) time.Duration {
 	}
 	var ms float64
 	must(e.b.call(func() (err error) { ms, err = s.ev.Elapsed(e.ev); return }))
-	return backend.Seconds(ms / 1e3)
+	return profile.Seconds(ms / 1e3)
 }
 
 // WaitEvent is cuStreamWaitEvent.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 )
@@ -103,7 +105,7 @@ func (b *Backend) StreamSynchronize(s alloc.Stream) {
 
 // Launch queues the modelled cost of k on s: Profile.KernelCost(k). The host
 // pays the launch overhead.
-func (b *Backend) Launch(s alloc.Stream, k backend.Kernel) {
+func (b *Backend) Launch(s alloc.Stream, k profile.Kernel) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enqueue(s, b.prof.KernelCost(k), false)

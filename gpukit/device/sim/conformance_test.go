@@ -4,15 +4,16 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/alloc/alloctest"
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/computetest"
 	"github.com/gpumem/course/gpukit/device/sim"
 )
 
-func withCapacity(capacity int64) backend.Profile {
-	p, _ := backend.LookupProfile("classroom")
+func withCapacity(capacity int64) profile.Profile {
+	p, _ := profile.LookupProfile("classroom")
 	p = p.Resized(capacity) // the suite needs exactly capacity bytes for segments
 	p.Name = "conformance"
 	return p

@@ -4,18 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
-
-func lookup(t *testing.T, name string) backend.Profile {
-	t.Helper()
-	p, err := backend.LookupProfile(name)
-	require.NoError(t, err)
-	return p
-}
 
 // A peer copy takes NVLink when both cards have it, PCIe otherwise, and
 // costs the launch overhead plus the bytes at that link's rate.
@@ -26,17 +19,17 @@ func TestPeerCopyPath(t *testing.T) {
 		link     string
 		perSec   float64 // bytes per second of the link
 	}{
-		{"a100-40gb", "a100-40gb", backend.LinkNVLink, 300e9}, // 600 GB/s both ways
-		{"h100-80gb", "h100-80gb", backend.LinkNVLink, 450e9}, // 900 GB/s both ways
-		{"a100-40gb", "h100-80gb", backend.LinkNVLink, 300e9}, // the slower end
-		{"classroom", "classroom", backend.LinkPCIe, 12.6e9},  // 80% of PCIe 3.0 x16
-		{"t4", "t4", backend.LinkPCIe, 12.6e9},                // no NVLink on a T4
-		{"h100-80gb", "t4", backend.LinkPCIe, 12.6e9},         // one end without NVLink: PCIe, at the slower end
-		{"a100-40gb", "classroom", backend.LinkPCIe, 12.6e9},  //
+		{"a100-40gb", "a100-40gb", profile.LinkNVLink, 300e9}, // 600 GB/s both ways
+		{"h100-80gb", "h100-80gb", profile.LinkNVLink, 450e9}, // 900 GB/s both ways
+		{"a100-40gb", "h100-80gb", profile.LinkNVLink, 300e9}, // the slower end
+		{"classroom", "classroom", profile.LinkPCIe, 12.6e9},  // 80% of PCIe 3.0 x16
+		{"t4", "t4", profile.LinkPCIe, 12.6e9},                // no NVLink on a T4
+		{"h100-80gb", "t4", profile.LinkPCIe, 12.6e9},         // one end without NVLink: PCIe, at the slower end
+		{"a100-40gb", "classroom", profile.LinkPCIe, 12.6e9},  //
 	} {
 		t.Run(tc.src+"->"+tc.dst, func(t *testing.T) {
 			ps, pd := lookup(t, tc.src), lookup(t, tc.dst)
-			link, bw := backend.PeerPath(ps, pd)
+			link, bw := profile.PeerPath(ps, pd)
 			assert.Equal(t, tc.link, link)
 			assert.InEpsilon(t, tc.perSec, bw, 1e-9)
 

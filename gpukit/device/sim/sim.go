@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
@@ -66,7 +68,7 @@ type Backend struct {
 
 	index int
 	kind  backend.Kind
-	prof  backend.Profile
+	prof  profile.Profile
 	base  uint64
 
 	mu         sync.Mutex
@@ -86,13 +88,13 @@ var _ backend.Backend = (*Backend)(nil)
 
 // New returns a simulated device with real backing bytes. It panics if index
 // is outside 0..MaxIndex or the profile is invalid.
-func New(index int, p backend.Profile) *Backend { return newBackend(index, p, backend.Sim) }
+func New(index int, p profile.Profile) *Backend { return newBackend(index, p, backend.Sim) }
 
 // NewMeta returns a simulated device without backing bytes. It panics if
 // index is outside 0..MaxMetaIndex or the profile is invalid.
-func NewMeta(index int, p backend.Profile) *Backend { return newBackend(index, p, backend.Meta) }
+func NewMeta(index int, p profile.Profile) *Backend { return newBackend(index, p, backend.Meta) }
 
-func newBackend(index int, p backend.Profile, kind backend.Kind) *Backend {
+func newBackend(index int, p profile.Profile, kind backend.Kind) *Backend {
 	top := MaxIndex
 	if kind == backend.Meta {
 		top = MaxMetaIndex
@@ -127,7 +129,7 @@ func (b *Backend) Kind() backend.Kind { return b.kind }
 func (b *Backend) Index() int { return b.index }
 
 // Profile returns the card's profile.
-func (b *Backend) Profile() backend.Profile { return b.prof }
+func (b *Backend) Profile() profile.Profile { return b.prof }
 
 // Capacity returns the profile's capacity.
 func (b *Backend) Capacity() int64 { return b.prof.Capacity }

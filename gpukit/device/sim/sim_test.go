@@ -10,18 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/profile"
 )
 
-func profile(t testing.TB, name string) backend.Profile {
+func lookup(t testing.TB, name string) profile.Profile {
 	t.Helper()
-	p, err := backend.LookupProfile(name)
+	p, err := profile.LookupProfile(name)
 	require.NoError(t, err)
 	return p
 }
 
-func small(capacity int64) backend.Profile {
-	p, _ := backend.LookupProfile("classroom")
+func small(capacity int64) profile.Profile {
+	p, _ := profile.LookupProfile("classroom")
 	p = p.Resized(capacity) // exactly capacity bytes for segments
 	p.Name = "test"
 	return p
@@ -126,33 +126,33 @@ func TestBytes(t *testing.T) {
 }
 
 func TestMallocAndFreeCost(t *testing.T) {
-	p := profile(t, "t4")
+	p := lookup(t, "t4")
 	// A meta card pays what a sim card pays, without a GiB of real bytes
 	// (which the race detector shadows for a minute and more).
 	b := NewMeta(0, p)
-	a, err := b.Malloc(backend.GiB)
+	a, err := b.Malloc(profile.GiB)
 	require.NoError(t, err)
 	assert.Equal(t, p.MallocLatency+p.MallocPerGiB, b.Now())
 	assert.Equal(t, 60*time.Microsecond, b.Now())
 
 	// A raw free synchronizes the device: the host waits for queued work.
-	b.Launch(0, backend.Kernel{Bytes: 320_000_000}) // 1 ms of memory traffic
+	b.Launch(0, profile.Kernel{Bytes: 320_000_000}) // 1 ms of memory traffic
 	before := b.Now()
 	require.NoError(t, b.Free(a))
 	assert.Equal(t, before+time.Millisecond+p.FreeLatency, b.Now(), "kernel end + free latency")
 }
 
 func TestKernelCost(t *testing.T) {
-	p := profile(t, "a100-40gb")
+	p := lookup(t, "a100-40gb")
 	tests := []struct {
 		name string
-		k    backend.Kernel
+		k    profile.Kernel
 		want time.Duration
 	}{
-		{"empty", backend.Kernel{}, 5 * time.Microsecond},
-		{"compute bound fp32", backend.Kernel{Flops: 19_500_000_000, Bytes: 1}, time.Second/1000 + 5*time.Microsecond},
-		{"compute bound fp16", backend.Kernel{Flops: 312_000_000_000, Half: true}, time.Second/1000 + 5*time.Microsecond},
-		{"memory bound", backend.Kernel{Flops: 1, Bytes: 1_555_000_000}, time.Second/1000 + 5*time.Microsecond},
+		{"empty", profile.Kernel{}, 5 * time.Microsecond},
+		{"compute bound fp32", profile.Kernel{Flops: 19_500_000_000, Bytes: 1}, time.Second/1000 + 5*time.Microsecond},
+		{"compute bound fp16", profile.Kernel{Flops: 312_000_000_000, Half: true}, time.Second/1000 + 5*time.Microsecond},
+		{"memory bound", profile.Kernel{Flops: 1, Bytes: 1_555_000_000}, time.Second/1000 + 5*time.Microsecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,8 +171,8 @@ func TestKernelCost(t *testing.T) {
 // second: its copies take a t4's times with a thousandth of the bytes
 // (126 kB for a t4's 10 ms pinned, 25 ms pageable), which keeps the race
 // detector from shadowing hundreds of megabytes.
-func slowPCIe(t *testing.T) backend.Profile {
-	p := profile(t, "t4")
+func slowPCIe(t *testing.T) profile.Profile {
+	p := lookup(t, "t4")
 	p.PCIePinned /= 1000
 	p.PCIePageable /= 1000
 	return p
@@ -227,7 +227,7 @@ func TestOverlapAndEvents(t *testing.T) {
 	start := b.RecordEvent(computeS).(*Event)
 	// 10 ms pinned copy on one stream, 10 ms kernel on the other.
 	require.NoError(t, b.CopyHtoD(a, make([]byte, 126_000), true, copyS, true))
-	b.Launch(computeS, backend.Kernel{Flops: 81_000_000_000})
+	b.Launch(computeS, profile.Kernel{Flops: 81_000_000_000})
 	end := b.RecordEvent(computeS).(*Event)
 	assert.False(t, end.Query())
 	b.Synchronize()
@@ -240,19 +240,19 @@ func TestOverlapAndEvents(t *testing.T) {
 	// Same stream: serialized.
 	t1 := b.Now()
 	require.NoError(t, b.CopyHtoD(a, make([]byte, 126_000), true, copyS, true))
-	b.Launch(copyS, backend.Kernel{Flops: 81_000_000_000})
+	b.Launch(copyS, profile.Kernel{Flops: 81_000_000_000})
 	b.StreamSynchronize(copyS)
 	assert.Equal(t, 20*time.Millisecond+2*p.LaunchOverhead, b.Now()-t1)
 }
 
 func TestWaitEvent(t *testing.T) {
-	p := profile(t, "t4")
+	p := lookup(t, "t4")
 	b := New(0, p)
 	s1, s2 := b.NewStream(), b.NewStream()
-	b.Launch(s1, backend.Kernel{Flops: 81_000_000_000}) // 10 ms
+	b.Launch(s1, profile.Kernel{Flops: 81_000_000_000}) // 10 ms
 	e := b.RecordEvent(s1).(*Event)
 	b.WaitEvent(s2, e)
-	b.Launch(s2, backend.Kernel{})
+	b.Launch(s2, profile.Kernel{})
 	assert.Equal(t, e.Time()+p.LaunchOverhead, b.StreamClock(s2))
 	e.Synchronize()
 	assert.Equal(t, e.Time(), b.Now())
@@ -261,7 +261,7 @@ func TestWaitEvent(t *testing.T) {
 }
 
 func TestDeviceAndPeerCopies(t *testing.T) {
-	p := profile(t, "classroom")
+	p := lookup(t, "classroom")
 	b0, b1, m := New(0, p), New(1, p), NewMeta(0, p)
 	x, _ := b0.Malloc(1024)
 	y, _ := b0.Malloc(1024)
@@ -308,7 +308,7 @@ func TestConcurrent(t *testing.T) {
 				if out[0] != byte(g) || out[1] != byte(i) {
 					t.Errorf("got %v", out)
 				}
-				b.Launch(s, backend.Kernel{Flops: 1000})
+				b.Launch(s, profile.Kernel{Flops: 1000})
 				e := b.RecordEvent(s)
 				_ = e.Query()
 				if err := b.Free(a); err != nil {
@@ -324,16 +324,16 @@ func TestConcurrent(t *testing.T) {
 }
 
 func TestProfiles(t *testing.T) {
-	ps := backend.Profiles()
+	ps := profile.Profiles()
 	require.Len(t, ps, 4)
 	want := map[string]struct {
 		capacity        int64
 		hbm, fp32, fp16 float64
 	}{
-		"classroom": {2 * backend.GiB, 112e9, 2e12, 4e12},
-		"t4":        {16 * backend.GiB, 320e9, 8.1e12, 65e12},
-		"a100-40gb": {40 * backend.GiB, 1555e9, 19.5e12, 312e12},
-		"h100-80gb": {80 * backend.GiB, 3350e9, 67e12, 989e12},
+		"classroom": {2 * profile.GiB, 112e9, 2e12, 4e12},
+		"t4":        {16 * profile.GiB, 320e9, 8.1e12, 65e12},
+		"a100-40gb": {40 * profile.GiB, 1555e9, 19.5e12, 312e12},
+		"h100-80gb": {80 * profile.GiB, 3350e9, 67e12, 989e12},
 	}
 	for _, p := range ps {
 		t.Run(p.Name, func(t *testing.T) {
@@ -346,14 +346,14 @@ func TestProfiles(t *testing.T) {
 			assert.InDelta(t, w.fp16, p.FP16, 1)
 			assert.Less(t, p.PCIePageable, p.PCIePinned/2, "pageable markedly slower")
 			assert.NotEmpty(t, p.Source)
-			q, err := backend.LookupProfile(p.Name)
+			q, err := profile.LookupProfile(p.Name)
 			require.NoError(t, err)
 			assert.Equal(t, p, q)
 		})
 	}
-	_, err := backend.LookupProfile("rtx-9090")
+	_, err := profile.LookupProfile("rtx-9090")
 	require.ErrorContains(t, err, `"t4"`)
-	pc, _ := backend.LookupProfile("T4")
+	pc, _ := profile.LookupProfile("T4")
 	assert.Equal(t, "t4", pc.Name)
 	assert.Greater(t, ps[1].PCIePinned, 12e9)
 }

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/profile"
+
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/sim"
 )
 
@@ -16,7 +17,7 @@ import (
 // with EmptyCache, on a meta device (accounting only).
 func expandableSnapshot(t testing.TB) alloc.Snapshot {
 	t.Helper()
-	p, err := backend.LookupProfile("classroom")
+	p, err := profile.LookupProfile("classroom")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package backend
+package profile
 
 import (
 	"fmt"
@@ -19,6 +19,16 @@ const (
 	GBps   = 1e9  // bytes per second
 	TFLOPS = 1e12 // floating-point operations per second
 )
+
+// Kernel describes the cost of a kernel: how many floating-point operations
+// it performs and how many bytes it moves through device memory. Half selects
+// the FP16 (tensor core) rate instead of the FP32 rate.
+type Kernel struct {
+	Name  string
+	Flops int64
+	Bytes int64
+	Half  bool
+}
 
 // Profile carries the figures of a card that the sim backend's cost model
 // uses. See the package documentation of gpukit/device for the formulas and
@@ -153,19 +163,19 @@ func (p Profile) Resized(capacity int64) Profile {
 func (p Profile) Validate() error {
 	switch {
 	case p.Name == "":
-		return fmt.Errorf("backend: profile has no name")
+		return fmt.Errorf("profile: profile has no name")
 	case p.Capacity <= 0:
-		return fmt.Errorf("backend: profile %q: capacity %d must be positive", p.Name, p.Capacity)
+		return fmt.Errorf("profile: profile %q: capacity %d must be positive", p.Name, p.Capacity)
 	case p.ContextSize < 0 || p.ContextSize >= p.Capacity:
-		return fmt.Errorf("backend: profile %q: context size %d must be at least 0 and below the capacity %d (for a smaller made-up card, use Profile.Resized)", p.Name, p.ContextSize, p.Capacity)
+		return fmt.Errorf("profile: profile %q: context size %d must be at least 0 and below the capacity %d (for a smaller made-up card, use Profile.Resized)", p.Name, p.ContextSize, p.Capacity)
 	case p.HBMBandwidth <= 0 || p.PCIePinned <= 0 || p.PCIePageable <= 0 || p.PeerBandwidth <= 0:
-		return fmt.Errorf("backend: profile %q: bandwidths must be positive", p.Name)
+		return fmt.Errorf("profile: profile %q: bandwidths must be positive", p.Name)
 	case p.NVLink < 0 || math.IsNaN(p.NVLink):
-		return fmt.Errorf("backend: profile %q: NVLink bandwidth %v must be 0 (none) or positive", p.Name, p.NVLink)
+		return fmt.Errorf("profile: profile %q: NVLink bandwidth %v must be 0 (none) or positive", p.Name, p.NVLink)
 	case p.FP32 <= 0 || p.FP16 <= 0:
-		return fmt.Errorf("backend: profile %q: FP32 and FP16 rates must be positive", p.Name)
+		return fmt.Errorf("profile: profile %q: FP32 and FP16 rates must be positive", p.Name)
 	case p.LaunchOverhead < 0 || p.MallocLatency < 0 || p.MallocPerGiB < 0 || p.FreeLatency < 0:
-		return fmt.Errorf("backend: profile %q: latencies must not be negative", p.Name)
+		return fmt.Errorf("profile: profile %q: latencies must not be negative", p.Name)
 	}
 	return nil
 }
@@ -317,5 +327,5 @@ func LookupProfile(name string) (Profile, error) {
 		}
 		names[i] = fmt.Sprintf("%q", p.Name)
 	}
-	return Profile{}, fmt.Errorf("backend: unknown profile %q; known profiles: %s", name, strings.Join(names, ", "))
+	return Profile{}, fmt.Errorf("profile: unknown profile %q; known profiles: %s", name, strings.Join(names, ", "))
 }

@@ -1,4 +1,4 @@
-package backend
+package profile
 
 import (
 	"fmt"
@@ -55,15 +55,15 @@ func (n Node) NetworkBandwidth() float64 { return float64(n.NICs) * n.NICBandwid
 func (n Node) Validate() error {
 	switch {
 	case n.Name == "":
-		return fmt.Errorf("backend: node has no name")
+		return fmt.Errorf("profile: node has no name")
 	case n.CardsPerNode < 1:
-		return fmt.Errorf("backend: node %q: cards per node %d must be at least 1", n.Name, n.CardsPerNode)
+		return fmt.Errorf("profile: node %q: cards per node %d must be at least 1", n.Name, n.CardsPerNode)
 	case n.NICs < 1:
-		return fmt.Errorf("backend: node %q: NICs %d must be at least 1", n.Name, n.NICs)
+		return fmt.Errorf("profile: node %q: NICs %d must be at least 1", n.Name, n.NICs)
 	case !(n.NICBandwidth > 0) || math.IsInf(n.NICBandwidth, 0):
-		return fmt.Errorf("backend: node %q: NIC bandwidth %v must be positive", n.Name, n.NICBandwidth)
+		return fmt.Errorf("profile: node %q: NIC bandwidth %v must be positive", n.Name, n.NICBandwidth)
 	case n.NetLatency < 0:
-		return fmt.Errorf("backend: node %q: network latency %v must not be negative", n.Name, n.NetLatency)
+		return fmt.Errorf("profile: node %q: network latency %v must not be negative", n.Name, n.NetLatency)
 	}
 	return nil
 }
@@ -114,5 +114,5 @@ func LookupNode(name string) (Node, error) {
 		}
 		names[i] = fmt.Sprintf("%q", n.Name)
 	}
-	return Node{}, fmt.Errorf("backend: unknown node %q; known nodes: %s", name, strings.Join(names, ", "))
+	return Node{}, fmt.Errorf("profile: unknown node %q; known nodes: %s", name, strings.Join(names, ", "))
 }
