@@ -470,35 +470,6 @@ func (t *Tensor) narrowLayout(d, start, n int) *Tensor {
 	return t.inner(t.offset+start*t.strides[d], shape, t.strides)
 }
 
-// lines calls fn once for every 1-d line of the tensors ts (all of one
-// shape) along dimension dim, with each tensor's offset of the line's first
-// element. The line has n elements, step strides[dim] apart in each tensor.
-// A 0-d tensor is one line of one element.
-func lines(dim int, ts []*Tensor, fn func(offs []int)) (n int) {
-	shape := slices.Clone(ts[0].shape)
-	offs := make([]int, len(ts))
-	strides := make([][]int, len(ts))
-	for i, t := range ts {
-		offs[i], strides[i] = t.offset, t.strides
-	}
-	if len(shape) == 0 {
-		fn(offs)
-		return 1
-	}
-	n = shape[dim]
-	shape[dim] = 1
-	forEachOffset(shape, offs, strides, func(_ int, o []int) { fn(o) })
-	return n
-}
-
-// lineStride is t's step along dim (0 for a 0-d tensor).
-func lineStride(t *Tensor, dim int) int {
-	if len(t.shape) == 0 {
-		return 0
-	}
-	return t.strides[dim]
-}
-
 // reduceRun reports whether the reduced dimensions of shape (mask; size-1
 // dimensions may go either way) form one run, so that a contiguous tensor
 // reads as [outer, n, inner] for kernels.Reduce.

@@ -83,13 +83,13 @@ func (c *Compute) Softmax(_ alloc.Stream, dt dtypes.Dtype, dst, src uint64, rows
 	}
 	buf := make([]float64, n)
 	for r := range rows {
-		SoftmaxLine(buf, log, func(i int) float64 { return dtypes.Load(dt, s, r*n+i) }, func(i int, v float64) { dtypes.Store(dt, d, r*n+i, v) })
+		softmaxLine(buf, log, func(i int) float64 { return dtypes.Load(dt, s, r*n+i) }, func(i int, v float64) { dtypes.Store(dt, d, r*n+i, v) })
 	}
 	return nil
 }
 
 // SoftmaxStrided writes the softmax or log-softmax of each line of src
-// along dim into dst, in float64 (SoftmaxLine); see backend.Compute.
+// along dim into dst, in float64 (softmaxLine); see backend.Compute.
 func (c *Compute) SoftmaxStrided(_ alloc.Stream, shape []int, dim int, dst, src backend.Strided, log bool) error {
 	const op = "SoftmaxStrided"
 	if (len(shape) > 0 || dim != 0) && (dim < 0 || dim >= len(shape)) {
@@ -108,19 +108,19 @@ func (c *Compute) SoftmaxStrided(_ alloc.Stream, shape []int, dim int, dst, src 
 	}
 	buf := make([]float64, n)
 	layout.ForEachOffset(lineShape, []int{0, 0}, [][]int{d.strides, a.strides}, func(_ int, o []int) {
-		SoftmaxLine(buf, log,
+		softmaxLine(buf, log,
 			func(i int) float64 { return dtypes.Load(a.dt, a.data, o[1]+i*sa) },
 			func(i int, v float64) { dtypes.Store(d.dt, d.data, o[0]+i*so, v) })
 	})
 	return nil
 }
 
-// SoftmaxLine computes the softmax (log-softmax when log) of one line of
+// softmaxLine computes the softmax (log-softmax when log) of one line of
 // len(buf) elements in float64 after subtracting its maximum, so large
 // logits do not overflow: the generic algorithm of every dtype that has
 // no row kernel and of every layout that the row kernels cannot read.
 // get reads element i of the line and set writes result i.
-func SoftmaxLine(buf []float64, log bool, get func(int) float64, set func(int, float64)) {
+func softmaxLine(buf []float64, log bool, get func(int) float64, set func(int, float64)) {
 	m := math.Inf(-1)
 	for i := range buf {
 		buf[i] = get(i)
