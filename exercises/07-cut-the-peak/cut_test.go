@@ -3,12 +3,13 @@ package cutpeak
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestPeakCut(t *testing.T) {

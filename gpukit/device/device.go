@@ -8,13 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/device/sim"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // Names shared with the backends; see package backend.

@@ -3,12 +3,11 @@ package device_test
 import (
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/device/simtest"
 )
 

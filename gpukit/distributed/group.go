@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

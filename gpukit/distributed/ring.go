@@ -2,7 +2,6 @@ package distributed
 
 import (
 	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // TestAVXNamesMatchTheirLoops checks the helpers behind the AVX names

@@ -3,11 +3,9 @@ package kernels_test
 import (
 	"fmt"
 
-	"github.com/gpumem/course/gpukit/layout"
-
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 func ExampleSgemm() {

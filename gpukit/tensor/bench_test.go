@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

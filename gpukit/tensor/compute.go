@@ -5,11 +5,10 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // This file is the compute seam: every kernel of every op calls the

@@ -6,14 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/sim"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

@@ -3,9 +3,9 @@ package tensor
 import (
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/stretchr/testify/assert"
+
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 func TestViewStridesMatchesPyTorch(t *testing.T) {

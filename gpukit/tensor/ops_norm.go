@@ -3,9 +3,8 @@ package tensor
 import (
 	"slices"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // Normalisation ops: LayerNorm and BatchNorm, each one fused node that

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // workload is one kernel class of the cost model, at one size.

@@ -14,9 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/profile"
 )
 
 // Kind is the family of a backend.

@@ -3,10 +3,9 @@ package backend
 import (
 	"fmt"
 
+	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/alloc"
 )
 
 // Compute is the kernels of a device: every op of gpukit/tensor computes

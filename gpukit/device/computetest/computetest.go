@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // Memory is what the suite needs of the backend besides Compute: device

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 )
 
 // The indexed ops: Gather and ScatterAdd.

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // The optimizer step: Adam.

@@ -5,10 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // The reductions: Reduce, ReduceStrided, ArgReduce and ArgReduceStrided.

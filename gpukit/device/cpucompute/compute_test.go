@@ -8,15 +8,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/computetest"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // heap is a Memory of Go byte slices at made-up addresses: the suite's

@@ -1,13 +1,12 @@
 package cpucompute
 
 import (
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/layout"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // Fill and Copy (element access by dtype is dtypes.Load and Store).

@@ -3,14 +3,12 @@ package cpucompute
 import (
 	"fmt"
 
-	"github.com/gpumem/course/gpukit/layout"
-
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // The elementwise ops: Unary, Binary and BinaryScalar, their comparisons

@@ -5,14 +5,12 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gpumem/course/gpukit/layout"
-
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // The reductions: Reduce, ReduceStrided, ArgReduce and ArgReduceStrided.

@@ -5,13 +5,11 @@ import (
 	"math"
 	"slices"
 
-	"github.com/gpumem/course/gpukit/layout"
-
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/layout"
 )
 
 // The fused row kernels, the norms, the loss and the indexed ops.

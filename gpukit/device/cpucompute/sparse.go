@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
 )
 

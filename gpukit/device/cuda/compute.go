@@ -41,13 +41,12 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"gorgonia.org/cu"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 var _ backend.Compute = (*Backend)(nil)

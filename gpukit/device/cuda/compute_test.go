@@ -13,11 +13,10 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 func openGPU(t *testing.T) *Backend {

@@ -12,12 +12,11 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"gorgonia.org/cu"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 

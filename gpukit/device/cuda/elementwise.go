@@ -11,10 +11,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // knownDtype checks that d is one of backend's dtypes.

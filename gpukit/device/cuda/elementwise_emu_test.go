@@ -19,12 +19,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/layout"
-
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/layout"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // dense is a contiguous operand at emulated buffer k.

@@ -14,9 +14,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // specials32 are float32 inputs for every op and conversion: IEEE special

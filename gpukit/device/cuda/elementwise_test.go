@@ -9,13 +9,12 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 func TestElementwisePlansRejectBadArguments(t *testing.T) {

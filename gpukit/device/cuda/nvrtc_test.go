@@ -17,10 +17,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // oldestArch is the oldest compute capability the tests compile for:

@@ -14,10 +14,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 // colsPerBlock is how many columns one block of layer_norm_backward_cols

@@ -15,11 +15,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/dtypes"
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 func dtypeOf[T kernels.Float]() dtypes.Dtype {

@@ -17,10 +17,9 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/dtypes"
 	"github.com/gpumem/course/gpukit/ops"
-
-	"github.com/gpumem/course/gpukit/device/backend"
 )
 
 //go:embed elementwise.cu

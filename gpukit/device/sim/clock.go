@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/profile"
 )
 
 // enqueue queues an operation of the given cost on stream s. It starts when

@@ -4,11 +4,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/alloc/alloctest"
 	"github.com/gpumem/course/gpukit/device/computetest"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/device/sim"
 )
 

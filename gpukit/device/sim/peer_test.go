@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/device/profile"
 )
 
 // A peer copy takes NVLink when both cards have it, PCIe otherwise, and

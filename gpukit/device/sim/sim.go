@@ -22,10 +22,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
 

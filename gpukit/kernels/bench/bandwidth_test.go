@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpumem/course/gpukit/ops"
-
 	"github.com/gpumem/course/gpukit/kernels"
+	"github.com/gpumem/course/gpukit/ops"
 )
 
 // Bandwidth is counted as bytes the algorithm must move: every element read

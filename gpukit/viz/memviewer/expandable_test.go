@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/profile"
-
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/device/sim"
 )
 

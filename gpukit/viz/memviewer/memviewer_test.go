@@ -13,9 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/alloc"
 )
 
 // testMemory is a raw device of fixed capacity for building real snapshots.
