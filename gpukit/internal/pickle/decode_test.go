@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,6 +277,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("(lp0\nI1\naF2.5\naS'x'\np1\nag1\na."))
 	f.Add([]byte("\x80\x04\x8f(K\x01K\x02\x90(K\x03\x91\x86."))
 	f.Add([]byte("cos\nsystem\n(S'echo hi'\ntR."))
+	f.Add([]byte("\x80\x04}\x94\x8c\x02dt\x94]\x94]\x94}\x94\x8c\x01k\x94K\x05saas."))
+	f.Add([]byte("\x80\x04}\x94(\x8c\x01a\x94]\x94(K\x01K\x02K\x03eu\x8c\x01b\x94h\x02s."))
 	lim := Limits{MaxInput: 1 << 20, MaxValues: 1 << 16, MaxString: 1 << 16}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Decode(bytes.NewReader(data), lim)
@@ -283,6 +286,36 @@ func FuzzDecode(f *testing.F) {
 			// None is the only value that decodes to nil.
 			t.Fatalf("nil without an N opcode: %q", data)
 		}
+		if err != nil && !strings.HasPrefix(err.Error(), "pickle: ") {
+			t.Fatalf("error without the package's prefix: %v", err)
+		}
+		// A StoreFunc that stores everything changes nothing.
+		all, allErr := DecodeStore(bytes.NewReader(data), lim, func(it *Item) (any, bool, error) {
+			if !it.Known && it.Path != nil {
+				t.Fatalf("a path that is not known")
+			}
+			return it.Value, true, nil
+		})
+		if (err == nil) != (allErr == nil) || (err != nil && err.Error() != allErr.Error()) {
+			t.Fatalf("Decode: %v; DecodeStore storing everything: %v", err, allErr)
+		}
+		if err == nil && !reflect.DeepEqual(v, all) {
+			t.Fatalf("DecodeStore storing everything decoded another value")
+		}
+		// One that folds lists, leaves out dict values and forgets some
+		// items: whatever it does, no panic, and errors keep the prefix.
+		_, err = DecodeStore(bytes.NewReader(data), lim, func(it *Item) (any, bool, error) {
+			switch {
+			case it.Step.Index%3 == 1:
+				return Forget, false, nil
+			case it.Step.Index < 0 && len(it.Path)%2 == 1:
+				return it.Value, false, nil
+			}
+			if _, ok := it.Value.(*List); ok {
+				return "folded", true, nil
+			}
+			return it.Value, true, nil
+		})
 		if err != nil && !strings.HasPrefix(err.Error(), "pickle: ") {
 			t.Fatalf("error without the package's prefix: %v", err)
 		}

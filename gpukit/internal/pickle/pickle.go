@@ -2,7 +2,8 @@
 // Python's pickle.loads (and PyTorch's memory tools, which read snapshots
 // with it) can read what gpukit writes; and it reads pickles of plain data
 // from strangers, such as a PyTorch memory snapshot (Decode, decode.go:
-// data opcodes only, every length bounded).
+// data opcodes only, every length bounded; DecodeStore, store.go, reads one
+// of a gigabyte keeping only what its caller folds each value into).
 //
 // The encoder never memoizes: a value reachable twice is written twice, and
 // no MEMOIZE, PUT or GET opcode appears in the output. It uses only opcodes
