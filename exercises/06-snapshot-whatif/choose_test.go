@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc/snapshot"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/nn"
 )
 
 // The public tests replay a GPT of 4 blocks of width 256 (the grader's
@@ -30,7 +31,7 @@ func publicRun(t *testing.T) Run {
 	t.Helper()
 	card, err := device.LookupProfile("t4")
 	require.NoError(t, err)
-	return Run{Model: GPTConfig{Vocab: 1024, Dim: 256, Heads: 4, Layers: 4},
+	return Run{Model: nn.GPTConfig{Vocab: 1024, Dim: 256, Heads: 4, Layers: 4},
 		Batch: 16, Seqs: []int{128, 48, 96, 128, 80}, Card: card}
 }
 

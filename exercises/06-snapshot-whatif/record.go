@@ -21,18 +21,14 @@ import (
 	"github.com/gpumem/course/gpukit/viz/memviewer"
 )
 
-// GPTConfig is the size of a GPT (lesson 07's: a token embedding, Layers
-// pre-norm causal transformer blocks, a final layer norm and a linear head).
-type GPTConfig struct{ Vocab, Dim, Heads, Layers int }
-
-// Run is a recorded training run: the model, one Adam step per sequence
+// Run is a recorded training run: the model (lesson 07's GPT, nn.GPT), one Adam step per sequence
 // length in Seqs at Batch sequences each, on a meta card of profile Card
 // (its index Index) whose allocator runs under AllocConf (the
 // PYTORCH_CUDA_ALLOC_CONF syntax; "" is the default), with at most
 // MaxEntries events kept in the history (0: alloc.DefaultMaxEntries), as
 // torch.cuda.memory._record_memory_history(max_entries=...) keeps them.
 type Run struct {
-	Model      GPTConfig
+	Model      nn.GPTConfig
 	Batch      int
 	Seqs       []int
 	Card       device.Profile
@@ -51,7 +47,7 @@ func Shipped() Run {
 		panic(err)
 	}
 	return Run{
-		Model: GPTConfig{Vocab: 2048, Dim: 512, Heads: 8, Layers: 8},
+		Model: nn.GPTConfig{Vocab: 2048, Dim: 512, Heads: 8, Layers: 8},
 		Batch: 18, Seqs: []int{256, 96, 224, 160}, Card: card,
 	}
 }
@@ -75,7 +71,7 @@ func Record(r Run) ([]byte, error) {
 	var snap alloc.Snapshot
 	err = tensor.Try(func() {
 		o := []tensor.Option{tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1))}
-		m := newGPT(r.Model, o...)
+		m := nn.NewGPT(r.Model, o...)
 		defer nn.Release(m)
 		opt, err := optim.NewAdam(nn.Parameters(m), optim.DefaultAdam())
 		if err != nil {
@@ -97,7 +93,7 @@ func Record(r Run) ([]byte, error) {
 
 // step is one training step on random tokens: forward, cross-entropy
 // against the tokens themselves, backward, Adam, gradients set to none.
-func step(m *gpt, opt *optim.Adam, dev *device.Device, batch, seq int) {
+func step(m *nn.GPT, opt *optim.Adam, dev *device.Device, batch, seq int) {
 	ids := tensor.Zeros([]int{batch, seq}, tensor.On(dev), tensor.Int64)
 	targets := tensor.Zeros([]int{batch * seq}, tensor.On(dev), tensor.Int64)
 	logits := m.Forward(ids)
@@ -111,43 +107,4 @@ func step(m *gpt, opt *optim.Adam, dev *device.Device, batch, seq int) {
 	loss.Release()
 	ids.Release()
 	targets.Release()
-}
-
-// gpt is embedding → blocks → layer norm → head, as in lesson 07.
-type gpt struct {
-	nn.Base
-	Emb    *nn.Embedding
-	Blocks []nn.Module
-	LN     *nn.LayerNorm
-	Head   *nn.Linear
-}
-
-func newGPT(c GPTConfig, opts ...tensor.Option) *gpt {
-	g := &gpt{Emb: nn.NewEmbedding(c.Vocab, c.Dim, opts...), LN: nn.NewLayerNorm(c.Dim, opts...),
-		Head: nn.NewLinear(c.Dim, c.Vocab, true, opts...)}
-	for range c.Layers {
-		b := nn.NewBlock(c.Dim, c.Heads, opts...)
-		b.Attn.Causal = true
-		g.Blocks = append(g.Blocks, b)
-	}
-	return g
-}
-
-func (g *gpt) Members() nn.Members {
-	ms := nn.Members{Children: []nn.NamedModule{{Name: "emb", Module: g.Emb}}}
-	for i, b := range g.Blocks {
-		ms.Children = append(ms.Children, nn.NamedModule{Name: fmt.Sprint("blocks.", i), Module: b})
-	}
-	return nn.Members{Children: append(ms.Children, nn.NamedModule{Name: "ln", Module: g.LN}, nn.NamedModule{Name: "head", Module: g.Head})}
-}
-
-// Forward maps token ids [B, T] to logits [B, T, vocab].
-func (g *gpt) Forward(ids *tensor.Tensor) *tensor.Tensor {
-	h := g.Emb.Forward(ids)
-	x := nn.RunLayers(g.Blocks, h)
-	h.Release()
-	n := g.LN.Forward(x)
-	x.Release()
-	defer n.Release()
-	return g.Head.Forward(n)
 }

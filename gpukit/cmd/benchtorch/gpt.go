@@ -6,7 +6,7 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-// The GPT of lesson 07 (lessons/07-training-budget.md), its "big" size:
+// The GPT of lesson 07 (lessons/07-training-budget.md, nn.GPT), its "big" size:
 // token embedding, 8 pre-norm blocks (causal attention, 8 heads; MLP
 // 512→2048→512 with GELU), a layer norm and the vocabulary head, trained
 // with Adam (lr 1e-2) on cross-entropy, batch 12 × 256 tokens.
@@ -14,40 +14,8 @@ const (
 	gptVocab, gptDim, gptHeads, gptLayers, gptSeq, gptBatch = 2048, 512, 8, 8, 256, 12
 )
 
-type gpt struct {
-	nn.Base
-	emb    *nn.Embedding
-	blocks []nn.Module
-	ln     *nn.LayerNorm
-	head   *nn.Linear
-}
-
-func (g *gpt) Members() nn.Members {
-	ms := nn.Members{Children: []nn.NamedModule{{Name: "emb", Module: g.emb}}}
-	for _, b := range g.blocks {
-		ms.Children = append(ms.Children, nn.NamedModule{Name: "block", Module: b})
-	}
-	return nn.Members{Children: append(ms.Children, nn.NamedModule{Name: "ln", Module: g.ln}, nn.NamedModule{Name: "head", Module: g.head})}
-}
-
-func (g *gpt) Forward(ids *tensor.Tensor) *tensor.Tensor {
-	h := g.emb.Forward(ids)
-	x := nn.RunLayers(g.blocks, h)
-	h.Release()
-	n := g.ln.Forward(x)
-	x.Release()
-	defer n.Release()
-	return g.head.Forward(n)
-}
-
 func gptStep(on, gen tensor.Option) (run, reset, done func()) {
-	g := &gpt{emb: nn.NewEmbedding(gptVocab, gptDim, on, gen), ln: nn.NewLayerNorm(gptDim, on, gen),
-		head: nn.NewLinear(gptDim, gptVocab, true, on, gen)}
-	for range gptLayers {
-		b := nn.NewBlock(gptDim, gptHeads, on, gen)
-		b.Attn.Causal = true
-		g.blocks = append(g.blocks, b)
-	}
+	g := nn.NewGPT(nn.GPTConfig{Vocab: gptVocab, Dim: gptDim, Heads: gptHeads, Layers: gptLayers}, on, gen)
 	cfg := optim.DefaultAdam()
 	cfg.LR = 1e-2
 	opt, err := optim.NewAdam(nn.Parameters(g), cfg)

@@ -355,7 +355,7 @@ func l07CheckpointSegments(r *recorder, s modelSize) {
 	x.Release()
 }
 
-// Lesson 07's GPT: embedding → pre-norm blocks → layer norm → head.
+// Lesson 07's GPT (nn.GPT) and its batches.
 type gptConfig struct{ Vocab, Dim, Heads, Layers, Seq, Batch int }
 
 var (
@@ -381,49 +381,6 @@ var gptRuns = []struct {
 	{"both", gptOptions{Checkpoint: true, Mixed: true}},
 }
 
-type gpt struct {
-	nn.Base
-	Emb    *nn.Embedding
-	Blocks []nn.Module
-	LN     *nn.LayerNorm
-	Head   *nn.Linear
-	Opts   gptOptions
-}
-
-func newGPT(c gptConfig, opts ...tensor.Option) *gpt {
-	g := &gpt{Emb: nn.NewEmbedding(c.Vocab, c.Dim, opts...), LN: nn.NewLayerNorm(c.Dim, opts...),
-		Head: nn.NewLinear(c.Dim, c.Vocab, true, opts...)}
-	for range c.Layers {
-		b := nn.NewBlock(c.Dim, c.Heads, opts...)
-		b.Attn.Causal = true
-		g.Blocks = append(g.Blocks, b)
-	}
-	return g
-}
-
-func (g *gpt) Members() nn.Members {
-	ms := []nn.NamedModule{{Name: "emb", Module: g.Emb}}
-	for i, b := range g.Blocks {
-		ms = append(ms, nn.NamedModule{Name: fmt.Sprint("blocks.", i), Module: b})
-	}
-	return nn.Members{Children: append(ms, nn.NamedModule{Name: "ln", Module: g.LN}, nn.NamedModule{Name: "head", Module: g.Head})}
-}
-
-func (g *gpt) Forward(ids *tensor.Tensor) *tensor.Tensor {
-	h := g.Emb.Forward(ids)
-	var x *tensor.Tensor
-	if g.Opts.Checkpoint {
-		x = checkpoint.Sequential(g.Blocks, len(g.Blocks), h)
-	} else {
-		x = nn.RunLayers(g.Blocks, h)
-	}
-	h.Release()
-	n := g.LN.Forward(x)
-	x.Release()
-	defer n.Release()
-	return g.Head.Forward(n)
-}
-
 // gptBatch is the lesson's Batch: random ids and, as targets, each
 // position's previous token (zeros on a meta device, which has no values).
 func gptBatch(dev *device.Device, c gptConfig, gen *tensor.Generator) (ids, targets *tensor.Tensor) {
@@ -446,8 +403,13 @@ func gptBatch(dev *device.Device, c gptConfig, gen *tensor.Generator) (ids, targ
 // (lr 1e-2), the memory after each phase and the peak inside it.
 func l07GPTStep(r *recorder, c gptConfig, o gptOptions) {
 	dev := r.dev
-	m := newGPT(c, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1)))
-	m.Opts = o
+	m := nn.NewGPT(nn.GPTConfig{Vocab: c.Vocab, Dim: c.Dim, Heads: c.Heads, Layers: c.Layers},
+		tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1)))
+	if o.Checkpoint {
+		m.RunBlocks = func(blocks []nn.Module, x *tensor.Tensor) *tensor.Tensor {
+			return checkpoint.Sequential(blocks, len(blocks), x)
+		}
+	}
 	cfg := optim.DefaultAdam()
 	cfg.LR = 1e-2
 	opt, err := optim.NewAdam(nn.Parameters(m), cfg)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc/snapshot"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/nn"
 )
 
 // The hidden tests record their own snapshots, of a GPT the public tests
@@ -25,7 +26,7 @@ func hiddenRun(t *testing.T, batch int) Run {
 	t.Helper()
 	card, err := device.LookupProfile("a100-40gb")
 	require.NoError(t, err)
-	return Run{Model: GPTConfig{Vocab: 1536, Dim: 384, Heads: 6, Layers: 6},
+	return Run{Model: nn.GPTConfig{Vocab: 1536, Dim: 384, Heads: 6, Layers: 6},
 		Batch: batch, Seqs: []int{192, 64, 160, 112, 192}, Card: card}
 }
 
