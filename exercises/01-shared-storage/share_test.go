@@ -6,24 +6,14 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-// newDevice opens a private simulated classroom card, so that no test sees
-// another's allocations.
-func newDevice(t *testing.T) *device.Device {
-	t.Helper()
-	// the first product on the card takes cuBLAS's workspace (lesson 02),
-	// which stays for good: take it now, so that the tests measure tensors
-	return simtest.Card(t, simtest.BlasWorkspace())
-}
-
 type op = func(*tensor.Tensor) *tensor.Tensor
 
 func TestViewsShareStorage(t *testing.T) {
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	for name, f := range map[string]op{
 		"T":         func(x *tensor.Tensor) *tensor.Tensor { return x.T() },
@@ -43,7 +33,7 @@ func TestViewsShareStorage(t *testing.T) {
 }
 
 func TestCopiesAllocate(t *testing.T) {
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	block := alloc.Config{}.RoundSize(30 * 40 * 4) // one float32 copy, rounded to the allocator's 512 B
 	for name, f := range map[string]op{
@@ -74,7 +64,7 @@ func gcOff(t *testing.T) {
 // references are as they were.
 func TestReleasesTheResult(t *testing.T) {
 	gcOff(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x := tensor.Randn([]int{20, 50}, tensor.On(dev))
 	for name, f := range map[string]op{
 		"Narrow": func(x *tensor.Tensor) *tensor.Tensor { return x.Narrow(0, 2, 5) },
@@ -101,7 +91,7 @@ func TestReleasesTheResult(t *testing.T) {
 // fails give an error (any message), never a panic, and change nothing.
 func TestErrorsNotPanics(t *testing.T) {
 	gcOff(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x := tensor.Randn([]int{6, 7}, tensor.On(dev))
 	allocated := dev.MemoryAllocated()
 	for name, c := range map[string]struct {
@@ -150,7 +140,7 @@ func classifyAs(t *testing.T, x *tensor.Tensor, name string, f op, want Result) 
 // size, rounded, whatever its dtype and however it was reached.
 func TestOtherShapes(t *testing.T) {
 	gcOff(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	rounded := alloc.Config{}.RoundSize
 	x := tensor.Randn([]int{3, 4, 5}, tensor.On(dev), tensor.Float64) // 60 float64s
 	view := Result{Shares: true}
@@ -191,7 +181,7 @@ func TestOtherShapes(t *testing.T) {
 // another tensor shares nothing with x though it allocated nothing.
 func TestTemporariesAndOthers(t *testing.T) {
 	gcOff(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x := tensor.Randn([]int{20, 50}, tensor.On(dev))
 	other := tensor.Randn([]int{50, 20}, tensor.On(dev))
 	whole := alloc.Config{}.RoundSize(20 * 50 * 4)

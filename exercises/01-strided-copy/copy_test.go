@@ -11,16 +11,9 @@ import (
 	"time"
 
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
-
-// newDevice opens a private simulated classroom card.
-func newDevice(t *testing.T) *device.Device {
-	t.Helper()
-	return simtest.Card(t)
-}
 
 // counting returns n bytes 0, 1, 2, ...: byte i of an array of one-byte
 // items is item i, which makes expected results easy to write.
@@ -55,7 +48,7 @@ func TestCopyStridedBasics(t *testing.T) {
 }
 
 func TestContiguousTensor(t *testing.T) {
-	dev := newDevice(t)
+	dev := simtest.Card(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	tr := m.T()
 	before := dev.Stats()["allocation.all.allocated"]
@@ -272,7 +265,7 @@ func (l *launchLog) readers(t *tensor.Tensor) []string {
 // or meta tensor is an error that leaves nothing allocated.
 func TestContiguousOneAllocation(t *testing.T) {
 	gcOff(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t)
 	f64 := tensor.Randn([]int{5, 9}, tensor.On(dev), tensor.Float64)
 	i64 := tensor.Randint(0, 100, []int{4, 3, 6}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(9)))
 	flags := i64.Lt(50)

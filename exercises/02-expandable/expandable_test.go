@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -83,15 +84,6 @@ func comparePredict(t *testing.T, what string, its [][]int64) {
 	}
 }
 
-// repeat returns n requests of size bytes each.
-func repeat(n int, size int64) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = size
-	}
-	return out
-}
-
 // The public twin of the grader's TestPredictPoolsAndPages, on other
 // requests: page boundaries of both pools, rounding, shrinking batches,
 // one map per allocation; requests of 0 bytes or less are errors.
@@ -106,7 +98,7 @@ func TestPredictBoundaries(t *testing.T) {
 		{"just under 1 MiB is small, 1 MiB + 512 B is large", [][]int64{{MiB - 1, MiB + 512}, {MiB + 512}}},
 		{"small pages", [][]int64{{900_000, 900_000, 900_000}, {2000}}},
 		{"larger, then smaller batches", [][]int64{{60 * MiB}, {25 * MiB, 25 * MiB}, {5 * MiB}, {45 * MiB}}},
-		{"rounding adds up: 4097 blocks of 500 B take 512 B each, two small pages", [][]int64{repeat(4097, 500)}},
+		{"rounding adds up: 4097 blocks of 500 B take 512 B each, two small pages", [][]int64{slices.Repeat([]int64{500}, 4097)}},
 		{"a map per allocation, not per page", [][]int64{{70 * MiB}, {70 * MiB, 70 * MiB}}},
 		{"an empty iteration", [][]int64{{}, {3 * MiB}}},
 	} {

@@ -13,15 +13,8 @@ import (
 
 const MiB = 1 << 20
 
-// newDevice opens a private simulated classroom card of the given capacity
-// (smaller than the real 2 GiB, so that filling it is quick).
-func newDevice(t *testing.T, capacity int64) *device.Device {
-	t.Helper()
-	return simtest.Card(t, simtest.Capacity(capacity))
-}
-
 func TestFragmentSmallRequest(t *testing.T) {
-	dev := newDevice(t, 256*MiB)
+	dev := simtest.Card(t, simtest.Capacity(256*MiB))
 	kept, err := Fragment(dev, 4*MiB)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +37,7 @@ func TestFragmentSmallRequest(t *testing.T) {
 }
 
 func TestLargestFreeBlock(t *testing.T) {
-	dev := newDevice(t, 256*MiB)
+	dev := simtest.Card(t, simtest.Capacity(256*MiB))
 	var blocks []*alloc.Block
 	for _, n := range []int64{4 * MiB, 6 * MiB, 2 * MiB} { // one 20 MiB segment, 8 MiB left at its end
 		b, err := dev.Malloc(n, dev.DefaultStream())

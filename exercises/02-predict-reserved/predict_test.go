@@ -6,24 +6,16 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
-	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
 const MiB = 1 << 20
 
-// newDevice opens a private simulated classroom card in meta mode: the
-// allocator's accounting without backing bytes, all these tests read.
-func newDevice(t *testing.T) *device.Device {
-	t.Helper()
-	return simtest.Card(t, simtest.Meta())
-}
-
 // measure serves requests on a fresh simulated classroom card, keeping every
 // block, and reads what the real allocator holds.
 func measure(t *testing.T, requests []int64) Prediction {
 	t.Helper()
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.Meta())
 	var blocks []*alloc.Block
 	for _, n := range requests {
 		b, err := dev.Malloc(n, dev.DefaultStream())
@@ -107,7 +99,7 @@ func TestPoolsAtBoundaries(t *testing.T) {
 		10*MiB - 1000, 10*MiB - 300, 10*MiB + 512, 11*MiB + 1,
 		20*MiB - 1, 20*MiB + 512, 30*MiB + 5,
 	} {
-		dev := newDevice(t)
+		dev := simtest.Card(t, simtest.Meta())
 		b, err := dev.Malloc(n, dev.DefaultStream())
 		if err != nil {
 			t.Fatal(err)

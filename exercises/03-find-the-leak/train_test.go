@@ -12,15 +12,6 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-// newDevice opens a private simulated classroom card that holds its
-// cuBLAS workspace.
-func newDevice(t *testing.T) *device.Device {
-	t.Helper()
-	// the first product on the card takes cuBLAS's workspace (lesson 02),
-	// which stays for good: take it now, so that the tests measure tensors
-	return simtest.Card(t, simtest.BlasWorkspace())
-}
-
 // noCollector turns Go's garbage collector off for the test: memory must be
 // returned by Release, not by a collection that may or may not run.
 func noCollector(t *testing.T) {
@@ -30,7 +21,7 @@ func noCollector(t *testing.T) {
 
 func TestHistoryValues(t *testing.T) {
 	noCollector(t)
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	m := NewMLP(dev, 16, 64, 4, 1)
 	d := NewData(dev, 128, 16, 4, 2)
 	before := dev.MemoryAllocated()
@@ -54,7 +45,7 @@ func TestHistoryValues(t *testing.T) {
 func TestMemoryFlat(t *testing.T) {
 	noCollector(t)
 	peak := func(steps int) int64 {
-		dev := newDevice(t)
+		dev := simtest.Card(t, simtest.BlasWorkspace())
 		m := NewMLP(dev, 16, 64, 4, 1)
 		d := NewData(dev, 128, 16, 4, 2)
 		base := dev.MemoryAllocated()
@@ -75,7 +66,7 @@ func TestMemoryFlat(t *testing.T) {
 type sizes struct{ n, in, hidden, out, steps int }
 
 func (z sizes) setup(t *testing.T) (*device.Device, *MLP, Data) {
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	return dev, NewMLP(dev, z.in, z.hidden, z.out, 3), NewData(dev, z.n, z.in, z.out, 4)
 }
 

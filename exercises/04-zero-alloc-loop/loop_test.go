@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -13,15 +12,6 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
-
-// newDevice opens a private simulated classroom card that holds its
-// cuBLAS workspace.
-func newDevice(t *testing.T) *device.Device {
-	t.Helper()
-	// the first product on the card takes cuBLAS's workspace (lesson 02),
-	// which stays for good: take it now, so that the tests measure tensors
-	return simtest.Card(t, simtest.BlasWorkspace())
-}
 
 // operands draws x0 [n, d], W [d, d] and b [d] from a fixed seed.
 func operands(dev *device.Device, n, d int) (x0, w, b *tensor.Tensor) {
@@ -41,18 +31,6 @@ func operandsSeeded(dev *device.Device, n, d int, dtype tensor.Dtype, seed uint6
 	w.MulInPlace(0.1)
 	b = tensor.Randn([]int{d}, tensor.On(dev), dtype, tensor.WithGenerator(gen))
 	return x0, w, b
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends, so that what the test measures does not depend on when a
-// collection runs.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }
 
 // newLoopSteps makes a loop and runs it for steps, failing the test on any
@@ -102,7 +80,7 @@ func bits(t *tensor.Tensor) []byte {
 // The grader's TestMatchesReference runs another shape for another number
 // of steps.
 func TestMatchesReference(t *testing.T) {
-	dev := newDevice(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x0, w, b := operandsSeeded(dev, 24, 80, tensor.Float32, 7)
 	l := newLoopSteps(t, "24×80", x0, w, b, 12)
 	matchesReference(t, "24×80", l, x0, w, b, 12)
@@ -113,8 +91,8 @@ func TestMatchesReference(t *testing.T) {
 // hold no temporary (the peak stays at what is allocated) and still give
 // Reference's state, bit for bit.
 func TestZeroSteadyStateAllocations(t *testing.T) {
-	noCollector(t)
-	dev := newDevice(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x0, w, b := operands(dev, 32, 64)
 	l := newLoopSteps(t, "32×64", x0, w, b, 1)
 	allocations, allocated := dev.Stats()["allocation.all.allocated"], dev.MemoryAllocated()
@@ -144,8 +122,8 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 // (nothing), Release gives every buffer and reference back, the operands
 // are never modified, and after Release Step fails and State is nil.
 func TestBuffersReleasedOperandsKept(t *testing.T) {
-	noCollector(t)
-	dev := newDevice(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x0, w, b := operandsSeeded(dev, 24, 36, tensor.Float32, 3)
 	operands := []*tensor.Tensor{x0, w, b}
 	names := []string{"x0", "W", "b"}
@@ -204,8 +182,8 @@ func TestBuffersReleasedOperandsKept(t *testing.T) {
 // operands: zero steps and a few, float64, and bad operands, which are
 // errors (never a panic) and leave nothing allocated.
 func TestOtherShapesAndBadOperands(t *testing.T) {
-	noCollector(t)
-	dev := newDevice(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t, simtest.BlasWorkspace())
 	for _, s := range [][2]int{{2, 5}, {9, 1}, {33, 8}} {
 		x0, w, b := operandsSeeded(dev, s[0], s[1], tensor.Float32, 5)
 		for _, steps := range []int{0, 2} {
@@ -221,7 +199,7 @@ func TestOtherShapesAndBadOperands(t *testing.T) {
 	l.Release()
 
 	x0, w, b := operandsSeeded(dev, 6, 5, tensor.Float32, 21)
-	other := newDevice(t)
+	other := simtest.Card(t, simtest.BlasWorkspace())
 	_, _, bOther := operandsSeeded(other, 6, 5, tensor.Float32, 21)
 	released := tensor.Ones([]int{6, 5}, tensor.On(dev))
 	released.Release()

@@ -2,7 +2,6 @@ package chunked
 
 import (
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -10,7 +9,6 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/tensor"
 )
 
 // card returns a fresh simulated card with the classroom figures and the
@@ -37,18 +35,6 @@ func rowSum(width int) Model {
 		}
 		d.Launch(d.DefaultStream(), device.Kernel{Name: "row-sum", Bytes: int64(4 * rows * (width + 1))})
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends, so that what the test measures does not depend on when a
-// collection runs.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }
 
 // sumPlus is a model with outWidth outputs per row: the row's sum plus the
@@ -116,7 +102,7 @@ func checkSumPlus(t *testing.T, what string, in, out []float32, inWidth, outWidt
 // budgets: outputs are the model's, row by row, each row seen once, for
 // several budgets and a row count that is not a multiple of the chunk.
 func TestRowSums(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	const rows, width = 1000, 256
 	input := make([]float32, rows*width)
 	for i := range input {
@@ -141,7 +127,7 @@ func TestRowSums(t *testing.T) {
 // with chunks at least half as large as the budget allows (as asked,
 // before the allocator's rounding), and nothing stays allocated.
 func TestPeakWithinBudgetPublic(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	const rows, inWidth, outWidth = 5000, 768, 3
 	in := values(rows, inWidth)
 	for _, budget := range []int64{48 << 10, 900 << 10, 2<<20 + 512<<10, 7<<20 + 1000, 13<<20 + 300<<10} {
@@ -170,7 +156,7 @@ func TestPeakWithinBudgetPublic(t *testing.T) {
 // or a whole 2 MiB), a budget that holds a chunk's two blocks exactly gives
 // chunks of exactly that many rows, and a wide output counts too.
 func TestLargestChunkPublic(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	for _, c := range []struct {
 		what              string
 		inWidth, outWidth int
@@ -210,7 +196,7 @@ func TestLargestChunkPublic(t *testing.T) {
 // The public twin of the grader's TestInputLargerThanDevice: 80 MiB of
 // input through a 48 MiB card within a 6 MiB budget.
 func TestInputLargerThanCard(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	const inWidth, outWidth = 512, 2
 	rows := (80 << 20) / (4 * inWidth)
 	in := values(rows, inWidth)
@@ -232,7 +218,7 @@ func TestInputLargerThanCard(t *testing.T) {
 // rows, and a width of 0 or less are errors, not panics; a valid call
 // still works.
 func TestBadArgumentsPublic(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	d := card(t, 64<<20)
 	seen, largest := 0, 0
 	in := values(12, 48)

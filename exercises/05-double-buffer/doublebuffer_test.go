@@ -11,12 +11,6 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 )
 
-// classroom returns a fresh simulated classroom card.
-func classroom(t *testing.T) *device.Device {
-	t.Helper()
-	return simtest.Card(t)
-}
-
 // batches returns n pinned batches of size bytes, each with its own bytes.
 func batches(t *testing.T, d *device.Device, n, size int) []*device.HostBuffer {
 	out := make([]*device.HostBuffer, n)
@@ -53,7 +47,7 @@ func sized(t *testing.T, d *device.Device, sizes ...int) []*device.HostBuffer {
 // sizes: every batch reaches compute bitwise equal to its host batch,
 // once, in order, and compute waits for its batch's copy.
 func TestValuesArriveIntact(t *testing.T) {
-	d := classroom(t)
+	d := simtest.Card(t)
 	host := sized(t, d, 2<<20, 1500, 700, 3<<20, 100, 1<<20)
 	calls := 0
 	d.Synchronize()
@@ -98,7 +92,7 @@ func TestCopiesOverlapCompute(t *testing.T) {
 		{"compute-bound", 2 << 20, 500_000_000, true},
 		{"copy-bound", 5 << 20, 300_000_000, false},
 	} {
-		d := classroom(t)
+		d := simtest.Card(t)
 		const n = 12
 		host := batches(t, d, n, c.size)
 		model := device.Kernel{Name: "step", Flops: c.flops}
@@ -128,7 +122,7 @@ func TestCopiesOverlapCompute(t *testing.T) {
 // stream than compute's must not be handed to a later batch before the
 // compute queued on it has ended (RecordStream on the compute stream).
 func TestNoBlockReusedEarly(t *testing.T) {
-	d := classroom(t)
+	d := simtest.Card(t)
 	host := sized(t, d, 3<<19, 3<<19, 3<<19, 3<<19, 3<<19, 3<<19, 3<<19, 3<<19) // 1.5 MiB each
 	addr := make([]uint64, len(host))
 	stream := make([]alloc.Stream, len(host))
@@ -156,7 +150,7 @@ func TestNoBlockReusedEarly(t *testing.T) {
 // batches: after Run and a device synchronization, every block is back in
 // the allocator.
 func TestAllBlocksFreed(t *testing.T) {
-	d := classroom(t)
+	d := simtest.Card(t)
 	host := sized(t, d, 2<<20, 2<<20, 2<<20, 300)
 	calls := 0
 	if err := Run(d, host, func(*alloc.Block, int) {
@@ -178,7 +172,7 @@ func TestAllBlocksFreed(t *testing.T) {
 // batches: no batches is fine and computes nothing; an empty batch is an
 // error naming its index, found before any compute.
 func TestEmptyInput(t *testing.T) {
-	d := classroom(t)
+	d := simtest.Card(t)
 	if err := Run(d, []*device.HostBuffer{}, func(*alloc.Block, int) { t.Error("compute called without batches") }); err != nil {
 		t.Errorf("Run with no batches: %v, want no error", err)
 	}

@@ -2,7 +2,6 @@ package findpeak
 
 import (
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,11 +11,6 @@ import (
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
 )
-
-func newDev(t *testing.T) *device.Device {
-	t.Helper()
-	return simtest.Card(t)
-}
 
 // allocatorPeaks runs the phases with the allocator's peak counter reset
 // at the start of each, and returns the phase with the highest peak.
@@ -33,29 +27,17 @@ func allocatorPeaks(dev *device.Device, phases []Phase) (string, int64) {
 	return name, peak
 }
 
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends, so that what the test measures does not depend on when a
-// collection runs.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
-}
-
 // checkStep runs FindPeak on one training step and the same step on a twin
 // device with the allocator's peak reset at each phase: the peak phase and
 // its bytes must be the allocator's, and FindPeak keeps no memory of its
 // own.
 func checkStep(t *testing.T, batch int, sizes []int, adam bool) {
 	t.Helper()
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	phases := MLPStep(dev, batch, sizes, adam)
 	report, err := FindPeak(dev, phases)
 	require.NoError(t, err)
-	twin := newDev(t)
+	twin := simtest.Card(t)
 	twinPhases := MLPStep(twin, batch, sizes, adam)
 	name, peak := allocatorPeaks(twin, twinPhases)
 	require.Equal(t, name, report.PeakPhase, "the phase that makes the peak (batch %d, sizes %v)", batch, sizes)
@@ -67,22 +49,22 @@ func checkStep(t *testing.T, batch int, sizes []int, adam bool) {
 
 // The twin of the grader's TestHiddenPeakOfWideSGDStep, on other shapes.
 func TestPeakOfAnSGDStep(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkStep(t, 16, []int{64, 256, 10}, false)
 	checkStep(t, 384, []int{40, 1280, 6}, false)
 }
 
 // The twin of the grader's TestHiddenPeakOfAdamStep, on another model.
 func TestPeakOfAnAdamStep(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkStep(t, 24, []int{160, 640, 320, 20}, true)
 }
 
 // The twin of the grader's TestHiddenPeakEqualsStepPeak, on another model:
 // the peak phase holds the peak of the whole step.
 func TestPeakIsTheWholeStepsPeak(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	phases := MLPStep(dev, 28, []int{96, 512, 512, 24}, true)
 	dev.ResetPeakStats()
 	report, err := FindPeak(dev, phases)
@@ -92,7 +74,7 @@ func TestPeakIsTheWholeStepsPeak(t *testing.T) {
 }
 
 func TestTopOp(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	big := tensor.Ones([]int{512, 1024}, tensor.On(dev)) // 2 MiB
 	small := tensor.Ones([]int{128}, tensor.On(dev))
 	phases := []Phase{
@@ -110,8 +92,8 @@ func TestTopOp(t *testing.T) {
 // The twin of the grader's TestHiddenTopOpSingle, on other ops and shapes:
 // the top op is an op, not a range whose total is larger.
 func TestTopOpIsNotARange(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	a := tensor.Ones([]int{250, 600}, tensor.On(dev)) // 600000 bytes, a 600064-byte block
 	c := tensor.Ones([]int{100, 900}, tensor.On(dev)) // 360000 bytes, a 360448-byte block
 	var kept []*tensor.Tensor
@@ -135,8 +117,8 @@ func TestTopOpIsNotARange(t *testing.T) {
 // The twin of the grader's TestHiddenTopOpSummedOverCalls, on other ops and
 // sizes: an op's self memory is summed over its calls.
 func TestTopOpSummedOverCalls(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	x := tensor.Ones([]int{1 << 17}, tensor.On(dev)) // 512 KiB
 	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
 	phases := []Phase{
@@ -160,8 +142,8 @@ func TestTopOpSummedOverCalls(t *testing.T) {
 // names: ties go to the earlier phase and to the op that first appears in
 // the table, not the last one, not the first in alphabetical order.
 func TestTiesGoToTheFirst(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	x := tensor.Ones([]int{1 << 17}, tensor.On(dev)) // 512 KiB
 	phases := []Phase{
 		{"omega", func() { s := x.Sigmoid(); s.Release() }}, // 512 KiB
@@ -179,7 +161,7 @@ func TestTiesGoToTheFirst(t *testing.T) {
 // The twin of the grader's TestHiddenNoPhases: no phases (nil here) is an
 // error, and no profile is left running.
 func TestNoPhases(t *testing.T) {
-	_, err := FindPeak(newDev(t), nil)
+	_, err := FindPeak(simtest.Card(t), nil)
 	require.ErrorContains(t, err, "phase")
 	p, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err, "FindPeak without phases must leave no profile running")
@@ -190,8 +172,8 @@ func TestNoPhases(t *testing.T) {
 // profile FindPeak started is stopped when it returns, also when a phase
 // panics.
 func TestStopsItsProfile(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	_, err := FindPeak(dev, MLPStep(dev, 4, []int{12, 24, 3}, true))
 	require.NoError(t, err)
 	p, err := profiler.Start(profiler.Options{})
@@ -211,8 +193,8 @@ func TestStopsItsProfile(t *testing.T) {
 // phases: inside a running profile FindPeak returns the profiler's error,
 // runs nothing and leaves the caller's profile running.
 func TestRefusesInsideAProfile(t *testing.T) {
-	noCollector(t)
-	dev := newDev(t)
+	simtest.NoCollector(t)
+	dev := simtest.Card(t)
 	outer, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err)
 	defer outer.Stop()

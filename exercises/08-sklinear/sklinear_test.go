@@ -3,7 +3,6 @@ package sklinear
 import (
 	"fmt"
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,18 +34,6 @@ func set(t *tensor.Tensor, vals ...float64) {
 		for i, v := range vals {
 			flat.SetAt(v, i)
 		}
-	})
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends, so that what the test measures does not depend on when a
-// collection runs.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
 	})
 }
 
@@ -114,7 +101,7 @@ func TestForwardHandChecked(t *testing.T) {
 // shapes, terms, ranks and seeds: the forward pass equals the formula,
 // computed with plain loops, with and without bias.
 func TestForwardMatchesFormula(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		in, out, terms, rank int
@@ -152,7 +139,7 @@ func TestGradcheck(t *testing.T) {
 // another layer: only the needed gradients are computed; the buffers and
 // an input without grad get none.
 func TestOnlyNeededGradients(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(4, 3, 3, 1, true, f64(dev, 16)...)
 	x := tensor.Randn([]int{2, 4}, f64(dev, 17)...) // no grad for x
@@ -232,7 +219,7 @@ func wantGrads(x, g *tensor.Tensor, l *Layer) [][]float64 {
 // are allocated beside y, so its peak passes what was allocated before
 // the call by 2·B·out + B·k elements at most; and y is right.
 func TestForwardPeak(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		B, in, out, terms, rank int
@@ -262,7 +249,7 @@ func TestForwardPeak(t *testing.T) {
 // [B, k] tensor are allocated beside the gradients it returns; and the
 // gradients are right.
 func TestBackwardPeak(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 32, 128, 256, 3, 16 // every tensor a multiple of 512 bytes
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(21)))
@@ -303,7 +290,7 @@ func TestBackwardPeak(t *testing.T) {
 // forward pass leaves only its output allocated (the node saves references
 // to tensors that exist anyway); backward leaves only the gradients.
 func TestMemoryOnlyOutputAndGradients(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 16, 192, 256, 3, 8 // every tensor a multiple of 512 bytes
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(18)))

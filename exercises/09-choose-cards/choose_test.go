@@ -1,6 +1,7 @@
 package choosecards
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,15 +33,6 @@ func TestChoosePublic(t *testing.T) {
 	assert.Equal(t, Plan{Devices: 4, Stage: distributed.ZeRO3}, p)
 }
 
-// widths is n+1 equal widths: n square layers.
-func widths(width, n int) []int {
-	w := make([]int, n+1)
-	for i := range w {
-		w[i] = width
-	}
-	return w
-}
-
 // The public twin of the grader's TestHiddenLowestStage, on other models
 // and cards: where a lower stage fits on as few cards as a higher one,
 // Choose takes the lower (the least communication). The plans were
@@ -51,8 +43,8 @@ func TestChoosesTheLowestStage(t *testing.T) {
 		card string
 		want Plan
 	}{
-		{Model{widths(8192, 2), 2048}, "classroom", Plan{Devices: 2, Stage: distributed.ZeRO1}},
-		{Model{widths(8192, 3), 4096}, "t4", Plan{Devices: 1, Stage: distributed.DDP}},
+		{Model{slices.Repeat([]int{8192}, 3), 2048}, "classroom", Plan{Devices: 2, Stage: distributed.ZeRO1}},
+		{Model{slices.Repeat([]int{8192}, 4), 4096}, "t4", Plan{Devices: 1, Stage: distributed.DDP}},
 	} {
 		card, err := device.LookupProfile(c.card)
 		require.NoError(t, err)
@@ -70,10 +62,10 @@ func TestChoosesTheLowestStage(t *testing.T) {
 func TestNothingFitsIsNotOK(t *testing.T) {
 	card, err := device.LookupProfile("classroom")
 	require.NoError(t, err)
-	_, ok, err := Choose(Model{widths(8192, 2), 16384}, card)
+	_, ok, err := Choose(Model{slices.Repeat([]int{8192}, 3), 16384}, card)
 	require.NoError(t, err)
 	assert.False(t, ok, "2 layers of 8192 with 16384 rows per card fit on no group of up to %d classroom cards", MaxDevices)
-	_, ok, err = Choose(Model{widths(8192, 2), 2048}, card)
+	_, ok, err = Choose(Model{slices.Repeat([]int{8192}, 3), 2048}, card)
 	require.NoError(t, err)
 	assert.True(t, ok, "2 layers of 8192 with 2048 rows per card fit on 2 classroom cards")
 }

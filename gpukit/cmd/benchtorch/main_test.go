@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -15,8 +15,7 @@ import (
 // training case undoes what an optimizer step changed, so every timed step
 // computes on the same values.
 func TestRestorablePutsBackTrainedParameters(t *testing.T) {
-	dev, err := device.Open("sim:0")
-	require.NoError(t, err)
+	dev := simtest.Card(t)
 	on, gen := tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1))
 	m := nn.NewLinear(8, 4, true, on, gen)
 	defer nn.Release(m)

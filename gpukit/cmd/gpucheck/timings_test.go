@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,10 +17,7 @@ import (
 // (virtual clocks), so every ratio is 1. This checks the workloads' flops
 // and bytes, the events and the arithmetic, end to end, without a GPU.
 func TestTimingsOnSimMatchTheModel(t *testing.T) {
-	p, err := device.LookupProfile("h100-80gb")
-	require.NoError(t, err)
-	d, err := device.Open("sim:11", device.WithProfile(p))
-	require.NoError(t, err)
+	d := simtest.Card(t, simtest.Profile("h100-80gb"))
 	got, err := profileFor(d)
 	require.NoError(t, err)
 	require.Equal(t, "h100-80gb", got.Name)

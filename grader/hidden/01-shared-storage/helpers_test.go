@@ -1,7 +1,6 @@
 package sharing
 
 import (
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
@@ -57,17 +56,4 @@ func expectCopy(t *testing.T, x *tensor.Tensor, name string, f op, bytes int64) 
 	if r.Shares || r.Allocations != 1 || r.Bytes != bytes {
 		t.Errorf("%s: got %+v, want a copy: own storage, 1 allocation, %d bytes", name, r, bytes)
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

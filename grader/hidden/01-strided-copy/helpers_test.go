@@ -3,7 +3,6 @@ package strided
 import (
 	"math"
 	"math/rand/v2"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -61,19 +60,6 @@ func reference(src []byte, itemsize int, shape, strides []int, offset int) []byt
 }
 
 func block(n int64) int64 { return alloc.Config{}.RoundSize(n) }
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
-}
 
 // kernelLog records, as a tensor.Observer, the device kernels that ops
 // launch while it is installed.

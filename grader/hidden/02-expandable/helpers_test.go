@@ -1,13 +1,11 @@
 package expandable
 
 import (
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/tensor"
 )
 
 const MiB = 1 << 20
@@ -52,15 +50,4 @@ func mustMalloc(t *testing.T, dev *device.Device, n int64, s alloc.Stream) *allo
 		t.Fatal(err)
 	}
 	return b
-}
-
-// noCollector runs the test with Go's collector off after a full
-// collection, so that a submission's garbage cannot change what it measures.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

@@ -2,13 +2,11 @@ package fragment
 
 import (
 	"errors"
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/tensor"
 )
 
 const MiB = 1 << 20
@@ -74,17 +72,4 @@ func checkFragmented(t *testing.T, capacity, request int64) {
 	}
 	dev.Free(b)
 	dev.EmptyCache() // give the simulated memory back before the next case
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

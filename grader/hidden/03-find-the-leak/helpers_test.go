@@ -2,7 +2,6 @@ package leak
 
 import (
 	"math"
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -71,19 +70,6 @@ func unchanged(t *testing.T, what string, dev *device.Device, allocated, live in
 	if got := dev.Stats()["allocation.all.current"]; got != live {
 		t.Errorf("%s: %d live blocks after Fit, %d before", what, got, live)
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }
 
 // opLog records, as a tensor.Observer, every kernel launched while it is

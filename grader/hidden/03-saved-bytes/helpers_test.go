@@ -2,7 +2,6 @@ package saved
 
 import (
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
@@ -38,19 +37,6 @@ func check(t *testing.T, s Shape, mode Mode) {
 	if want := measure(t, s, mode); got != want {
 		t.Errorf("%v %+v: predicted %d bytes, the allocator holds %d", mode, s, got, want)
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }
 
 // tensorLog counts, as a tensor.Observer, the storages allocated and the

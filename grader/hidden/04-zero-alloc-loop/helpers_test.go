@@ -2,7 +2,6 @@ package reuse
 
 import (
 	"bytes"
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device"
@@ -69,17 +68,4 @@ func sameAsReference(t *testing.T, what string, l *Loop, x0, w, b *tensor.Tensor
 	if !bytes.Equal(bits(got), bits(want)) {
 		t.Errorf("%s: after %d steps the state differs from Reference's", what, steps)
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

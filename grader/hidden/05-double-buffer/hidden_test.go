@@ -2,7 +2,6 @@ package doublebuffer
 
 import (
 	"bytes"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/tensor"
 )
 
 func classroom(t *testing.T) *device.Device {
@@ -44,7 +42,7 @@ func repeat(n, size int) []int {
 // TestBatchesBitwiseInOrder: every batch, of varied sizes, reaches compute
 // bitwise equal to its host batch, once, in order.
 func TestBatchesBitwiseInOrder(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, 1<<20, 3000, 5<<20, 512, 1<<20, 77, 2<<20)
 	calls := 0
@@ -100,7 +98,7 @@ func pipelineTime(t *testing.T, n, size int, flops int64) (total, ideal, step ti
 // than the ideal pipeline (classroom profile). Waiting for more than the
 // batch's own copy costs about a copy.
 func TestModelledStepNearIdeal(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	for _, c := range []struct {
 		name  string
 		size  int
@@ -123,7 +121,7 @@ func TestModelledStepNearIdeal(t *testing.T) {
 // stream may be reused at once: the caching allocator is stream-ordered,
 // so the next use on that stream runs after the compute.
 func TestBlocksNotReusedWhileComputeQueued(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, repeat(10, 1<<20)...)
 	addr := make([]uint64, len(host))
@@ -151,7 +149,7 @@ func TestBlocksNotReusedWhileComputeQueued(t *testing.T) {
 // TestNothingLeftAllocated: after Run and a device synchronization, every
 // block is back in the allocator.
 func TestNothingLeftAllocated(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, repeat(5, 1<<20)...)
 	calls := 0
@@ -170,7 +168,7 @@ func TestNothingLeftAllocated(t *testing.T) {
 // TestNoBatchesAndEmptyBatch: no batches is fine and computes nothing; an
 // empty batch is an error naming its index, before any compute.
 func TestNoBatchesAndEmptyBatch(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	d := classroom(t)
 	if err := Run(d, nil, func(*alloc.Block, int) { t.Error("compute called without batches") }); err != nil {
 		t.Fatalf("Run without batches: %v", err)
@@ -184,17 +182,4 @@ func TestNoBatchesAndEmptyBatch(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("compute ran %d times before the empty batch was refused", calls)
 	}
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

@@ -6,7 +6,6 @@ package findpeak
 
 import (
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,17 +54,17 @@ func checkMLP(t *testing.T, batch int, sizes []int, adam bool) {
 }
 
 func TestHiddenPeakOfAdamStep(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkMLP(t, 48, []int{256, 1024, 512, 32}, true)
 }
 
 func TestHiddenPeakOfWideSGDStep(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkMLP(t, 512, []int{96, 1536, 12}, false)
 }
 
 func TestHiddenPeakEqualsStepPeak(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	phases := MLPStep(dev, 40, []int{128, 768, 768, 16}, true)
 	dev.ResetPeakStats()
@@ -75,7 +74,7 @@ func TestHiddenPeakEqualsStepPeak(t *testing.T) {
 }
 
 func TestHiddenTopOpSingle(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	a := tensor.Ones([]int{300, 700}, tensor.On(dev)) // 840000 bytes, an 840192-byte block
 	b := tensor.Ones([]int{700, 50}, tensor.On(dev))
@@ -100,7 +99,7 @@ func TestHiddenTopOpSingle(t *testing.T) {
 }
 
 func TestHiddenTopOpSummedOverCalls(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
@@ -125,7 +124,7 @@ func TestHiddenTopOpSummedOverCalls(t *testing.T) {
 // in the table (KeyAverages' order), not the last one, not the first name
 // in alphabetical order.
 func TestHiddenTiesGoToTheFirst(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	phases := []Phase{
@@ -142,7 +141,7 @@ func TestHiddenTiesGoToTheFirst(t *testing.T) {
 }
 
 func TestHiddenNoPhases(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, []Phase{})
 	require.ErrorContains(t, err, "phase")
@@ -152,7 +151,7 @@ func TestHiddenNoPhases(t *testing.T) {
 }
 
 func TestHiddenStopsItsProfile(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, MLPStep(dev, 8, []int{16, 32, 4}, false))
 	require.NoError(t, err)
@@ -171,7 +170,7 @@ func TestHiddenStopsItsProfile(t *testing.T) {
 }
 
 func TestHiddenRefusesInsideAProfile(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := hiddenDev(t)
 	outer, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err)
@@ -182,17 +181,4 @@ func TestHiddenRefusesInsideAProfile(t *testing.T) {
 	require.False(t, ran, "nothing runs when the profile cannot start")
 	_, err = profiler.Start(profiler.Options{})
 	require.Error(t, err, "the caller's profile is still running: FindPeak did not stop it")
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

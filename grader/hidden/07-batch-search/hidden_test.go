@@ -2,8 +2,9 @@ package batchsearch
 
 import (
 	"runtime"
-	"runtime/debug"
 	"testing"
+
+	"github.com/gpumem/course/gpukit/device/simtest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 )
 
 func TestFindsTheLimit(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	for _, c := range []struct {
 		capacity int64
 		width    int
@@ -32,7 +33,7 @@ func TestFindsTheLimit(t *testing.T) {
 // Every try starts with the memory the search started with: a failed try
 // (whose gradients step leaves behind) is cleaned up before the next.
 func TestFailedTriesFreed(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tensor.CollectGarbage()
@@ -86,7 +87,7 @@ func TestFailedTriesFreed(t *testing.T) {
 }
 
 func TestCacheLeftAsFound(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	dev.EmptyCache()
@@ -98,7 +99,7 @@ func TestCacheLeftAsFound(t *testing.T) {
 }
 
 func TestFewTries(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tries := 0
@@ -108,7 +109,7 @@ func TestFewTries(t *testing.T) {
 }
 
 func TestMaxBatchAndErrors(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	b, err := LargestBatch(dev, 5, tr.Step, tr.CleanUp)
@@ -121,17 +122,4 @@ func TestMaxBatchAndErrors(t *testing.T) {
 	assert.Error(t, err, "maxBatch < 1")
 	_, err = LargestBatch(dev, 8, func(int) { tr.Step(1 << 20) }, tr.CleanUp)
 	assert.Error(t, err, "nothing fits")
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

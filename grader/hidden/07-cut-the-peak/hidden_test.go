@@ -2,7 +2,6 @@ package cutpeak
 
 import (
 	"math"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,12 +15,12 @@ import (
 )
 
 func TestPeakCut(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkPeakCut(t, 512, 8, 8192)
 }
 
 func TestPeakCutOtherShape(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkPeakCut(t, 256, 12, 16384)
 }
 
@@ -117,7 +116,7 @@ func losses(t *testing.T, step func(*Model, *optim.Adam, *tensor.Tensor, *tensor
 }
 
 func TestLossClose(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	want, wantParams := losses(t, BaselineStep)
 	got, gotParams := losses(t, TrainStep)
 	for i := range want {
@@ -140,7 +139,7 @@ func TestLossClose(t *testing.T) {
 // After a step only the parameters and Adam's state are allocated: no
 // gradient, no activation, no saved tensor.
 func TestReleasesEverything(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := ClassroomCard()
 	m := NewModel(dev, 256, 4, 1)
 	opt := NewOptimizer(m)
@@ -159,17 +158,4 @@ func TestReleasesEverything(t *testing.T) {
 		assert.True(t, p.Grad() == nil, "gradients are released (a parameter still holds one)")
 	}
 	assert.Positive(t, opt.StateBytes(), "the optimizer stepped")
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

@@ -1,7 +1,6 @@
 package bubble
 
 import (
-	"runtime/debug"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/nn"
@@ -74,15 +73,4 @@ func hiddenPlan(t *testing.T, layers []int, maxBubble float64, budget int64) (in
 		}
 	}
 	return 0, 0, Step{}, false
-}
-
-// noCollector runs the test with Go's collector off after a full
-// collection, so that a submission's garbage cannot change what it measures.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +18,7 @@ import (
 // TestMeasureMatches: each case on fresh cards, against the test's own
 // measurement on other fresh cards.
 func TestMeasureMatches(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	for _, c := range []struct {
 		layers []int
 		micro  int
@@ -47,7 +49,7 @@ func TestMeasureMatches(t *testing.T) {
 // TestMeasureLeavesCards: nothing stays behind, and measuring twice on
 // the same cards, after another measurement, gives the same numbers.
 func TestMeasureLeavesCards(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	stages, x := hiddenFresh(t, 2, 2)
 	before := []int64{stages[0].Device.MemoryAllocated(), stages[1].Device.MemoryAllocated()}
 	_, err := Measure(stages, x, 4, parallel.GPipe)
@@ -68,7 +70,7 @@ func TestMeasureLeavesCards(t *testing.T) {
 // TestMeasureRefuses: bad micro-batch counts and no input, refused before
 // anything is allocated.
 func TestMeasureRefuses(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	stages, x := hiddenFresh(t, 1, 1)
 	d := stages[0].Device
 	allocs := d.Stats()["allocation.all.allocated"]
@@ -112,7 +114,7 @@ func checkPlan(t *testing.T, layers []int, maxBubble float64, budget int64) {
 
 // TestPlanBubble: limits between GPipe's formula and the measured bubble.
 func TestPlanBubble(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkPlan(t, []int{2, 2}, 0.27, 1<<30)
 	checkPlan(t, []int{1, 1, 1, 1}, 0.32, 1<<30)
 	checkPlan(t, []int{2, 2}, 0.5, 1<<30)
@@ -121,7 +123,7 @@ func TestPlanBubble(t *testing.T) {
 // TestPlanOrder: with three layers on the first card and one on the
 // second, GPipe idles too long at every count and 1F1B does not.
 func TestPlanOrder(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkPlan(t, []int{3, 1}, 0.32, 1<<30)
 }
 
@@ -129,7 +131,7 @@ func TestPlanOrder(t *testing.T) {
 // micro-batches, which GPipe at 4 exceeds; Plan measures GPipe first on
 // the same cards.
 func TestPlanBudget(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	ref, rx := hiddenFresh(t, 2, 2)
 	gpipe := hiddenMeasure(t, ref, rx, 4, parallel.GPipe)
 	ofob := hiddenMeasure(t, ref, rx, 4, parallel.OneFOneB)
@@ -142,7 +144,7 @@ func TestPlanBudget(t *testing.T) {
 // micro-batches (fewer than MaxMicro), 4 included; the limit is the
 // bubble that only 4 reach.
 func TestPlanAsManyAsRows(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	fresh := func() ([]parallel.Stage, *tensor.Tensor) {
 		stages, err := MetaStages(hiddenWidth, 2, 2)
 		require.NoError(t, err)
@@ -172,7 +174,7 @@ func TestPlanAsManyAsRows(t *testing.T) {
 
 // TestPlanNone: limits nothing meets, beside ones that are met.
 func TestPlanNone(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	checkPlan(t, []int{3, 1}, 0.35, 1<<30)
 	stages, x := hiddenFresh(t, 3, 1)
 	_, _, _, err := Plan(stages, x, 0.2, 1<<30)

@@ -2,7 +2,6 @@ package sklinear
 
 import (
 	"runtime"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,7 +66,7 @@ func formula(x []float64, B, in, out int, l *Layer) []float64 {
 }
 
 func TestHiddenForwardHandChecked(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(4, 4, 1, 1, true, f64(dev, 1)...)
 	set(l.S1s, 1, 0, 0, 1)
@@ -83,7 +82,7 @@ func TestHiddenForwardHandChecked(t *testing.T) {
 }
 
 func TestHiddenForwardFormula(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		in, out, terms, rank int
@@ -100,7 +99,7 @@ func TestHiddenForwardFormula(t *testing.T) {
 }
 
 func TestHiddenGradcheck(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	for _, bias := range []bool{true, false} {
 		l := NewLayer(6, 5, 2, 2, bias, f64(dev, 4)...)
@@ -117,7 +116,7 @@ func TestHiddenGradcheck(t *testing.T) {
 // Only the gradients that are needed are computed; the U buffers get
 // none.
 func TestHiddenNeeds(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(6, 5, 2, 2, true, f64(dev, 6)...)
 	x := tensor.Randn([]int{3, 6}, f64(dev, 7)...) // no grad for x
@@ -148,7 +147,7 @@ func TestHiddenNeeds(t *testing.T) {
 // references to tensors that exist anyway); backward leaves only the
 // gradients.
 func TestHiddenMemory(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 32, 256, 128, 2, 16
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(8)))
@@ -173,7 +172,7 @@ func TestHiddenMemory(t *testing.T) {
 // with y right. The reference reuses two scratch tensors with MatmulOut;
 // gpukit/nn/sketch's forward holds three [B, out] and two [B, k] at once.
 func TestHiddenForwardPeak(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		B, in, out, terms, rank int
@@ -202,7 +201,7 @@ func TestHiddenForwardPeak(t *testing.T) {
 // gpukit/nn/sketch's backward stacks per-term gradients (each factor
 // gradient twice for a moment) and holds two [B, in] products at once.
 func TestHiddenBackwardPeak(t *testing.T) {
-	noCollector(t)
+	simtest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 16, 256, 128, 4, 32
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(11)))
@@ -278,19 +277,6 @@ func wantGrads(x, g *tensor.Tensor, l *Layer) [][]float64 {
 	}
 	tensor.CollectGarbage() // the products above, which nothing refers to now
 	return want
-}
-
-// noCollector runs a full collection, then turns Go's collector off until
-// the test ends: what the test measures must not depend on when a
-// collection happens to run. Above 2 GiB of heap the collector runs anyway,
-// rather than the test running out of memory.
-func noCollector(t *testing.T) {
-	tensor.CollectGarbage()
-	gc, limit := debug.SetGCPercent(-1), debug.SetMemoryLimit(2<<30)
-	t.Cleanup(func() {
-		debug.SetGCPercent(gc)
-		debug.SetMemoryLimit(limit)
-	})
 }
 
 // shapeOf is a tensor's shape for a message, or "none" for nil: a message
