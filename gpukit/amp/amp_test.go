@@ -8,17 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/amp"
-	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
-
 func TestOpLists(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	x := tensor.Randn([]int{4, 8}, tensor.On(dev))
 	w := tensor.Randn([]int{8, 8}, tensor.On(dev))
 	h := tensor.Randn([]int{4, 8}, tensor.On(dev), tensor.Float16)
@@ -72,7 +69,7 @@ func TestRefusedDtypes(t *testing.T) {
 // The float16 casts of a Linear's parameters are cached for the region:
 // visible in CacheBytes and the allocator, made once, freed at the end.
 func TestCastCache(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	l := nn.NewLinear(1024, 1024, true, tensor.On(dev))
 	x := tensor.Randn([]int{16, 1024}, tensor.On(dev))
 	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: not part of what is measured
@@ -98,7 +95,7 @@ func TestCastCache(t *testing.T) {
 // save them), so autocast pays off only when activations dominate (with
 // one or two layers it holds more than float32 does).
 func TestBackwardThroughAutocast(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	var layers []nn.Module
 	for range 6 {
 		layers = append(layers, nn.NewLinear(128, 128, true, tensor.On(dev)), nn.NewReLU())
@@ -135,7 +132,7 @@ func TestBackwardThroughAutocast(t *testing.T) {
 }
 
 func TestGradScaler(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	assert.Equal(t, amp.GradScalerConfig{InitScale: 65536, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000}, amp.DefaultGradScaler())
 	p := tensor.FromSlice([]float64{1, 1}, []int{2}, tensor.On(dev)).SetRequiresGrad(true)
 	opt, err := optim.NewSGD([]*tensor.Tensor{p}, optim.SGDConfig{LR: 1})

@@ -55,14 +55,7 @@ func modelledStep(tb testing.TB, depth, steps int) (step, copyT, computeT time.D
 	d.Synchronize()
 	t0 := d.RecordEvent(compute)
 	if depth == 0 {
-		for {
-			b, err := ep.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				tb.Fatal(err)
-			}
+		forEach(tb, ep.Next, func(b *Batch) {
 			blk, err := d.Malloc(int64(4*len(b.Data)), compute)
 			if err != nil {
 				tb.Fatal(err)
@@ -73,23 +66,16 @@ func modelledStep(tb testing.TB, depth, steps int) (step, copyT, computeT time.D
 			d.Launch(compute, model)
 			d.Free(blk)
 			b.Release()
-		}
+		})
 	} else {
 		pf, err := NewPrefetcher(d, ep, compute, depth)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for {
-			b, err := pf.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				tb.Fatal(err)
-			}
+		forEach(tb, pf.Next, func(b *DeviceBatch) {
 			d.Launch(compute, model)
 			b.Release()
-		}
+		})
 		pf.Close()
 	}
 	d.Synchronize()
@@ -160,16 +146,7 @@ func BenchmarkShardThroughput(b *testing.B) {
 		l, _ := NewLoader(sd, Options{BatchSize: 256, Workers: 4})
 		defer l.Close()
 		ep, _ := l.Epoch(context.Background(), 0)
-		for {
-			bt, err := ep.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			bt.Release()
-		}
+		forEach(b, ep.Next, (*Batch).Release)
 	}
 	copyAll() // warm the page cache
 	// Round-robin, fastest run of each: the machine may be shared.

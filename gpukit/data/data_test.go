@@ -41,17 +41,29 @@ func drain(t *testing.T, l *Loader, epoch int) [][]int {
 	require.NoError(t, err)
 	defer ep.Close()
 	var out [][]int
-	for {
-		b, err := ep.Next()
-		if err == io.EOF {
-			return out
-		}
-		require.NoError(t, err)
+	forEach(t, ep.Next, func(b *Batch) {
 		for j, i := range b.Indices {
 			require.Equal(t, []float32{float32(2 * i), float32(2*i + 1)}, b.Data[2*j:2*j+2], "batch %d item %d", b.Number, i)
 		}
 		out = append(out, slices.Clone(b.Indices))
 		b.Release()
+	})
+	return out
+}
+
+// forEach calls f on each batch next gives until io.EOF, and fails tb on
+// any other error.
+func forEach[B any](tb testing.TB, next func() (B, error), f func(B)) {
+	tb.Helper()
+	for {
+		b, err := next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f(b)
 	}
 }
 
@@ -310,12 +322,7 @@ func TestPrefetcherBatchesAreTheDataset(t *testing.T) {
 			p, err := NewPrefetcher(d, ep, d.DefaultStream(), depth)
 			require.NoError(t, err)
 			count := 0
-			for {
-				b, err := p.Next()
-				if err == io.EOF {
-					break
-				}
-				require.NoError(t, err)
+			forEach(t, p.Next, func(b *DeviceBatch) {
 				got := b.Float32s()
 				for j, i := range b.Indices {
 					it, _ := ds.Item(i)
@@ -324,7 +331,7 @@ func TestPrefetcherBatchesAreTheDataset(t *testing.T) {
 				count += len(b.Indices)
 				d.Launch(d.DefaultStream(), device.Kernel{Name: "step", Flops: 1e9})
 				b.Release()
-			}
+			})
 			assert.Equal(t, 50, count)
 			require.NoError(t, p.Close())
 			d.Synchronize()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,14 +81,7 @@ func FuzzLoader(f *testing.F) {
 			t.Fatal(err)
 		}
 		seen := map[int]bool{}
-		for {
-			b, err := ep.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		forEach(t, ep.Next, func(b *Batch) {
 			for _, i := range b.Indices {
 				if seen[i] {
 					t.Fatalf("item %d served twice", i)
@@ -97,7 +89,7 @@ func FuzzLoader(f *testing.F) {
 				seen[i] = true
 			}
 			b.Release()
-		}
+		})
 		if want := l.NumBatches() * batch; len(seen) > n || (!dropLast && len(seen) != n) || (dropLast && len(seen) != min(want, n)) {
 			t.Fatalf("served %d of %d items (batch %d, drop last %v)", len(seen), n, batch, dropLast)
 		}

@@ -403,15 +403,8 @@ func (g *Group) AllReduce(ts []*tensor.Tensor) (*Work, error) {
 // input's bytes, in RingTime(N-1, bytes/N).
 func (g *Group) ReduceScatter(out, in []*tensor.Tensor) (*Work, error) {
 	const op = "ReduceScatter"
-	if err := g.checkRanks(op, "output", out, -1); err != nil {
+	if err := g.checkChunks(op, out, in, true); err != nil {
 		return nil, err
-	}
-	n := len(g.devs)
-	if err := g.checkRanks(op, "input", in, out[0].Numel()*n); err != nil {
-		return nil, err
-	}
-	if in[0].Dtype() != out[0].Dtype() {
-		return nil, errorf("%s: input is %s and output %s; they must match", op, in[0].Dtype(), out[0].Dtype())
 	}
 	chunk := out[0].Nbytes()
 	free, err := g.scratch(op, chunk)
@@ -422,7 +415,34 @@ func (g *Group) ReduceScatter(out, in []*tensor.Tensor) (*Work, error) {
 	if out[0].Numel() > 0 {
 		ringReduceScatter(out, in)
 	}
-	return g.launch(g.ringTime(n-1, g.nodes-1, chunk), int64(n-1)*chunk, blocksOf(out, in), false), nil
+	return g.launchRing(chunk, out, in), nil
+}
+
+// checkChunks checks the tensors of ReduceScatter (outIsChunk) and
+// AllGather: one per rank on each side, of one dtype, the chunks of k
+// elements and the whole tensors of N·k.
+func (g *Group) checkChunks(op string, out, in []*tensor.Tensor, outIsChunk bool) error {
+	chunks, wholes, chunkName, wholeName := in, out, "input", "output"
+	if outIsChunk {
+		chunks, wholes, chunkName, wholeName = out, in, "output", "input"
+	}
+	if err := g.checkRanks(op, chunkName, chunks, -1); err != nil {
+		return err
+	}
+	if err := g.checkRanks(op, wholeName, wholes, chunks[0].Numel()*len(g.devs)); err != nil {
+		return err
+	}
+	if in[0].Dtype() != out[0].Dtype() {
+		return errorf("%s: input is %s and output %s; they must match", op, in[0].Dtype(), out[0].Dtype())
+	}
+	return nil
+}
+
+// launchRing launches the N-1 ring steps of a reduce-scatter or an
+// all-gather, each rank sending one chunk of chunk bytes a step.
+func (g *Group) launchRing(chunk int64, out, in []*tensor.Tensor) *Work {
+	n := len(g.devs)
+	return g.launch(g.ringTime(n-1, g.nodes-1, chunk), int64(n-1)*chunk, blocksOf(out, in), false)
 }
 
 // AllGather concatenates the ranks' inputs (k elements each) into every
@@ -432,21 +452,14 @@ func (g *Group) ReduceScatter(out, in []*tensor.Tensor) (*Work, error) {
 // output, so no receive buffer is needed.
 func (g *Group) AllGather(out, in []*tensor.Tensor) (*Work, error) {
 	const op = "AllGather"
-	if err := g.checkRanks(op, "input", in, -1); err != nil {
+	if err := g.checkChunks(op, out, in, false); err != nil {
 		return nil, err
-	}
-	n := len(g.devs)
-	if err := g.checkRanks(op, "output", out, in[0].Numel()*n); err != nil {
-		return nil, err
-	}
-	if in[0].Dtype() != out[0].Dtype() {
-		return nil, errorf("%s: input is %s and output %s; they must match", op, in[0].Dtype(), out[0].Dtype())
 	}
 	chunk := in[0].Nbytes()
 	if in[0].Numel() > 0 {
 		ringAllGather(out, in)
 	}
-	return g.launch(g.ringTime(n-1, g.nodes-1, chunk), int64(n-1)*chunk, blocksOf(out, in), false), nil
+	return g.launchRing(chunk, out, in), nil
 }
 
 // Broadcast copies root's tensor into every rank's, in place. The ring

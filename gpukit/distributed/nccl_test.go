@@ -39,11 +39,10 @@ func TestNCCLBuffersOutsideTheAllocator(t *testing.T) {
 		{1, distributed.NCCLBuffers{Channels: 8}, 0}, // no peer, no connection
 	} {
 		t.Run(fmt.Sprintf("%d cards, %d channels", tc.cards, tc.b.Channels), func(t *testing.T) {
-			devs := make([]*device.Device, tc.cards)
+			devs := simCards(t, tc.cards)
 			var free0 []int64
-			for r := range devs {
-				devs[r] = simtest.Card(t, simtest.Index(r+1))
-				f, _ := devs[r].MemInfo()
+			for _, d := range devs {
+				f, _ := d.MemInfo()
 				free0 = append(free0, f)
 			}
 			g, err := distributed.NewGroup(devs, distributed.WithNCCLBuffers(tc.b))
@@ -71,7 +70,7 @@ func TestNCCLBuffersOutsideTheAllocator(t *testing.T) {
 // the caching allocator are a separate thing from NCCL's own.
 func TestNCCLBuffersLeaveAllocatorStatsAlone(t *testing.T) {
 	run := func(opts ...distributed.GroupOption) (peak, reserved, used int64) {
-		devs := []*device.Device{simtest.Card(t, simtest.Index(1)), simtest.Card(t, simtest.Index(2))}
+		devs := simCards(t, 2)
 		g, err := distributed.NewGroup(devs, opts...)
 		require.NoError(t, err)
 		defer g.Close()

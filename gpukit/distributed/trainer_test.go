@@ -15,14 +15,20 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-// simGroup is a group of n fresh classroom cards, sim:1 .. sim:n.
-func simGroup(t *testing.T, n int) *distributed.Group {
+// simCards is n fresh classroom cards, sim:1 .. sim:n.
+func simCards(t *testing.T, n int) []*device.Device {
 	t.Helper()
 	devs := make([]*device.Device, n)
 	for r := range devs {
 		devs[r] = simtest.Card(t, simtest.Index(r+1))
 	}
-	g, err := distributed.NewGroup(devs)
+	return devs
+}
+
+// simGroup is a group of n fresh classroom cards, sim:1 .. sim:n.
+func simGroup(t *testing.T, n int) *distributed.Group {
+	t.Helper()
+	g, err := distributed.NewGroup(simCards(t, n))
 	require.NoError(t, err)
 	return g
 }

@@ -1,11 +1,10 @@
 package nn_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -18,24 +17,13 @@ func FuzzLoadFile(f *testing.F) {
 	newModel := func() nn.Module {
 		return nn.NewSequential(nn.NewLinear(3, 2, true, tensor.On(dev)), nn.NewLayerNorm(2, tensor.On(dev)))
 	}
-	seed := filepath.Join(f.TempDir(), "seed.safetensors")
-	if err := nn.SaveFile(seed, newModel()); err != nil {
-		f.Fatal(err)
-	}
-	b, err := os.ReadFile(seed)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(b)
+	nntest.AddSavedFile(f, func(path string) error { return nn.SaveFile(path, newModel()) })
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(t.TempDir(), "m.safetensors")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := nntest.WriteTemp(t, "m.safetensors", b)
 		m := newModel()
-		before := snapshot(m)
+		before := nntest.StateValues(m)
 		if err := nn.LoadFile(path, m); err != nil {
-			after := snapshot(m)
+			after := nntest.StateValues(m)
 			for name, v := range before {
 				if len(after[name]) != len(v) {
 					t.Fatalf("a refused load changed %s", name)

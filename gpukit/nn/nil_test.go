@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -29,7 +30,7 @@ func TestNilModules(t *testing.T) {
 // Every layer's Forward(nil) panics with the package's error (nn's or
 // tensor's), never a Go runtime error.
 func TestForwardNil(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	o := tensor.On(dev)
 	tests := []struct {
 		name string

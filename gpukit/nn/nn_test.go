@@ -10,19 +10,14 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
-
-func f64opts(dev *device.Device, seed uint64) []tensor.Option {
-	return []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(seed))}
-}
-
 func TestLinearMemoryExact(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	l := nn.NewLinear(1024, 1024, true, tensor.On(dev))
 	assert.EqualValues(t, 4_194_304+4_096, dev.MemoryAllocated())
 	assert.EqualValues(t, 4_194_304+4_096, nn.Nbytes(l))
@@ -32,7 +27,7 @@ func TestLinearMemoryExact(t *testing.T) {
 }
 
 func TestBatchNormCountsBuffers(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	bn := nn.NewBatchNorm1d(10, tensor.On(dev))
 	assert.EqualValues(t, 20, nn.NumParams(bn))
 	assert.EqualValues(t, 21, nn.NumBuffers(bn))
@@ -46,7 +41,7 @@ func TestBatchNormCountsBuffers(t *testing.T) {
 }
 
 func TestNamesFollowPyTorch(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	m := nn.NewSequential(nn.NewBlock(8, 2, tensor.On(dev)), nn.NewLayerNorm(8, tensor.On(dev)))
 	var names []string
 	for _, p := range nn.NamedParameters(m) {
@@ -64,8 +59,8 @@ func TestNamesFollowPyTorch(t *testing.T) {
 }
 
 func TestInitPyTorchBounds(t *testing.T) {
-	dev := newDev(t)
-	l := nn.NewLinear(400, 300, true, f64opts(dev, 7)...)
+	dev := simtest.Card(t)
+	l := nn.NewLinear(400, 300, true, nntest.F64(dev, 7)...)
 	bound := 1 / math.Sqrt(400)
 	for _, p := range []*tensor.Tensor{l.Weight, l.Bias} {
 		vals := p.Float64s()
@@ -81,7 +76,7 @@ func TestInitPyTorchBounds(t *testing.T) {
 			assert.InDelta(t, 0, sum/float64(len(vals)), 0.01*bound)
 		}
 	}
-	e := nn.NewEmbedding(1000, 100, f64opts(dev, 7)...)
+	e := nn.NewEmbedding(1000, 100, nntest.F64(dev, 7)...)
 	vals := e.Weight.Float64s()
 	var s, s2 float64
 	for _, v := range vals {
@@ -93,9 +88,9 @@ func TestInitPyTorchBounds(t *testing.T) {
 }
 
 func TestSameSeedBitwiseEqual(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	build := func(seed uint64) nn.Module {
-		o := []tensor.Option{tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(seed))}
+		o := nntest.Seeded(dev, seed)
 		return nn.NewSequential(nn.NewEmbedding(50, 16, o...), nn.NewBlock(16, 4, o...), nn.NewLinear(16, 50, true, o...))
 	}
 	a, b, c := nn.NamedParameters(build(3)), nn.NamedParameters(build(3)), nn.NamedParameters(build(4))
@@ -111,8 +106,8 @@ func TestSameSeedBitwiseEqual(t *testing.T) {
 }
 
 func TestGradcheckLayers(t *testing.T) {
-	dev := newDev(t)
-	o := f64opts(dev, 11)
+	dev := simtest.Card(t)
+	o := nntest.F64(dev, 11)
 	x2 := func() *tensor.Tensor { return tensor.Randn([]int{4, 5}, append(o, tensor.RequiresGrad())...) }
 	x3 := func() *tensor.Tensor { return tensor.Randn([]int{2, 3, 8}, append(o, tensor.RequiresGrad())...) }
 	bn := nn.NewBatchNorm1d(5, o...)
@@ -157,7 +152,7 @@ func TestGradcheckLayers(t *testing.T) {
 }
 
 func TestBatchNormRunningStats(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	bn := nn.NewBatchNorm1d(2, tensor.On(dev), tensor.Float64)
 	x := tensor.FromSlice([]float64{1, 10, 3, 20, 5, 30}, []int{3, 2}, tensor.On(dev))
 	y := bn.Forward(x)
@@ -174,7 +169,7 @@ func TestBatchNormRunningStats(t *testing.T) {
 }
 
 func TestDropoutEvalAllocatesNothing(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	x := tensor.Randn([]int{64, 64}, tensor.On(dev))
 	m := nn.NewSequential(nn.NewDropout(0.5))
 	nn.Eval(m)
@@ -190,16 +185,10 @@ func TestDropoutEvalAllocatesNothing(t *testing.T) {
 }
 
 func TestZeroGrad(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	l := nn.NewLinear(256, 256, true, tensor.On(dev))
 	x := tensor.Randn([]int{8, 256}, tensor.On(dev))
-	step := func() {
-		y := l.Forward(x)
-		loss := y.Sum()
-		loss.Backward()
-		loss.Release()
-		y.Release()
-	}
+	step := func() { nntest.SumBackward(l, x) }
 	simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace stays for good: not a gradient
 	base := dev.MemoryAllocated()
 	step()
@@ -219,7 +208,7 @@ func TestZeroGrad(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	tests := []struct {
 		name string
 		fn   func()
@@ -277,7 +266,7 @@ func TestNormSavesWhatPyTorchSaves(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dev := newDev(t)
+			dev := simtest.Card(t)
 			m := tc.build(dev)
 			if tc.eval {
 				nn.Eval(m)
@@ -307,7 +296,7 @@ func TestNormSavesWhatPyTorchSaves(t *testing.T) {
 // layout (PyTorch's mm_mat2_backward for W.t()), so it becomes .grad
 // as it is: backward never holds a second, transposed copy of it.
 func TestLinearWeightGradNeedsNoCopy(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	l := nn.NewLinear(256, 256, true, tensor.On(dev))
 	x := tensor.Randn([]int{32, 256}, tensor.On(dev))
 	y := l.Forward(x)

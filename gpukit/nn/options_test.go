@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
@@ -15,7 +16,7 @@ import (
 // GELU(approximate="tanh") is 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
 // (torch.nn.GELU's doc), with its exact gradient.
 func TestGELUTanh(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	xs := []float64{-3, -1, -0.1, 0, 0.5, 2}
 	x := tensor.FromSlice(xs, []int{6}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
 	y := (&nn.GELU{Approximate: "tanh"}).Forward(x)
@@ -41,7 +42,7 @@ func recoverMsgOf(fn func()) (msg string) {
 // BatchNorm1d takes [N, C, L] as PyTorch's does: the statistics of each
 // channel are over N and L, as for [N·L, C] rows.
 func TestBatchNorm1dOnSequences(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	x := tensor.Randn([]int{4, 3, 5}, tensor.On(dev), tensor.Float64)
 	a, b := nn.NewBatchNorm1d(3, tensor.On(dev), tensor.Float64), nn.NewBatchNorm1d(3, tensor.On(dev), tensor.Float64)
 	y := a.Forward(x)
@@ -60,7 +61,7 @@ func TestBatchNorm1dOnSequences(t *testing.T) {
 // LayerNorm over several trailing dimensions, and without the elementwise
 // affine (elementwise_affine=False: no parameters at all).
 func TestLayerNormShapes(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	x := tensor.Randn([]int{4, 2, 3}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
 	for _, affine := range []bool{true, false} {
 		ln := nn.NewLayerNormShape([]int{2, 3}, affine, tensor.On(dev), tensor.Float64)

@@ -9,22 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func snapshot(m nn.Module) map[string][]float64 {
-	out := map[string][]float64{}
-	for _, n := range nn.StateDict(m) {
-		out[n.Name] = n.Tensor.Float64s()
-	}
-	return out
-}
-
 func TestStateDictRoundTrip(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	build := func(seed uint64) *nn.Sequential {
-		o := []tensor.Option{tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(seed))}
+		o := nntest.Seeded(dev, seed)
 		return nn.NewSequential(nn.NewLinear(6, 4, true, o...), nn.NewBatchNorm1d(4, o...), nn.NewReLU(), nn.NewLinear(4, 2, false, o...))
 	}
 	a := build(1)
@@ -35,9 +29,9 @@ func TestStateDictRoundTrip(t *testing.T) {
 	require.NoError(t, nn.SaveFile(path, a))
 
 	b := build(2)
-	require.NotEqual(t, snapshot(a), snapshot(b))
+	require.NotEqual(t, nntest.StateValues(a), nntest.StateValues(b))
 	require.NoError(t, nn.LoadFile(path, b))
-	assert.Equal(t, snapshot(a), snapshot(b))
+	assert.Equal(t, nntest.StateValues(a), nntest.StateValues(b))
 	var names []string
 	for _, n := range nn.StateDict(b) {
 		names = append(names, n.Name)
@@ -46,7 +40,7 @@ func TestStateDictRoundTrip(t *testing.T) {
 }
 
 func TestLoadRefusesMismatchAndLoadsNothing(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	dir := t.TempDir()
 	o := []tensor.Option{tensor.On(dev)}
 	save := func(name string, m nn.Module) string {
@@ -79,13 +73,13 @@ func TestLoadRefusesMismatchAndLoadsNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := snapshot(tc.into)
+			before := nntest.StateValues(tc.into)
 			err := nn.LoadFile(tc.path, tc.into)
 			require.Error(t, err)
 			for _, m := range tc.msgs {
 				assert.Contains(t, err.Error(), m)
 			}
-			assert.Equal(t, before, snapshot(tc.into), "nothing is loaded")
+			assert.Equal(t, before, nntest.StateValues(tc.into), "nothing is loaded")
 		})
 	}
 	var lerr *nn.LoadError
@@ -95,7 +89,7 @@ func TestLoadRefusesMismatchAndLoadsNothing(t *testing.T) {
 
 // Loading into a float16 model converts, as copy_ does.
 func TestLoadConvertsFloatDtypes(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	a := nn.NewLinear(4, 2, true, tensor.On(dev), tensor.Float64)
 	path := filepath.Join(t.TempDir(), "f64.safetensors")
 	require.NoError(t, nn.SaveFile(path, a))

@@ -53,13 +53,15 @@ type adamState struct {
 	expAvg, expAvgSq, maxExpAvgSq *tensor.Tensor
 }
 
-func (s *adamState) release() {
+// Release frees the state tensors.
+func (s *adamState) Release() {
 	s.expAvg.Release()
 	s.expAvgSq.Release()
 	s.maxExpAvgSq.Release()
 }
 
-func (s *adamState) nbytes() int64 {
+// Nbytes is the memory of the state tensors.
+func (s *adamState) Nbytes() int64 {
 	n := s.expAvg.Nbytes() + s.expAvgSq.Nbytes()
 	if s.maxExpAvgSq != nil {
 		n += s.maxExpAvgSq.Nbytes()
@@ -88,7 +90,7 @@ func (s *adamState) nbytes() int64 {
 // implementation is, with two temporaries of one parameter's size at a
 // time. Amsgrad adds a third state tensor the size of the parameter.
 type Adam struct {
-	groups    []Group[AdamConfig]
+	groupList[AdamConfig]
 	decoupled bool
 	state     map[*tensor.Tensor]*adamState
 }
@@ -113,21 +115,11 @@ func newAdam(groups []Group[AdamConfig], decoupled bool) (*Adam, error) {
 	if err := checkGroups(groups, AdamConfig.validate); err != nil {
 		return nil, err
 	}
-	return &Adam{groups: cloneGroups(groups), decoupled: decoupled, state: map[*tensor.Tensor]*adamState{}}, nil
+	return &Adam{groupList: cloneGroups(groups), decoupled: decoupled, state: map[*tensor.Tensor]*adamState{}}, nil
 }
 
 // Step updates every parameter with a gradient.
-func (o *Adam) Step() {
-	tensor.NoGrad(func() {
-		for _, g := range o.groups {
-			for _, p := range g.Params {
-				if p.Grad() != nil {
-					o.update(p, g.Config)
-				}
-			}
-		}
-	})
-}
+func (o *Adam) Step() { o.step(o.update) }
 
 func (o *Adam) update(p *tensor.Tensor, c AdamConfig) {
 	s, ok := o.state[p]
@@ -187,21 +179,15 @@ func (o *Adam) composedUpdate(p *tensor.Tensor, s *adamState, c AdamConfig) {
 	upd.Release()
 }
 
-// ZeroGrad clears the gradients of every parameter.
-func (o *Adam) ZeroGrad(setToNone bool) { zeroGrad(o.Params(), setToNone) }
-
-// Groups is the number of parameter groups.
-func (o *Adam) Groups() int { return len(o.groups) }
-
 // LR is group g's learning rate.
-func (o *Adam) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
+func (o *Adam) LR(g int) float64 { return o.config(g).LR }
 
 // SetLR changes group g's learning rate; a negative, NaN or infinite lr
 // panics with an *Error.
-func (o *Adam) SetLR(g int, lr float64) { checkSetLR(len(o.groups), g, lr); o.groups[g].Config.LR = lr }
-
-// Params returns the parameters of every group in order.
-func (o *Adam) Params() []*tensor.Tensor { return groupParams(o.groups) }
+func (o *Adam) SetLR(g int, lr float64) {
+	c := o.config(g)
+	c.LR = validLR(lr)
+}
 
 // Steps is the number of steps p has taken (0 before its first).
 func (o *Adam) Steps(p *tensor.Tensor) int {
@@ -213,18 +199,7 @@ func (o *Adam) Steps(p *tensor.Tensor) int {
 
 // StateBytes is the memory of exp_avg and exp_avg_sq (and max_exp_avg_sq
 // with amsgrad) of every parameter.
-func (o *Adam) StateBytes() int64 {
-	var n int64
-	for _, s := range o.state {
-		n += s.nbytes()
-	}
-	return n
-}
+func (o *Adam) StateBytes() int64 { return stateBytes(o.state) }
 
 // Release frees the optimizer's state.
-func (o *Adam) Release() {
-	for p, s := range o.state {
-		s.release()
-		delete(o.state, p)
-	}
-}
+func (o *Adam) Release() { releaseState(o.state) }

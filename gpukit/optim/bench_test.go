@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -18,7 +19,7 @@ import (
 // kernel (the target is at most 1.3).
 func BenchmarkTrainStepMLP(b *testing.B) {
 	const width, batch, layers = 1024, 256, 4
-	dev := newDev(b)
+	dev := simtest.Card(b)
 	var mods []nn.Module
 	for i := range layers {
 		mods = append(mods, nn.NewLinear(width, width, true, tensor.On(dev)))

@@ -2,11 +2,11 @@ package optim_test
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
@@ -14,7 +14,7 @@ import (
 // FuzzLoadFile feeds LoadFile arbitrary bytes: it returns an error or
 // loads a state that a step keeps finite, and never panics.
 func FuzzLoadFile(f *testing.F) {
-	dev := newDev(f)
+	dev := simtest.Card(f)
 	p := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 	adam, err := optim.NewAdam([]*tensor.Tensor{p}, optim.DefaultAdam())
 	if err != nil {
@@ -27,23 +27,10 @@ func FuzzLoadFile(f *testing.F) {
 	p.SetGrad(tensor.Ones([]int{3}, tensor.On(dev)))
 	adam.Step()
 	sgd.Step()
-	dir := f.TempDir()
-	for _, s := range []interface{ SaveFile(string) error }{adam, sgd} {
-		path := filepath.Join(dir, "seed")
-		if err := s.SaveFile(path); err != nil {
-			f.Fatal(err)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	nntest.AddSavedFile(f, adam.SaveFile)
+	nntest.AddSavedFile(f, sgd.SaveFile)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(t.TempDir(), "state.safetensors")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := nntest.WriteTemp(t, "state.safetensors", b)
 		q := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 		defer q.Release()
 		a, _ := optim.NewAdam([]*tensor.Tensor{q}, optim.DefaultAdam())
@@ -69,7 +56,7 @@ func FuzzLoadFile(f *testing.F) {
 // refused with optim's error, or accepted only when every setting is
 // finite, and a step never panics.
 func FuzzConfig(f *testing.F) {
-	dev := newDev(f)
+	dev := simtest.Card(f)
 	f.Add(0.1, 0.9, 0.0, 0.01, true, 0.9, 0.999, 1e-8)
 	f.Add(math.NaN(), math.Inf(1), -1.0, 0.0, false, 1.0, -0.5, 0.0)
 	f.Fuzz(func(t *testing.T, lr, momentum, dampening, wd float64, nesterov bool, b1, b2, eps float64) {

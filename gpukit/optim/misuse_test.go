@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/safetensors"
 	"github.com/gpumem/course/gpukit/optim"
@@ -47,7 +48,7 @@ func TestOptimizerMemoryIsFlatAfterFirstStep(t *testing.T) {
 	for name, build := range tests {
 		for _, dt := range []tensor.Dtype{tensor.Float32, tensor.Float16} {
 			t.Run(name+"/"+dt.String(), func(t *testing.T) {
-				dev := newDev(t)
+				dev := simtest.Card(t)
 				p := tensor.Ones([]int{1 << 12}, tensor.On(dev), dt, tensor.RequiresGrad())
 				opt, err := build([]*tensor.Tensor{p})
 				require.NoError(t, err)
@@ -69,7 +70,7 @@ func TestOptimizerMemoryIsFlatAfterFirstStep(t *testing.T) {
 // Settings that would make the update NaN, or stall it, are refused with
 // the package's error, at construction and when loaded from a file.
 func TestInvalidSettingsAreRefused(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	p := tensor.Ones([]int{2}, tensor.On(dev), tensor.RequiresGrad())
 	nan, inf := math.NaN(), math.Inf(1)
 	sgd := []struct {
@@ -144,7 +145,7 @@ func optimError(fn func()) (err error) {
 // negative, NaN or huge step; a negative or NaN exp_avg_sq; a NaN momentum
 // buffer) is refused, and the optimizer is left as it was.
 func TestLoadFileRefusesCorruptValues(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	dir := t.TempDir()
 	p := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 	a, err := optim.NewAdam([]*tensor.Tensor{p}, optim.DefaultAdam())
@@ -213,7 +214,7 @@ func rewrite(t *testing.T, path, field string, values []float64) string {
 // refuses a nil step or device, and searches up to math.MaxInt without
 // overflowing.
 func TestFindBatchSizeMisuse(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	missing := errors.New("dataset missing")
 	res, err := optim.FindBatchSize(dev, 64, 0, func(batch int) error {
 		if batch == 4 {
@@ -286,7 +287,7 @@ func TestAmsgrad(t *testing.T) {
 		}
 		plain := c
 		plain.Amsgrad = false
-		dev := newDev(t)
+		dev := simtest.Card(t)
 		build := func(c optim.AdamConfig) func([]*tensor.Tensor) (optim.Optimizer, error) {
 			return func(ps []*tensor.Tensor) (optim.Optimizer, error) {
 				if decoupled {
@@ -299,7 +300,7 @@ func TestAmsgrad(t *testing.T) {
 		assert.InDeltaSlice(t, want, got, 1e-12, "decoupled %v", decoupled)
 		assert.NotEqual(t, threeSteps(t, dev, build(plain)), got, "the maximum changed the result")
 	}
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	p := tensor.Ones([]int{256}, tensor.On(dev), tensor.RequiresGrad())
 	c := optim.DefaultAdam()
 	c.Amsgrad = true

@@ -101,17 +101,33 @@ func checkFinite(what string, v float64) error {
 	return nil
 }
 
-// groupParams flattens the parameters of groups.
-func groupParams[C any](groups []Group[C]) []*tensor.Tensor {
+// groupList is an optimizer's parameter groups, with the methods SGD and
+// Adam share over them.
+type groupList[C any] []Group[C]
+
+func cloneGroups[C any](groups []Group[C]) groupList[C] {
+	out := make(groupList[C], len(groups))
+	for i, g := range groups {
+		out[i] = Group[C]{Params: append([]*tensor.Tensor{}, g.Params...), Config: g.Config}
+	}
+	return out
+}
+
+// Groups is the number of parameter groups.
+func (gs groupList[C]) Groups() int { return len(gs) }
+
+// Params returns the parameters of every group in order.
+func (gs groupList[C]) Params() []*tensor.Tensor {
 	var ps []*tensor.Tensor
-	for _, g := range groups {
+	for _, g := range gs {
 		ps = append(ps, g.Params...)
 	}
 	return ps
 }
 
-func zeroGrad(params []*tensor.Tensor, setToNone bool) {
-	for _, p := range params {
+// ZeroGrad clears the gradients of every parameter.
+func (gs groupList[C]) ZeroGrad(setToNone bool) {
+	for _, p := range gs.Params() {
 		if setToNone {
 			p.SetGrad(nil)
 		} else {
@@ -120,18 +136,59 @@ func zeroGrad(params []*tensor.Tensor, setToNone bool) {
 	}
 }
 
-func checkGroup(n, g int) {
-	if g < 0 || g >= n {
-		panicf("parameter group %d out of range [0, %d)", g, n)
+// step calls update, with autograd off, on every parameter that has a
+// gradient (parameters without one are skipped), with its group's config.
+func (gs groupList[C]) step(update func(p *tensor.Tensor, c C)) {
+	tensor.NoGrad(func() {
+		for _, g := range gs {
+			for _, p := range g.Params {
+				if p.Grad() != nil {
+					update(p, g.Config)
+				}
+			}
+		}
+	})
+}
+
+// config is group g's config; a g out of range panics with an *Error.
+func (gs groupList[C]) config(g int) *C {
+	if g < 0 || g >= len(gs) {
+		panicf("parameter group %d out of range [0, %d)", g, len(gs))
+	}
+	return &gs[g].Config
+}
+
+// setConfigs gives group i the config cfgs[i].
+func (gs groupList[C]) setConfigs(cfgs []C) {
+	for i, c := range cfgs {
+		gs[i].Config = c
 	}
 }
 
-// checkSetLR is SetLR's check: the group exists and lr is valid.
-func checkSetLR(n, g int, lr float64) {
-	checkGroup(n, g)
+// stateBytes is the memory of an optimizer's per-parameter state.
+func stateBytes[S interface{ Nbytes() int64 }](state map[*tensor.Tensor]S) int64 {
+	var n int64
+	for _, s := range state {
+		n += s.Nbytes()
+	}
+	return n
+}
+
+// releaseState frees an optimizer's per-parameter state and empties it.
+func releaseState[S interface{ Release() }](state map[*tensor.Tensor]S) {
+	for p, s := range state {
+		s.Release()
+		delete(state, p)
+	}
+}
+
+// validLR returns lr, or panics with SetLR's *Error if it is not a valid
+// learning rate.
+func validLR(lr float64) float64 {
 	if err := checkLR(lr); err != nil {
 		panicf("SetLR: %v", err)
 	}
+	return lr
 }
 
 // withDecay returns grad + wd·p as a new tensor (L2 regularisation as

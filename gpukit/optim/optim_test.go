@@ -9,12 +9,11 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )
-
-func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
 
 // threeSteps runs opt for three steps on p = [1, -2] with the gradients
 // [0.5, -1], [0.1, 0.3], [-0.2, 0.4] and returns p.
@@ -34,7 +33,7 @@ func threeSteps(t *testing.T, dev *device.Device, build func([]*tensor.Tensor) (
 // the doc of SGD and Adam) with plain float64 arithmetic. Step one of Adam
 // is easy to follow: m̂ = g, v̂ = g², so p moves by lr·sign(g): 1 → 0.9.
 func TestThreeStepsByHand(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	sgd := func(c optim.SGDConfig) func([]*tensor.Tensor) (optim.Optimizer, error) {
 		return func(ps []*tensor.Tensor) (optim.Optimizer, error) { return optim.NewSGD(ps, c) }
 	}
@@ -79,18 +78,14 @@ func TestDefaults(t *testing.T) {
 // Adam's state appears at the first step, two tensors the size of each
 // parameter, and nothing more at later steps.
 func TestAdamStateIsLazy(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	l := nn.NewLinear(1024, 1024, true, tensor.On(dev))
 	opt, err := optim.NewAdam(nn.Parameters(l), optim.DefaultAdam())
 	require.NoError(t, err)
 	assert.EqualValues(t, 4_194_304+4_096, dev.MemoryAllocated(), "creating the optimizer allocates nothing")
 	x := tensor.Randn([]int{16, 1024}, tensor.On(dev))
 	step := func() {
-		y := l.Forward(x)
-		loss := y.Sum()
-		loss.Backward()
-		loss.Release()
-		y.Release()
+		nntest.SumBackward(l, x)
 		opt.Step()
 		opt.ZeroGrad(true)
 	}
@@ -107,7 +102,7 @@ func TestAdamStateIsLazy(t *testing.T) {
 }
 
 func TestSGDMomentumBufferIsLazy(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	p := tensor.Zeros([]int{256}, tensor.On(dev), tensor.RequiresGrad())
 	plain, err := optim.NewSGD([]*tensor.Tensor{p}, optim.SGDConfig{LR: 0.1})
 	require.NoError(t, err)
@@ -122,7 +117,7 @@ func TestSGDMomentumBufferIsLazy(t *testing.T) {
 }
 
 func TestParamGroups(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	a := tensor.Ones([]int{2}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
 	b := tensor.Ones([]int{2}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
 	c := tensor.Ones([]int{2}, tensor.On(dev), tensor.Float64, tensor.RequiresGrad())
@@ -147,7 +142,7 @@ func TestParamGroups(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	p := tensor.Zeros([]int{2}, tensor.On(dev), tensor.RequiresGrad())
 	nonLeaf := p.Mul(2)
 	ps := []*tensor.Tensor{p}
@@ -183,7 +178,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestSchedules(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	p := tensor.Zeros([]int{1}, tensor.On(dev), tensor.RequiresGrad())
 	opt, err := optim.NewSGD([]*tensor.Tensor{p}, optim.SGDConfig{LR: 1})
 	require.NoError(t, err)
@@ -220,7 +215,7 @@ func TestSchedules(t *testing.T) {
 // PyTorch), while the composed one holds temporaries.
 func TestAdamFusedEqualsComposed(t *testing.T) {
 	for _, w := range []bool{false, true} {
-		dev := newDev(t)
+		dev := simtest.Card(t)
 		gen := tensor.NewGenerator(3)
 		init := tensor.Randn([]int{48, 64}, tensor.On(dev), tensor.WithGenerator(gen))
 		dense := init.Clone().SetRequiresGrad(true)

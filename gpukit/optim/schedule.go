@@ -20,11 +20,8 @@ type Scheduler struct {
 // NewStepLR multiplies each group's initial learning rate by gamma every
 // stepSize epochs: lr = base·gamma^⌊epoch/stepSize⌋ (torch.optim.lr_scheduler.StepLR).
 func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
-	if isnil.Nil(opt) {
-		return nil, errNilOptimizer
-	}
-	if stepSize <= 0 {
-		return nil, fmt.Errorf("optim: StepLR: step_size must be positive, got %d", stepSize)
+	if err := checkSchedule(opt, "StepLR", "step_size", stepSize); err != nil {
+		return nil, err
 	}
 	// PyTorch's StepLR (torch/optim/lr_scheduler.py) checks nothing; a
 	// NaN gamma makes every rate NaN, a negative one flips its sign.
@@ -40,11 +37,8 @@ func NewStepLR(opt Optimizer, stepSize int, gamma float64) (*Scheduler, error) {
 // to etaMin over tMax epochs: lr = etaMin + (base − etaMin)·(1 + cos(π·epoch/tMax))/2
 // (CosineAnnealingLR's closed form).
 func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
-	if isnil.Nil(opt) {
-		return nil, errNilOptimizer
-	}
-	if tMax <= 0 {
-		return nil, fmt.Errorf("optim: CosineAnnealingLR: T_max must be positive, got %d", tMax)
+	if err := checkSchedule(opt, "CosineAnnealingLR", "T_max", tMax); err != nil {
+		return nil, err
 	}
 	if err := checkFinite("eta_min", etaMin); err != nil {
 		return nil, fmt.Errorf("optim: CosineAnnealingLR: %w", err)
@@ -56,6 +50,18 @@ func NewCosineLR(opt Optimizer, tMax int, etaMin float64) (*Scheduler, error) {
 
 // errNilOptimizer is the refusal of a schedule without an optimizer.
 var errNilOptimizer = errors.New("optim: a learning-rate schedule needs an optimizer, got nil")
+
+// checkSchedule refuses a nil optimizer and a period (PyTorch's argument
+// name of schedule sched) that is not positive.
+func checkSchedule(opt Optimizer, sched, name string, period int) error {
+	if isnil.Nil(opt) {
+		return errNilOptimizer
+	}
+	if period <= 0 {
+		return fmt.Errorf("optim: %s: %s must be positive, got %d", sched, name, period)
+	}
+	return nil
+}
 
 func newScheduler(opt Optimizer, lr func(float64, int) float64) *Scheduler {
 	s := &Scheduler{opt: opt, lr: lr}

@@ -48,8 +48,8 @@ func (c SGDConfig) validate() error {
 // With momentum, one buffer the size of each parameter is allocated at the
 // parameter's first step.
 type SGD struct {
-	groups []Group[SGDConfig]
-	buf    map[*tensor.Tensor]*tensor.Tensor
+	groupList[SGDConfig]
+	buf map[*tensor.Tensor]*tensor.Tensor
 }
 
 // NewSGD returns an SGD over params with cfg (start from DefaultSGD()).
@@ -63,31 +63,11 @@ func NewSGDGroups(groups []Group[SGDConfig]) (*SGD, error) {
 	if err := checkGroups(groups, SGDConfig.validate); err != nil {
 		return nil, err
 	}
-	return &SGD{groups: cloneGroups(groups), buf: map[*tensor.Tensor]*tensor.Tensor{}}, nil
-}
-
-func cloneGroups[C any](groups []Group[C]) []Group[C] {
-	out := make([]Group[C], len(groups))
-	for i, g := range groups {
-		out[i] = Group[C]{Params: append([]*tensor.Tensor{}, g.Params...), Config: g.Config}
-	}
-	return out
+	return &SGD{groupList: cloneGroups(groups), buf: map[*tensor.Tensor]*tensor.Tensor{}}, nil
 }
 
 // Step updates every parameter with a gradient.
-func (o *SGD) Step() {
-	tensor.NoGrad(func() {
-		for _, g := range o.groups {
-			c := g.Config
-			for _, p := range g.Params {
-				if p.Grad() == nil {
-					continue
-				}
-				o.update(p, c)
-			}
-		}
-	})
-}
+func (o *SGD) Step() { o.step(o.update) }
 
 func (o *SGD) update(p *tensor.Tensor, c SGDConfig) {
 	d := withDecay(p.Grad(), p, c.WeightDecay)
@@ -119,35 +99,18 @@ func (o *SGD) update(p *tensor.Tensor, c SGDConfig) {
 	step.Release()
 }
 
-// ZeroGrad clears the gradients of every parameter.
-func (o *SGD) ZeroGrad(setToNone bool) { zeroGrad(o.Params(), setToNone) }
-
-// Groups is the number of parameter groups.
-func (o *SGD) Groups() int { return len(o.groups) }
-
 // LR is group g's learning rate.
-func (o *SGD) LR(g int) float64 { checkGroup(len(o.groups), g); return o.groups[g].Config.LR }
+func (o *SGD) LR(g int) float64 { return o.config(g).LR }
 
 // SetLR changes group g's learning rate; a negative, NaN or infinite lr
 // panics with an *Error.
-func (o *SGD) SetLR(g int, lr float64) { checkSetLR(len(o.groups), g, lr); o.groups[g].Config.LR = lr }
-
-// Params returns the parameters of every group in order.
-func (o *SGD) Params() []*tensor.Tensor { return groupParams(o.groups) }
+func (o *SGD) SetLR(g int, lr float64) {
+	c := o.config(g)
+	c.LR = validLR(lr)
+}
 
 // StateBytes is the memory of the momentum buffers.
-func (o *SGD) StateBytes() int64 {
-	var n int64
-	for _, b := range o.buf {
-		n += b.Nbytes()
-	}
-	return n
-}
+func (o *SGD) StateBytes() int64 { return stateBytes(o.buf) }
 
 // Release frees the momentum buffers.
-func (o *SGD) Release() {
-	for p, b := range o.buf {
-		b.Release()
-		delete(o.buf, p)
-	}
-}
+func (o *SGD) Release() { releaseState(o.buf) }

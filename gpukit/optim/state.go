@@ -182,6 +182,52 @@ func deviceCopy(h, p *tensor.Tensor) *tensor.Tensor {
 	return t
 }
 
+// loadConfigs returns the configs of s's groups, each checked with
+// validate.
+func loadConfigs[C any](path string, s *stateFile, config func(groupJSON) C, validate func(C) error) ([]C, error) {
+	cfgs := make([]C, len(s.groups))
+	for gi, g := range s.groups {
+		cfgs[gi] = config(g)
+		if err := validate(cfgs[gi]); err != nil {
+			return nil, fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
+		}
+	}
+	return cfgs, nil
+}
+
+// loadStates builds on the device the state of each parameter of params
+// that has fields in s (load puts it in next as soon as it holds device
+// memory), all or nothing: on error it releases what was built.
+func loadStates[S interface{ Release() }](path string, s *stateFile, params []*tensor.Tensor, load func(next map[*tensor.Tensor]S, fs map[string]*tensor.Tensor, p *tensor.Tensor)) (map[*tensor.Tensor]S, error) {
+	next := map[*tensor.Tensor]S{}
+	err := tensor.Try(func() {
+		for i, fs := range s.fields {
+			load(next, fs, params[i])
+		}
+	})
+	if err != nil {
+		releaseState(next)
+		return nil, fmt.Errorf("optim: loading %s: %w", path, err)
+	}
+	return next, nil
+}
+
+func (c AdamConfig) groupJSON() groupJSON {
+	return groupJSON{LR: c.LR, Betas: c.Betas, Eps: c.Eps, WeightDecay: c.WeightDecay, Amsgrad: c.Amsgrad}
+}
+
+func (g groupJSON) adam() AdamConfig {
+	return AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay, Amsgrad: g.Amsgrad}
+}
+
+func (c SGDConfig) groupJSON() groupJSON {
+	return groupJSON{LR: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: c.Nesterov}
+}
+
+func (g groupJSON) sgd() SGDConfig {
+	return SGDConfig{LR: g.LR, Momentum: g.Momentum, Dampening: g.Dampening, WeightDecay: g.WeightDecay, Nesterov: g.Nesterov}
+}
+
 // SaveFile writes Adam's state dict to path (see the package doc).
 func (o *Adam) SaveFile(path string) error {
 	var named []nn.Named
@@ -199,9 +245,7 @@ func (o *Adam) SaveFile(path string) error {
 			named = append(named, nn.Named{Name: pre + "max_exp_avg_sq", Tensor: s.maxExpAvgSq})
 		}
 	}
-	return nn.SaveTensors(path, named, groupsMeta(o.kind(), o.groups, func(c AdamConfig) groupJSON {
-		return groupJSON{LR: c.LR, Betas: c.Betas, Eps: c.Eps, WeightDecay: c.WeightDecay, Amsgrad: c.Amsgrad}
-	}))
+	return nn.SaveTensors(path, named, groupsMeta(o.kind(), o.groupList, AdamConfig.groupJSON))
 }
 
 func (o *Adam) kind() string {
@@ -215,7 +259,7 @@ func (o *Adam) kind() string {
 // path, after checking them all against this optimizer (kind, groups,
 // shapes); on error the optimizer is left as it was.
 func (o *Adam) LoadFile(path string) error {
-	s, err := readState(path, o.kind(), o.groups, func(g groupJSON) []string {
+	s, err := readState(path, o.kind(), o.groupList, func(g groupJSON) []string {
 		if g.Amsgrad {
 			return []string{"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}
 		}
@@ -225,38 +269,24 @@ func (o *Adam) LoadFile(path string) error {
 		return err
 	}
 	defer s.release()
-	for gi := range o.groups {
-		g := s.groups[gi]
-		c := AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay, Amsgrad: g.Amsgrad}
-		if err := c.validate(); err != nil {
-			return fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
-		}
+	cfgs, err := loadConfigs(path, s, groupJSON.adam, AdamConfig.validate)
+	if err != nil {
+		return err
 	}
-	params := o.Params()
-	next := map[*tensor.Tensor]*adamState{}
-	err = tensor.Try(func() {
-		for i, fs := range s.fields {
-			p := params[i]
-			st := &adamState{step: int(fs["step"].Item())}
-			next[p] = st
-			st.expAvg, st.expAvgSq = deviceCopy(fs["exp_avg"], p), deviceCopy(fs["exp_avg_sq"], p)
-			if m, ok := fs["max_exp_avg_sq"]; ok {
-				st.maxExpAvgSq = deviceCopy(m, p)
-			}
+	next, err := loadStates(path, s, o.Params(), func(next map[*tensor.Tensor]*adamState, fs map[string]*tensor.Tensor, p *tensor.Tensor) {
+		st := &adamState{step: int(fs["step"].Item())}
+		next[p] = st
+		st.expAvg, st.expAvgSq = deviceCopy(fs["exp_avg"], p), deviceCopy(fs["exp_avg_sq"], p)
+		if m, ok := fs["max_exp_avg_sq"]; ok {
+			st.maxExpAvgSq = deviceCopy(m, p)
 		}
 	})
 	if err != nil {
-		for _, st := range next {
-			st.release()
-		}
-		return fmt.Errorf("optim: loading %s: %w", path, err)
+		return err
 	}
 	o.Release()
 	o.state = next
-	for gi := range o.groups {
-		g := s.groups[gi]
-		o.groups[gi].Config = AdamConfig{LR: g.LR, Betas: g.Betas, Eps: g.Eps, WeightDecay: g.WeightDecay, Amsgrad: g.Amsgrad}
-	}
+	o.setConfigs(cfgs)
 	return nil
 }
 
@@ -268,44 +298,29 @@ func (o *SGD) SaveFile(path string) error {
 			named = append(named, nn.Named{Name: fmt.Sprintf("state.%d.momentum_buffer", i), Tensor: b})
 		}
 	}
-	return nn.SaveTensors(path, named, groupsMeta("SGD", o.groups, func(c SGDConfig) groupJSON {
-		return groupJSON{LR: c.LR, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay, Nesterov: c.Nesterov}
-	}))
+	return nn.SaveTensors(path, named, groupsMeta("SGD", o.groupList, SGDConfig.groupJSON))
 }
 
 // LoadFile replaces SGD's momentum buffers and hyperparameters with those
 // saved in path, all or nothing.
 func (o *SGD) LoadFile(path string) error {
-	s, err := readState(path, "SGD", o.groups, func(groupJSON) []string { return []string{"momentum_buffer"} })
+	s, err := readState(path, "SGD", o.groupList, func(groupJSON) []string { return []string{"momentum_buffer"} })
 	if err != nil {
 		return err
 	}
 	defer s.release()
-	cfgs := make([]SGDConfig, len(o.groups))
-	for gi := range o.groups {
-		g := s.groups[gi]
-		cfgs[gi] = SGDConfig{LR: g.LR, Momentum: g.Momentum, Dampening: g.Dampening, WeightDecay: g.WeightDecay, Nesterov: g.Nesterov}
-		if err := cfgs[gi].validate(); err != nil {
-			return fmt.Errorf("optim: loading %s: parameter group %d: %w", path, gi, err)
-		}
+	cfgs, err := loadConfigs(path, s, groupJSON.sgd, SGDConfig.validate)
+	if err != nil {
+		return err
 	}
-	params := o.Params()
-	next := map[*tensor.Tensor]*tensor.Tensor{}
-	err = tensor.Try(func() {
-		for i, fs := range s.fields {
-			next[params[i]] = deviceCopy(fs["momentum_buffer"], params[i])
-		}
+	next, err := loadStates(path, s, o.Params(), func(next map[*tensor.Tensor]*tensor.Tensor, fs map[string]*tensor.Tensor, p *tensor.Tensor) {
+		next[p] = deviceCopy(fs["momentum_buffer"], p)
 	})
 	if err != nil {
-		for _, b := range next {
-			b.Release()
-		}
-		return fmt.Errorf("optim: loading %s: %w", path, err)
+		return err
 	}
 	o.Release()
 	o.buf = next
-	for gi := range o.groups {
-		o.groups[gi].Config = cfgs[gi]
-	}
+	o.setConfigs(cfgs)
 	return nil
 }

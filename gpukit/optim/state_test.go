@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -16,7 +18,7 @@ import (
 // An optimizer restored from a file continues exactly as the original:
 // same parameters after more steps, bitwise.
 func TestStateFileResumesBitwise(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	dir := t.TempDir()
 	x := tensor.Randn([]int{8, 6}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(5)))
 	train := func(m nn.Module, opt optim.Optimizer, steps int) {
@@ -50,7 +52,7 @@ func TestStateFileResumesBitwise(t *testing.T) {
 	for name, build := range kinds {
 		t.Run(name, func(t *testing.T) {
 			newModel := func() nn.Module {
-				return nn.NewSequential(nn.NewLinear(6, 5, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1))), nn.NewGELU(), nn.NewLinear(5, 2, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(2))))
+				return nn.NewSequential(nn.NewLinear(6, 5, true, nntest.Seeded(dev, 1)...), nn.NewGELU(), nn.NewLinear(5, 2, true, nntest.Seeded(dev, 2)...))
 			}
 			a := newModel()
 			optA, err := build(nn.Parameters(a))
@@ -68,21 +70,13 @@ func TestStateFileResumesBitwise(t *testing.T) {
 			assert.Equal(t, optA.StateBytes(), optB.StateBytes())
 			train(a, optA, 2)
 			train(b, optB, 2)
-			assert.Equal(t, snapshot(a), snapshot(b))
+			assert.Equal(t, nntest.StateValues(a), nntest.StateValues(b))
 		})
 	}
 }
 
-func snapshot(m nn.Module) map[string][]float64 {
-	out := map[string][]float64{}
-	for _, n := range nn.StateDict(m) {
-		out[n.Name] = n.Tensor.Float64s()
-	}
-	return out
-}
-
 func TestStateFileRefusesMismatch(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	dir := t.TempDir()
 	p := tensor.Ones([]int{3}, tensor.On(dev), tensor.RequiresGrad())
 	q := tensor.Ones([]int{4}, tensor.On(dev), tensor.RequiresGrad())

@@ -22,8 +22,7 @@ import (
 
 func benchStep(b *testing.B, on bool) {
 	d := newDev(b)
-	m := newMLP(d, 256, 512, 10)
-	x, y := batch(d, 64, 256, 10)
+	m, x, y := newMLP(d, 64, 256, 512, 10)
 	m.step(x, y)
 	best := time.Duration(1<<63 - 1)
 	b.ResetTimer()

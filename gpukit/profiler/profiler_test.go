@@ -54,12 +54,18 @@ type mlp struct {
 	w1, b1, w2, b2 *tensor.Tensor
 }
 
-func newMLP(d *device.Device, in, hidden, out int) *mlp {
+// newMLP returns an MLP in → hidden → out on d, the same every call, and
+// a batch of n examples for it: inputs x and class labels y.
+func newMLP(d *device.Device, n, in, hidden, out int) (m *mlp, x, y *tensor.Tensor) {
 	g := tensor.NewGenerator(1)
 	mk := func(shape ...int) *tensor.Tensor {
 		return tensor.Randn(shape, tensor.On(d), tensor.WithGenerator(g)).Mul(0.1).SetRequiresGrad(true)
 	}
-	return &mlp{w1: mk(in, hidden), b1: mk(hidden), w2: mk(hidden, out), b2: mk(out)}
+	m = &mlp{w1: mk(in, hidden), b1: mk(hidden), w2: mk(hidden, out), b2: mk(out)}
+	g = tensor.NewGenerator(2)
+	x = tensor.Randn([]int{n, in}, tensor.On(d), tensor.WithGenerator(g))
+	y = tensor.Randint(0, int64(out), []int{n}, tensor.On(d), tensor.WithGenerator(g))
+	return m, x, y
 }
 
 func (m *mlp) params() []*tensor.Tensor { return []*tensor.Tensor{m.w1, m.b1, m.w2, m.b2} }
@@ -99,13 +105,6 @@ func (m *mlp) step(x, y *tensor.Tensor) {
 			p.SetGrad(nil)
 		}
 	}()
-}
-
-func batch(d *device.Device, n, in, classes int) (*tensor.Tensor, *tensor.Tensor) {
-	g := tensor.NewGenerator(2)
-	x := tensor.Randn([]int{n, in}, tensor.On(d), tensor.WithGenerator(g))
-	y := tensor.Randint(0, int64(classes), []int{n}, tensor.On(d), tensor.WithGenerator(g))
-	return x, y
 }
 
 func TestOpSelfMemoryIsWhatItAllocated(t *testing.T) {
@@ -179,8 +178,7 @@ func TestCreationWithoutKernelIsItsOwnOp(t *testing.T) {
 
 func TestTrainingStepPeaksAndTimeline(t *testing.T) {
 	d := newDev(t)
-	m := newMLP(d, 256, 512, 10)
-	x, y := batch(d, 64, 256, 10)
+	m, x, y := newMLP(d, 64, 256, 512, 10)
 	m.step(x, y) // warm the cache
 
 	// The allocator's own peak over each phase, from its peak counter
@@ -284,8 +282,7 @@ func TestChromeTrace(t *testing.T) {
 	// the profile does not see cuBLAS's workspace (doc.go): take it before,
 	// so that the running totals below add up from the events alone
 	simtest.WarmBlas(t, d)
-	m := newMLP(d, 32, 64, 4)
-	x, y := batch(d, 8, 32, 4)
+	m, x, y := newMLP(d, 8, 32, 64, 4)
 	p := start(t, profiler.Options{RecordShapes: true, WithStack: true})
 	m.step(x, y)
 	p.Stop()
@@ -355,8 +352,7 @@ func TestChromeTrace(t *testing.T) {
 
 func TestTableLayout(t *testing.T) {
 	d := newDev(t)
-	m := newMLP(d, 32, 64, 4)
-	x, y := batch(d, 8, 32, 4)
+	m, x, y := newMLP(d, 8, 32, 64, 4)
 	p := start(t, profiler.Options{RecordShapes: true})
 	m.step(x, y)
 	p.Stop()

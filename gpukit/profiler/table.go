@@ -95,25 +95,14 @@ func subtreeDeviceTime(e *Event) time.Duration {
 	return t
 }
 
-// formatShapes writes shapes as Python prints a list of lists.
+// formatShapes writes shapes as Python prints a list of lists:
+// [[2, 3], []].
 func formatShapes(shapes [][]int) string {
-	var b strings.Builder
-	b.WriteByte('[')
+	parts := make([]string, len(shapes))
 	for i, s := range shapes {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('[')
-		for j, d := range s {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprint(&b, d)
-		}
-		b.WriteByte(']')
+		parts[i] = strings.ReplaceAll(fmt.Sprint(s), " ", ", ") // [2 3] → [2, 3]
 	}
-	b.WriteByte(']')
-	return b.String()
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // column is one sortable column of the table.

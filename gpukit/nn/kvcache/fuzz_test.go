@@ -11,8 +11,7 @@ import (
 // FuzzNewDecoder builds decoders from arbitrary settings: kvcache's error,
 // or a decoder that steps one token; never a panic.
 func FuzzNewDecoder(f *testing.F) {
-	dev := newDev(f)
-	b := block(dev, tensor.Float32)
+	dev, b := newBlock(f, tensor.Float32)
 	f.Add(0, 1, 4)
 	f.Add(9, -1, 1<<62)
 	f.Fuzz(func(t *testing.T, strategy, batch, maxLen int) {

@@ -13,12 +13,14 @@ import (
 	"github.com/gpumem/course/gpukit/tensor"
 )
 
-func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
-
-func block(dev *device.Device, dt tensor.Dtype) *nn.Block {
+// newBlock is a fresh classroom card with a seeded causal Block(16, 4) of
+// dtype dt on it.
+func newBlock(t testing.TB, dt tensor.Dtype) (*device.Device, *nn.Block) {
+	t.Helper()
+	dev := simtest.Card(t)
 	b := nn.NewBlock(16, 4, tensor.On(dev), dt, tensor.WithGenerator(tensor.NewGenerator(1)))
 	b.Attn.Causal = true
-	return b
+	return dev, b
 }
 
 // decode runs x [B, T, D] token by token and returns the outputs.
@@ -36,8 +38,7 @@ func decode(t *testing.T, d *kvcache.Decoder, x *tensor.Tensor) [][]float64 {
 }
 
 func TestStrategiesGiveTheSameOutputs(t *testing.T) {
-	dev := newDev(t)
-	b := block(dev, tensor.Float64)
+	dev, b := newBlock(t, tensor.Float64)
 	x := tensor.Randn([]int{2, 9, 16}, tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(2)))
 	pre, err := kvcache.NewDecoder(b, kvcache.Preallocated, 2, 12)
 	require.NoError(t, err)
@@ -73,8 +74,7 @@ func TestStrategiesGiveTheSameOutputs(t *testing.T) {
 func TestCacheMemory(t *testing.T) {
 	const B, T, D, max = 2, 64, 16, 64
 	run := func(s kvcache.Strategy) (allocs, peak, unused, cache int64) {
-		dev := newDev(t)
-		b := block(dev, tensor.Float32)
+		dev, b := newBlock(t, tensor.Float32)
 		x := tensor.Randn([]int{B, T, D}, tensor.On(dev))
 		base := dev.MemoryAllocated()
 		dev.ResetPeakStats()
@@ -95,8 +95,7 @@ func TestCacheMemory(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	dev := newDev(t)
-	b := block(dev, tensor.Float32)
+	dev, b := newBlock(t, tensor.Float32)
 	d, err := kvcache.NewDecoder(b, kvcache.Preallocated, 1, 2)
 	require.NoError(t, err)
 	x := tensor.Randn([]int{1, 3, 16}, tensor.On(dev))

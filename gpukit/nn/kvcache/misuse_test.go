@@ -12,8 +12,7 @@ import (
 )
 
 func TestDecoderMisuse(t *testing.T) {
-	dev := newDev(t)
-	b := block(dev, tensor.Float32)
+	dev, b := newBlock(t, tensor.Float32)
 	assert.Equal(t, "Strategy(9)", kvcache.Strategy(9).String())
 	_, err := kvcache.NewDecoder(b, kvcache.Strategy(9), 1, 4)
 	assert.EqualError(t, err, "kvcache: NewDecoder: unknown strategy Strategy(9); use Preallocated or Concat")

@@ -12,7 +12,7 @@ import (
 )
 
 func TestPipelineMisuse(t *testing.T) {
-	d0, d1 := newDev(t, 0), newDev(t, 1)
+	d0, d1 := twoCards(t)
 	first, second := mlp(d0, d1)
 	stages := []parallel.Stage{{Module: first, Device: d0}, {Module: second, Device: d1}}
 	var nilSeq *nn.Sequential

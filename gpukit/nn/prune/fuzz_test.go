@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/prune"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -17,7 +18,7 @@ func FuzzPrune(f *testing.F) {
 	f.Add(uint8(3), uint8(4), 0.5, int16(2), true, uint8(0))
 	f.Add(uint8(1), uint8(1), 1.5, int16(-1), false, uint8(1))
 	f.Add(uint8(5), uint8(2), math.NaN(), int16(11), true, uint8(2))
-	dev := newDev(f)
+	dev := simtest.Card(f)
 	f.Fuzz(func(t *testing.T, rows, cols uint8, frac float64, count int16, useCount bool, method uint8) {
 		r, c := int(rows%6)+1, int(cols%6)+1
 		l := nn.NewLinear(c, r, false, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(uint64(rows)*7+uint64(cols))))

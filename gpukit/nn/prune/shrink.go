@@ -40,25 +40,13 @@ func KeptSlices(t *tensor.Tensor, dim int) ([]int, error) {
 // one when the dropped units' outputs were zero (no bias, or a pruned
 // one). l is left as it is; release it when done.
 func ShrinkOutputs(l *nn.Linear, keep []int) (*nn.Linear, error) {
-	if l == nil {
-		return nil, errorf("ShrinkOutputs: nil Linear")
-	}
-	if err := checkKeep("ShrinkOutputs", keep, l.Out); err != nil {
-		return nil, err
-	}
-	return shrink(l, keep, 0), nil
+	return shrink("ShrinkOutputs", l, keep, 0)
 }
 
 // ShrinkInputs returns a new Linear holding only the input features keep
 // of l (columns of its weight; the bias is copied whole).
 func ShrinkInputs(l *nn.Linear, keep []int) (*nn.Linear, error) {
-	if l == nil {
-		return nil, errorf("ShrinkInputs: nil Linear")
-	}
-	if err := checkKeep("ShrinkInputs", keep, l.In); err != nil {
-		return nil, err
-	}
-	return shrink(l, keep, 1), nil
+	return shrink("ShrinkInputs", l, keep, 1)
 }
 
 func checkKeep(op string, keep []int, n int) error {
@@ -78,7 +66,19 @@ func checkKeep(op string, keep []int, n int) error {
 	return nil
 }
 
-func shrink(l *nn.Linear, keep []int, dim int) *nn.Linear {
+// shrink is op: it checks l and keep, then returns a copy of l with only
+// the units keep along dim (0: outputs, 1: inputs).
+func shrink(op string, l *nn.Linear, keep []int, dim int) (*nn.Linear, error) {
+	if l == nil {
+		return nil, errorf("%s: nil Linear", op)
+	}
+	n := l.Out
+	if dim == 1 {
+		n = l.In
+	}
+	if err := checkKeep(op, keep, n); err != nil {
+		return nil, err
+	}
 	out := &nn.Linear{In: l.In, Out: l.Out}
 	tensor.NoGrad(func() {
 		idx := tensor.FromSlice(keep, []int{len(keep)}, placeLike(l.Weight)[0])
@@ -97,5 +97,5 @@ func shrink(l *nn.Linear, keep []int, dim int) *nn.Linear {
 	} else {
 		out.In = len(keep)
 	}
-	return out
+	return out, nil
 }

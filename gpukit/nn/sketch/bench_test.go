@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
@@ -24,7 +26,7 @@ func BenchmarkSKLinearVsDense(b *testing.B) {
 			name = fmt.Sprintf("sk-terms=%d-rank=%d", cfg.terms, cfg.rank)
 		}
 		b.Run(name, func(b *testing.B) {
-			dev := newDev(b)
+			dev := simtest.Card(b)
 			opts := []tensor.Option{tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(1))}
 			var layer nn.Module
 			if cfg.terms == 0 {
@@ -38,10 +40,7 @@ func BenchmarkSKLinearVsDense(b *testing.B) {
 			}
 			x := tensor.Randn([]int{batch, dim}, opts...)
 			step := func() {
-				y := layer.Forward(x)
-				loss := y.Sum()
-				loss.Backward()
-				release(loss, y)
+				nntest.SumBackward(layer, x)
 				nn.ZeroGrad(layer, true)
 			}
 			step() // warm the allocator's cache
@@ -58,11 +57,5 @@ func BenchmarkSKLinearVsDense(b *testing.B) {
 			b.ReportMetric(float64(nn.Nbytes(layer)), "layer-bytes")
 			b.ReportMetric(float64(dev.MaxMemoryAllocated()-base), "step-peak-bytes")
 		})
-	}
-}
-
-func release(ts ...*tensor.Tensor) {
-	for _, t := range ts {
-		t.Release()
 	}
 }

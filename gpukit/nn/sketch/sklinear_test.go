@@ -7,19 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
 )
-
-func newDev(t testing.TB) *device.Device { return simtest.Card(t) }
-
-func f64(dev *device.Device, seed uint64) []tensor.Option {
-	return []tensor.Option{tensor.On(dev), tensor.Float64, tensor.WithGenerator(tensor.NewGenerator(seed))}
-}
 
 func set(t *tensor.Tensor, vals ...float64) {
 	flat := t.Reshape(-1)
@@ -35,8 +29,8 @@ func set(t *tensor.Tensor, vals ...float64) {
 // S2 = [.1 .2 .3 .4], b = 1: x·S1 = 5, x·U2 = 10, so
 // y = ([5 -5 5 -5] + [1 2 3 4])/2 + 1 = [4 -0.5 5 0.5].
 func TestForwardHandChecked(t *testing.T) {
-	dev := newDev(t)
-	s, err := sketch.New(4, 4, 1, 1, true, f64(dev, 1)...)
+	dev := simtest.Card(t)
+	s, err := sketch.New(4, 4, 1, 1, true, nntest.F64(dev, 1)...)
 	require.NoError(t, err)
 	set(s.S1s, 1, 0, 0, 1)
 	set(s.U1s, 1, -1, 1, -1)
@@ -51,11 +45,11 @@ func TestForwardHandChecked(t *testing.T) {
 // The forward equals the formula computed with plain loops, for several
 // terms, ranks and leading dimensions.
 func TestForwardEqualsFormula(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	const in, out, L, k = 12, 10, 2, 1
-	s, err := sketch.New(in, out, L, k, true, f64(dev, 2)...)
+	s, err := sketch.New(in, out, L, k, true, nntest.F64(dev, 2)...)
 	require.NoError(t, err)
-	x := tensor.Randn([]int{2, 3, in}, f64(dev, 3)...)
+	x := tensor.Randn([]int{2, 3, in}, nntest.F64(dev, 3)...)
 	y := s.Forward(x)
 	assert.Equal(t, []int{2, 3, out}, y.Shape())
 	xs, got := x.Float64s(), y.Float64s()
@@ -82,11 +76,11 @@ func TestForwardEqualsFormula(t *testing.T) {
 }
 
 func TestBackwardPassesGradcheck(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	for _, bias := range []bool{true, false} {
-		s, err := sketch.New(8, 8, 2, 1, bias, f64(dev, 4)...)
+		s, err := sketch.New(8, 8, 2, 1, bias, nntest.F64(dev, 4)...)
 		require.NoError(t, err)
-		x := tensor.Randn([]int{3, 8}, f64(dev, 5)...).SetRequiresGrad(true)
+		x := tensor.Randn([]int{3, 8}, nntest.F64(dev, 5)...).SetRequiresGrad(true)
 		inputs := []*tensor.Tensor{x, s.S1s, s.S2s}
 		if bias {
 			inputs = append(inputs, s.Bias)
@@ -96,7 +90,7 @@ func TestBackwardPassesGradcheck(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	for _, tc := range []struct {
 		name                       string
 		in, out, numTerms, lowRank int
@@ -124,7 +118,7 @@ func TestRefusals(t *testing.T) {
 
 // Mistake 11: the buffers cost as much as the parameters.
 func TestParametersAndBuffersCountedApart(t *testing.T) {
-	dev := newDev(t)
+	dev := simtest.Card(t)
 	ws := simtest.WarmBlas(t, dev) // the first product's cuBLAS workspace, held for good
 	const in, out, L, k = 256, 128, 2, 16
 	s, err := sketch.New(in, out, L, k, true, tensor.On(dev))
@@ -155,8 +149,8 @@ func TestParametersAndBuffersCountedApart(t *testing.T) {
 }
 
 func TestFromLinear(t *testing.T) {
-	dev := newDev(t)
-	l := nn.NewLinear(12, 8, true, f64(dev, 6)...)
+	dev := simtest.Card(t)
+	l := nn.NewLinear(12, 8, true, nntest.F64(dev, 6)...)
 	s, err := sketch.FromLinear(l, 1, 2, tensor.WithGenerator(tensor.NewGenerator(7)))
 	require.NoError(t, err)
 	assert.Equal(t, tensor.Float64, s.S1s.Dtype())
@@ -166,10 +160,7 @@ func TestFromLinear(t *testing.T) {
 	w, u1, s1 := l.Weight.Float64s(), s.U1s.Float64s(), s.S1s.Float64s()
 	for j := range 12 {
 		for r := range 2 {
-			var want float64
-			for o := range 8 {
-				want += w[o*12+j] * u1[r*8+o]
-			}
+			want := sumOver(8, func(o int) float64 { return w[o*12+j] * u1[r*8+o] })
 			assert.InDelta(t, want, s1[j*2+r], 1e-12)
 		}
 	}
@@ -177,19 +168,25 @@ func TestFromLinear(t *testing.T) {
 	u2, s2 := s.U2s.Float64s(), s.S2s.Float64s()
 	for r := range 2 {
 		for o := range 8 {
-			var want float64
-			for j := range 12 {
-				want += u2[j*2+r] * w[o*12+j]
-			}
+			want := sumOver(12, func(j int) float64 { return u2[j*2+r] * w[o*12+j] })
 			assert.InDelta(t, want, s2[r*8+o], 1e-12)
 		}
 	}
 }
 
+// sumOver returns f(0) + f(1) + … + f(n-1), added in that order.
+func sumOver(n int, f func(i int) float64) float64 {
+	var sum float64
+	for i := range n {
+		sum += f(i)
+	}
+	return sum
+}
+
 func TestSeedGivesTheSameLayer(t *testing.T) {
-	a, err := sketch.New(16, 16, 1, 4, true, f64(newDev(t), 9)...)
+	a, err := sketch.New(16, 16, 1, 4, true, nntest.F64(simtest.Card(t), 9)...)
 	require.NoError(t, err)
-	b, err := sketch.New(16, 16, 1, 4, true, f64(newDev(t), 9)...)
+	b, err := sketch.New(16, 16, 1, 4, true, nntest.F64(simtest.Card(t), 9)...)
 	require.NoError(t, err)
 	for i, n := range nn.NamedParameters(a) {
 		assert.Equal(t, n.Tensor.Float64s(), nn.NamedParameters(b)[i].Tensor.Float64s(), n.Name)
