@@ -12,18 +12,25 @@ const MiB = 1 << 20
 
 func newTest(t *testing.T, capacity int64, conf string) (*Allocator, *FakeMemory) {
 	t.Helper()
+	mem := NewFakeMemory(capacity)
+	return newOn(t, mem, conf), mem
+}
+
+// newOn makes an allocator of conf on mem, whose invariants are checked at
+// the end of the test.
+func newOn(t *testing.T, mem Memory, conf string) *Allocator {
+	t.Helper()
 	cfg, err := ParseConfig(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := NewFakeMemory(capacity)
 	a := New(mem, cfg, 0)
 	t.Cleanup(func() {
 		if err := checkInvariants(a); err != nil {
 			t.Errorf("invariants at end of test: %v", err)
 		}
 	})
-	return a, mem
+	return a
 }
 
 func mustMalloc(t *testing.T, a *Allocator, size int64, s Stream) *Block {

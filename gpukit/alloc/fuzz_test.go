@@ -232,19 +232,24 @@ func FuzzAllocator(f *testing.F) {
 	// 8070450532247928833 with roundup_power2_divisions:4.
 	f.Add([]byte{0, 0, 0xff, 0xf0, 0, 0xff, 0xf0, 0, 0xff, 0xf1})
 	f.Add([]byte{3, 0, 0xff, 0xf2, 0, 0xff, 0xf2, 0, 0xff, 0xf3, 0, 0xff, 0xf4, 0, 0xff, 0xf6})
-	// A longer mixed sequence.
-	long := []byte{2}
+	// A longer mixed sequence, then the same with device frees failing:
+	// every one (0x82), every third (0xa3) and every eighth (0xf5).
+	addLong(f, 2, 0x82, 0xa3, 0xf5)
+	f.Add([]byte{0x80, 3, 200, 1, 3, 250, 7, 4, 0, 8, 3, 255, 255, 8, 4, 1, 8})
+	f.Fuzz(runFuzz)
+}
+
+// addLong adds a seed of 600 mixed operations whose first byte is first,
+// then the same operations under each first byte of failing.
+func addLong(f *testing.F, first byte, failing ...byte) {
+	long := []byte{first}
 	for i := range 600 {
 		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
 	}
 	f.Add(long)
-	// The same with device frees failing: every one (0x82), every third
-	// (0xa3) and every eighth (0xf5).
-	for _, first := range []byte{0x82, 0xa3, 0xf5} {
-		f.Add(append([]byte{first}, long[1:]...))
+	for _, b := range failing {
+		f.Add(append([]byte{b}, long[1:]...))
 	}
-	f.Add([]byte{0x80, 3, 200, 1, 3, 250, 7, 4, 0, 8, 3, 255, 255, 8, 4, 1, 8})
-	f.Fuzz(runFuzz)
 }
 
 // FuzzExpandable runs random allocation sequences with expandable segments
@@ -257,16 +262,10 @@ func FuzzExpandable(f *testing.F) {
 	f.Add([]byte{2, 9, 5, 3, 200, 9, 0, 3, 230, 0, 3, 240, 0, 4, 1, 3, 210, 5, 8})
 	f.Add([]byte{0, 3, 200, 1, 9, 0x80, 3, 200, 2, 4, 0, 9, 0x81, 3, 201, 3, 8, 4, 0, 8})
 	f.Add([]byte{5, 3, 255, 3, 67, 255, 3, 131, 254, 0, 3, 150, 20, 6, 0, 2, 4, 1, 8, 7, 2, 8})
-	long := []byte{1}
-	for i := range 600 {
-		long = append(long, byte(i*37+11), byte(i*101+7), byte(i*13))
-	}
-	f.Add(long)
-	// The same with unmaps and range releases failing: every one (0x81),
-	// every second (0x93) and every fifth (0xc4).
-	for _, first := range []byte{0x81, 0x93, 0xc4} {
-		f.Add(append([]byte{first}, long[1:]...))
-	}
+	// A longer mixed sequence, then the same with unmaps and range
+	// releases failing: every one (0x81), every second (0x93) and every
+	// fifth (0xc4).
+	addLong(f, 1, 0x81, 0x93, 0xc4)
 	f.Add([]byte{0x80, 3, 200, 1, 9, 0x80, 3, 200, 2, 4, 0, 9, 0x81, 3, 201, 3, 8, 4, 0, 8})
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzWith(t, data, expandableConfigs, true) })
 }

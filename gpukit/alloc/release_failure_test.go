@@ -81,18 +81,9 @@ func (m *failingMemory) Unreserve(addr uint64, size int64) error {
 
 func newFailing(t *testing.T, capacity int64, conf string) (*Allocator, *failingMemory) {
 	t.Helper()
-	cfg, err := ParseConfig(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mem := newFailingMemory(capacity)
-	a := New(mem, cfg, 0)
+	a := newOn(t, mem, conf)
 	a.RecordHistory(HistoryOptions{Enabled: true})
-	t.Cleanup(func() {
-		if err := checkInvariants(a); err != nil {
-			t.Errorf("invariants at end of test: %v", err)
-		}
-	})
 	return a, mem
 }
 
@@ -176,6 +167,17 @@ func checkReleaseError(t *testing.T, what string, err error) {
 // instead of panicking, leaves everything as it was, and succeeds once the
 // device does.
 func TestMallocReleaseFailure(t *testing.T) {
+	// cacheTwo caches segments of 30 and 24 MiB, under a fraction that
+	// lets garbage collection run.
+	cacheTwo := func(t *testing.T, a *Allocator) {
+		if err := a.SetMemoryFraction(0.99); err != nil {
+			t.Fatal(err)
+		}
+		x := mustMalloc(t, a, 30*MiB, 0)
+		y := mustMalloc(t, a, 24*MiB, 0)
+		free(t, a, x)
+		free(t, a, y)
+	}
 	for _, tc := range []struct {
 		name     string
 		conf     string
@@ -184,6 +186,7 @@ func TestMallocReleaseFailure(t *testing.T) {
 		size     int64
 		stream   Stream
 		fails    func(string, int) bool
+		failed   map[string]int64 // statistics after the failure; nil: nothing changed
 		after    map[string]int64 // statistics after the successful retry
 	}{
 		{
@@ -202,35 +205,21 @@ func TestMallocReleaseFailure(t *testing.T) {
 		},
 		{
 			name: "garbage_collect_cached_blocks", conf: "garbage_collection_threshold:0.5", capacity: 100 * MiB,
-			setup: func(t *testing.T, a *Allocator) {
-				if err := a.SetMemoryFraction(0.99); err != nil {
-					t.Fatal(err)
-				}
-				x := mustMalloc(t, a, 30*MiB, 0)
-				y := mustMalloc(t, a, 24*MiB, 0)
-				free(t, a, x)
-				free(t, a, y)
-			},
-			size: 40 * MiB, fails: failNth("Free", 0),
+			setup: cacheTwo,
+			size:  40 * MiB, fails: failNth("Free", 0),
 			after: map[string]int64{"num_device_free": 2, "num_alloc_retries": 0,
 				"reserved_bytes.all.current": 40 * MiB},
 		},
 		{
 			name: "garbage_collect_cached_blocks, second segment", conf: "garbage_collection_threshold:0.5",
 			capacity: 100 * MiB,
-			setup: func(t *testing.T, a *Allocator) {
-				if err := a.SetMemoryFraction(0.99); err != nil {
-					t.Fatal(err)
-				}
-				x := mustMalloc(t, a, 30*MiB, 0)
-				y := mustMalloc(t, a, 24*MiB, 0)
-				free(t, a, x)
-				free(t, a, y)
-			},
+			setup:    cacheTwo,
 			// y's segment goes first (the pool orders by size), x's fails.
 			// Reserved is then 30 MiB, under the threshold (49.5 MiB): the
 			// retry collects nothing and maps 40 MiB beside x's.
 			size: 40 * MiB, fails: failNth("Free", 2),
+			failed: map[string]int64{"num_device_free": 1, "segment.all.current": 1,
+				"reserved_bytes.all.current": 30 * MiB},
 			after: map[string]int64{"num_device_free": 1, "num_alloc_retries": 0,
 				"reserved_bytes.all.current": 70 * MiB},
 		},
@@ -259,13 +248,10 @@ func TestMallocReleaseFailure(t *testing.T) {
 			if err := checkInvariants(a); err != nil {
 				t.Fatalf("after the failure: %v", err)
 			}
-			if strings.HasSuffix(tc.name, "second segment") {
-				// The first release succeeded: only the second segment
-				// is still reserved, and counted.
-				expectStats(t, a, map[string]int64{"num_device_free": 1, "segment.all.current": 1,
-					"reserved_bytes.all.current": 30 * MiB})
-			} else {
+			if tc.failed == nil {
 				sameState(t, "after the failed Malloc", stateOf(a, mem), before)
+			} else {
+				expectStats(t, a, tc.failed)
 			}
 
 			mem.failOn(nil)
@@ -341,37 +327,36 @@ func TestExpandableReleaseFailure(t *testing.T) {
 		y := mustMalloc(t, a, 30*MiB, 0)
 		return a, mem, x, y
 	}
-	t.Run("unmap of some pages", func(t *testing.T) {
-		a, mem, x, _ := setup(t)
-		free(t, a, x)
-		before := stateOf(a, mem)
-		mem.failOn(failNth("UnmapPages", 0))
-		checkReleaseError(t, "TryEmptyCache", a.TryEmptyCache())
-		sameState(t, "after the failed unmap", stateOf(a, mem), before)
-		mem.failOn(nil)
-		if err := a.TryEmptyCache(); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name     string
+		freeY    bool
+		reserved int64 // reserved_bytes after the successful retry
+		ranges   int   // ranges the device still holds then
+	}{
 		// unmap_block on [0, 30): page [0, 20) only.
-		expectStats(t, a, map[string]int64{"reserved_bytes.all.current": 40 * MiB, "num_device_free": 1})
-	})
-	t.Run("unmap of every page", func(t *testing.T) {
-		a, mem, x, y := setup(t)
-		free(t, a, x)
-		free(t, a, y)
-		before := stateOf(a, mem)
-		mem.failOn(failNth("UnmapPages", 0))
-		checkReleaseError(t, "TryEmptyCache", a.TryEmptyCache())
-		sameState(t, "after the failed unmap", stateOf(a, mem), before)
-		mem.failOn(nil)
-		if err := a.TryEmptyCache(); err != nil {
-			t.Fatal(err)
-		}
-		expectStats(t, a, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 1})
-		if ranges, pages := mem.Reservations(); ranges != 0 || pages != 0 {
-			t.Errorf("the device still holds %d ranges, %d pages", ranges, pages)
-		}
-	})
+		{name: "unmap of some pages", reserved: 40 * MiB, ranges: 1},
+		{name: "unmap of every page", freeY: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, mem, x, y := setup(t)
+			free(t, a, x)
+			if tc.freeY {
+				free(t, a, y)
+			}
+			before := stateOf(a, mem)
+			mem.failOn(failNth("UnmapPages", 0))
+			checkReleaseError(t, "TryEmptyCache", a.TryEmptyCache())
+			sameState(t, "after the failed unmap", stateOf(a, mem), before)
+			mem.failOn(nil)
+			if err := a.TryEmptyCache(); err != nil {
+				t.Fatal(err)
+			}
+			expectStats(t, a, map[string]int64{"reserved_bytes.all.current": tc.reserved, "num_device_free": 1})
+			if ranges, pages := mem.Reservations(); ranges != tc.ranges || pages != int(tc.reserved/(20*MiB)) {
+				t.Errorf("the device holds %d ranges, %d pages; want %d, %d", ranges, pages, tc.ranges, tc.reserved/(20*MiB))
+			}
+		})
+	}
 	// The pages are unmapped, then freeing the range fails: the range stays
 	// reserved (reserved_bytes counts no byte of it) and is freed by the
 	// next release, or reused first by the stream's next allocation.

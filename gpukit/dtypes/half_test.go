@@ -34,14 +34,20 @@ func TestFloat16Conversion(t *testing.T) {
 		assert.Equalf(t, tc.bits, got, "Float32ToFloat16(%g)", tc.in)
 	}
 	assert.True(t, math.IsNaN(float64(Float16ToFloat32(Float32ToFloat16(float32(math.NaN()))))))
-	// Every half value round-trips exactly through float32.
+	roundTrips(t, "half", Float16ToFloat32, Float32ToFloat16)
+}
+
+// roundTrips checks that every 16-bit value but NaNs round-trips exactly
+// through float32.
+func roundTrips(t *testing.T, name string, widen func(uint16) float32, narrow func(float32) uint16) {
+	t.Helper()
 	for h := 0; h < 1<<16; h++ {
-		f := Float16ToFloat32(uint16(h))
+		f := widen(uint16(h))
 		if f != f {
 			continue
 		}
-		if back := Float32ToFloat16(f); back != uint16(h) {
-			t.Fatalf("half %#04x → %g → %#04x", h, f, back)
+		if back := narrow(f); back != uint16(h) {
+			t.Fatalf("%s %#04x → %g → %#04x", name, h, f, back)
 		}
 	}
 }
@@ -53,13 +59,5 @@ func TestBFloat16Conversion(t *testing.T) {
 	assert.Equal(t, uint16(0x3f80), Float32ToBFloat16(1+1.0/256))
 	assert.Equal(t, uint16(0x3f82), Float32ToBFloat16(1+3.0/256))
 	assert.True(t, math.IsNaN(float64(BFloat16ToFloat32(Float32ToBFloat16(float32(math.NaN()))))))
-	for h := 0; h < 1<<16; h++ {
-		f := BFloat16ToFloat32(uint16(h))
-		if f != f {
-			continue
-		}
-		if back := Float32ToBFloat16(f); back != uint16(h) {
-			t.Fatalf("bf16 %#04x → %g → %#04x", h, f, back)
-		}
-	}
+	roundTrips(t, "bf16", BFloat16ToFloat32, Float32ToBFloat16)
 }

@@ -65,13 +65,7 @@ var unary = [...]struct {
 }
 
 // Unaries lists the unary ops in order.
-func Unaries() []Unary {
-	all := make([]Unary, len(unary))
-	for i := range all {
-		all[i] = Unary(i)
-	}
-	return all
-}
+func Unaries() []Unary { return upTo[Unary](len(unary)) }
 
 // Valid reports whether op is one of the unary ops above.
 func (op Unary) Valid() bool { return int(op) < len(unary) }
@@ -133,13 +127,7 @@ var binary = [...]struct {
 }
 
 // Binaries lists the binary ops in order.
-func Binaries() []Binary {
-	all := make([]Binary, len(binary))
-	for i := range all {
-		all[i] = Binary(i)
-	}
-	return all
-}
+func Binaries() []Binary { return upTo[Binary](len(binary)) }
 
 // Valid reports whether op is one of the binary ops above.
 func (op Binary) Valid() bool { return int(op) < len(binary) }
@@ -172,13 +160,7 @@ const (
 var reduce = [...]string{ReduceSum: "Sum", ReduceMean: "Mean", ReduceMax: "Max", ReduceMin: "Min"}
 
 // Reduces lists the reductions in order.
-func Reduces() []Reduce {
-	all := make([]Reduce, len(reduce))
-	for i := range all {
-		all[i] = Reduce(i)
-	}
-	return all
-}
+func Reduces() []Reduce { return upTo[Reduce](len(reduce)) }
 
 // Valid reports whether op is one of the reductions above.
 func (op Reduce) Valid() bool { return int(op) < len(reduce) }
@@ -197,4 +179,13 @@ type AdamScalars struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
 	Decoupled                          bool // AdamW: decay the parameter, not the gradient
 	Step                               int
+}
+
+// upTo lists the n ops of a kind: 0 to n-1.
+func upTo[T ~uint8](n int) []T {
+	all := make([]T, n)
+	for i := range all {
+		all[i] = T(i)
+	}
+	return all
 }

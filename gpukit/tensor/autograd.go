@@ -77,9 +77,7 @@ func (n *node) drop() {
 		n.mu.Unlock()
 		if !freed {
 			for _, s := range saved {
-				if s != nil {
-					s.release()
-				}
+				s.release()
 			}
 		}
 		for _, e := range next {
@@ -227,6 +225,9 @@ func (s *savedTensor) unpack(name string, i int) (t *Tensor, owned bool) {
 }
 
 func (s *savedTensor) release() {
+	if s == nil { // an input saved as nil
+		return
+	}
 	if s.t != nil {
 		s.t.Release()
 		s.t = nil
@@ -473,9 +474,7 @@ func (n *node) freeSaved() {
 	n.mu.Unlock()
 	if !freed {
 		for _, s := range saved {
-			if s != nil {
-				s.release()
-			}
+			s.release()
 		}
 	}
 }

@@ -47,12 +47,9 @@ func layerNormKernel(out, mean, rstd, x, weight, bias *Tensor, m, n int, eps flo
 	if valueless(out) {
 		return
 	}
-	xc, release := contiguousOrSelf(x)
-	defer release()
-	wc, releaseW := contiguousOrSelf(weight)
-	defer releaseW()
-	bc, releaseB := contiguousOrSelf(bias)
-	defer releaseB()
+	var cp copies
+	defer cp.run()
+	xc, wc, bc := cp.contiguous(x), cp.contiguous(weight), cp.contiguous(bias)
 	if !params(x.dtype, weight, bias) {
 		// 16-bit input, float32 parameters: the float64 rows on the host.
 		if hostOnly(op, out, xc) {
@@ -72,12 +69,9 @@ func layerNormBackwardKernel(gx, gw, gb, g, x, weight, mean, rstd *Tensor, m, n 
 	if valueless(g) {
 		return
 	}
-	gc, releaseG := contiguousOrSelf(g)
-	defer releaseG()
-	xc, releaseX := contiguousOrSelf(x)
-	defer releaseX()
-	wc, releaseW := contiguousOrSelf(weight)
-	defer releaseW()
+	var cp copies
+	defer cp.run()
+	gc, xc, wc := cp.contiguous(g), cp.contiguous(x), cp.contiguous(weight)
 	if !params(x.dtype, weight, gw, gb) || !mean.IsContiguous() || !rstd.IsContiguous() {
 		if hostOnly(op, gc, xc, mean, rstd) {
 			cpucompute.LayerNormBackwardRows64(cdt(x), dtypes.Dtype(paramDtype(x.dtype, wc, gw, gb)), cdt(mean),

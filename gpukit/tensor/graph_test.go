@@ -22,6 +22,15 @@ func noGC(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
+// leafMiB starts a graph test: the collector off, a fresh device, and on
+// it x, 1 MiB that requires grad; base is what the device holds then.
+func leafMiB(t *testing.T) (dev *device.Device, x *tensor.Tensor, base int64) {
+	noGC(t)
+	dev = newDev(t)
+	x = tensor.Randn([]int{1024, 256}, tensor.On(dev), tensor.RequiresGrad())
+	return dev, x, dev.MemoryAllocated()
+}
+
 type testMLP struct{ ws, bs []*tensor.Tensor }
 
 func newTestMLP(dev *device.Device, layers, width int) testMLP {
@@ -78,10 +87,7 @@ func TestReleasingTheLossFreesTheGraph(t *testing.T) {
 }
 
 func TestSharedSubgraphLivesUntilBothLossesGo(t *testing.T) {
-	noGC(t)
-	dev := newDev(t)
-	x := tensor.Randn([]int{1024, 256}, tensor.On(dev), tensor.RequiresGrad()) // 1 MiB
-	base := dev.MemoryAllocated()
+	dev, x, base := leafMiB(t)
 
 	h := x.Exp() // saves h (1 MiB)
 	l1 := h.Sum()
@@ -105,39 +111,32 @@ func TestSharedSubgraphLivesUntilBothLossesGo(t *testing.T) {
 }
 
 func TestReleaseAfterBackwardAndRetainGraph(t *testing.T) {
-	noGC(t)
-	dev := newDev(t)
-	x := tensor.Randn([]int{1024, 256}, tensor.On(dev), tensor.RequiresGrad())
-	base := dev.MemoryAllocated()
+	dev, x, base := leafMiB(t)
 
 	// After a backward without RetainGraph the saved tensors are gone
-	// already; releasing the loss releases nothing twice.
-	y := x.Exp()
-	loss := y.Sum()
-	y.Release()
-	loss.Backward()
-	x.SetGrad(nil)
-	assert.Equal(t, base+512, dev.MemoryAllocated())
-	loss.Release()
-	assert.Equal(t, base, dev.MemoryAllocated())
-
-	// With RetainGraph the graph keeps them until the loss goes.
-	y = x.Exp()
-	loss = y.Sum()
-	y.Release()
-	loss.Backward(tensor.RetainGraph())
-	x.SetGrad(nil)
-	assert.Equal(t, base+mib+512, dev.MemoryAllocated())
-	loss.Release()
-	assert.Equal(t, base, dev.MemoryAllocated())
+	// already; releasing the loss releases nothing twice. With RetainGraph
+	// the graph keeps them until the loss goes.
+	for _, tc := range []struct {
+		opts  []tensor.BackwardOption
+		after int64 // allocated once the loss is back-propagated
+	}{
+		{nil, base + 512},
+		{[]tensor.BackwardOption{tensor.RetainGraph()}, base + mib + 512},
+	} {
+		y := x.Exp()
+		loss := y.Sum()
+		y.Release()
+		loss.Backward(tc.opts...)
+		x.SetGrad(nil)
+		assert.Equal(t, tc.after, dev.MemoryAllocated())
+		loss.Release()
+		assert.Equal(t, base, dev.MemoryAllocated())
+	}
 	runtime.KeepAlive(x)
 }
 
 func TestInPlaceKeepsThePreviousNode(t *testing.T) {
-	noGC(t)
-	dev := newDev(t)
-	x := tensor.Randn([]int{1024, 256}, tensor.On(dev), tensor.RequiresGrad())
-	base := dev.MemoryAllocated()
+	dev, x, base := leafMiB(t)
 	y := x.Pow(2) // saves x
 	y.MulInPlace(3)
 	assert.Equal(t, "MulBackward0", y.GradFn())

@@ -33,6 +33,23 @@ func contiguousOrSelf(t *Tensor) (c *Tensor, release func()) {
 	return c, c.Release
 }
 
+// copies collects the releases of contiguous copies, for one deferred run.
+type copies []func()
+
+// contiguous is contiguousOrSelf(t), its release kept for run.
+func (r *copies) contiguous(t *Tensor) *Tensor {
+	c, release := contiguousOrSelf(t)
+	*r = append(*r, release)
+	return c
+}
+
+// run releases the copies, the last made first.
+func (r *copies) run() {
+	for i := len(*r) - 1; i >= 0; i-- {
+		(*r)[i]()
+	}
+}
+
 // checkNormParam checks an optional weight, bias or running statistic of
 // a norm over x: on x's device, of shape, of x's dtype or (for 16-bit x)
 // float32, as PyTorch's mixed-precision norms accept.
@@ -194,15 +211,12 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 		defer saveInvstd.Release()
 	}
 	if out.Numel() > 0 && !valueless(out) {
-		xc, release := contiguousOrSelf(x)
-		defer release()
 		// The per-channel parameters are read contiguous (copied when
 		// they are not, as before); the running statistics are updated
 		// in place through their strides.
-		wc, releaseW := contiguousOrSelf(weight)
-		defer releaseW()
-		bc, releaseB := contiguousOrSelf(bias)
-		defer releaseB()
+		var cp copies
+		defer cp.run()
+		xc, wc, bc := cp.contiguous(x), cp.contiguous(weight), cp.contiguous(bias)
 		k, s := kern(op, out)
 		done(op, k.BatchNorm(s, backend.BatchNormArgs{
 			Dtype: cdt(x), Y: addr(out), X: addr(xc), Batch: nb, Channels: c, Length: l,
@@ -269,16 +283,10 @@ func batchNormBackward(g, x, weight, stat1, stat2 *Tensor, training bool, eps fl
 		gb = empty(g.outMem(), []int{c}, biasDtype)
 	}
 	if g.Numel() > 0 && !valueless(g) {
-		gc, releaseG := contiguousOrSelf(g)
-		defer releaseG()
-		xc, releaseX := contiguousOrSelf(x)
-		defer releaseX()
-		wc, releaseW := contiguousOrSelf(weight)
-		defer releaseW()
-		s1, release1 := contiguousOrSelf(stat1)
-		defer release1()
-		s2, release2 := contiguousOrSelf(stat2)
-		defer release2()
+		var cp copies
+		defer cp.run()
+		gc, xc, wc := cp.contiguous(g), cp.contiguous(x), cp.contiguous(weight)
+		s1, s2 := cp.contiguous(stat1), cp.contiguous(stat2)
 		const op = "BatchNormBackward"
 		k, s := kern(op, gc)
 		done(op, k.BatchNormBackward(s, backend.BatchNormBackwardArgs{

@@ -537,23 +537,40 @@ func checkBoolSub(op string, t *Tensor) {
 	}
 }
 
+// inplaceArgs checks t and other for name, the in-place form of op, and
+// returns other as inplaceOperand does: a tensor b, laid out as t's shape
+// in bl, or the number s.
+func inplaceArgs(name string, op ops.Binary, t *Tensor, other any) (b, bl *Tensor, s float64) {
+	checkInPlace(name, t)
+	if op == ops.Sub {
+		checkBoolSub(name, t)
+	}
+	b, bl, s = inplaceOperand(name, t, other)
+	checkResultType(name, t, other, op == ops.Div)
+	return b, bl, s
+}
+
+// inplaceApply writes op(t, other) into t, other as inplaceArgs gave it.
+func inplaceApply(name string, op ops.Binary, t, b, bl *Tensor, s float64) {
+	binaryKernel(op, t, t, bl, s, false)
+	if b == nil {
+		t.charge(name, int64(t.Numel()), t)
+	} else {
+		t.charge(name, int64(t.Numel()), t, b)
+	}
+	t.bump()
+}
+
 // AddInPlace adds other (a *Tensor broadcastable to t, or a number) to t
 // in place and returns t (torch's add_). Allowed on non-leaf tensors
 // (y := x.Pow(2); y.AddInPlace(1) is legal); refused on a leaf that
 // requires grad unless in NoGrad.
 func (t *Tensor) AddInPlace(other any) *Tensor {
-	checkInPlace("AddInPlace", t)
-	b, bl, s := inplaceOperand("AddInPlace", t, other)
-	checkResultType("AddInPlace", t, other, false)
+	b, bl, s := inplaceArgs("AddInPlace", ops.Add, t, other)
+	inplaceApply("AddInPlace", ops.Add, t, b, bl, s)
 	if b == nil {
-		binaryKernel(ops.Add, t, t, nil, s, false)
-		t.charge("AddInPlace", int64(t.Numel()), t)
-		t.bump()
 		return record(t, "AddBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
-	binaryKernel(ops.Add, t, t, bl, 0, false)
-	t.charge("AddInPlace", int64(t.Numel()), t, b)
-	t.bump()
 	bs := b.shape
 	return record(t, "AddBackward0", []*Tensor{t, b}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
 		return []*Tensor{when(needs[0], g.alias), when(needs[1], func() *Tensor { return sumTo(g, bs) })}
@@ -563,23 +580,16 @@ func (t *Tensor) AddInPlace(other any) *Tensor {
 // MulInPlace multiplies t by other in place and returns t (torch's mul_).
 // When other requires grad, t's value before the change is saved (a copy).
 func (t *Tensor) MulInPlace(other any) *Tensor {
-	checkInPlace("MulInPlace", t)
-	b, bl, s := inplaceOperand("MulInPlace", t, other)
-	checkResultType("MulInPlace", t, other, false)
-	if b == nil {
-		binaryKernel(ops.Mul, t, t, nil, s, false)
-		t.charge("MulInPlace", int64(t.Numel()), t)
-		t.bump()
-		return record(t, "MulBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
-	}
+	b, bl, s := inplaceArgs("MulInPlace", ops.Mul, t, other)
 	var orig *Tensor
-	if needsGrad(b) {
+	if b != nil && needsGrad(b) {
 		NoGrad(func() { orig = t.Clone() })
 		defer orig.Release()
 	}
-	binaryKernel(ops.Mul, t, t, bl, 0, false)
-	t.charge("MulInPlace", int64(t.Numel()), t, b)
-	t.bump()
+	inplaceApply("MulInPlace", ops.Mul, t, b, bl, s)
+	if b == nil {
+		return record(t, "MulBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Mul(s)} })
+	}
 	bs := b.shape
 	save := []*Tensor{savedIf(b, t), orig} // b for t's gradient, t's old value for b's
 	return record(t, "MulBackward0", []*Tensor{t, b}, save, func(g *Tensor, saved []*Tensor, needs []bool) []*Tensor {
@@ -593,19 +603,11 @@ func (t *Tensor) MulInPlace(other any) *Tensor {
 // SubInPlace subtracts other (a *Tensor broadcastable to t, or a number)
 // from t in place and returns t (torch's sub_).
 func (t *Tensor) SubInPlace(other any) *Tensor {
-	checkInPlace("SubInPlace", t)
-	checkBoolSub("SubInPlace", t)
-	b, bl, s := inplaceOperand("SubInPlace", t, other)
-	checkResultType("SubInPlace", t, other, false)
+	b, bl, s := inplaceArgs("SubInPlace", ops.Sub, t, other)
+	inplaceApply("SubInPlace", ops.Sub, t, b, bl, s)
 	if b == nil {
-		binaryKernel(ops.Sub, t, t, nil, s, false)
-		t.charge("SubInPlace", int64(t.Numel()), t)
-		t.bump()
 		return record(t, "SubBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g} })
 	}
-	binaryKernel(ops.Sub, t, t, bl, 0, false)
-	t.charge("SubInPlace", int64(t.Numel()), t, b)
-	t.bump()
 	bs := b.shape
 	return record(t, "SubBackward0", []*Tensor{t, b}, nil, func(g *Tensor, _ []*Tensor, needs []bool) []*Tensor {
 		return []*Tensor{
@@ -619,18 +621,11 @@ func (t *Tensor) SubInPlace(other any) *Tensor {
 // When other requires grad, the result (t itself) is saved: d(a/b)/db =
 // -(a/b)/b.
 func (t *Tensor) DivInPlace(other any) *Tensor {
-	checkInPlace("DivInPlace", t)
-	b, bl, s := inplaceOperand("DivInPlace", t, other)
-	checkResultType("DivInPlace", t, other, true)
+	b, bl, s := inplaceArgs("DivInPlace", ops.Div, t, other)
+	inplaceApply("DivInPlace", ops.Div, t, b, bl, s)
 	if b == nil {
-		binaryKernel(ops.Div, t, t, nil, s, false)
-		t.charge("DivInPlace", int64(t.Numel()), t)
-		t.bump()
 		return record(t, "DivBackward0", []*Tensor{t}, nil, func(g *Tensor, _ []*Tensor, _ []bool) []*Tensor { return []*Tensor{g.Div(s)} })
 	}
-	binaryKernel(ops.Div, t, t, bl, 0, false)
-	t.charge("DivInPlace", int64(t.Numel()), t, b)
-	t.bump()
 	bs := b.shape
 	save := []*Tensor{b}
 	if needsGrad(b) {

@@ -294,12 +294,17 @@ func emptyCache(t *testing.T, mk maker) {
 	gone := malloc(t, a, 1000, 0)
 	big := malloc(t, a, 30*mib, 0)
 	a.Free(gone)
-	a.Free(big)
+	freeThenEmpty(t, a, big, 2*mib, 1)
+	freeThenEmpty(t, a, keep, 0, 2)
+}
+
+// freeThenEmpty frees b and empties the cache: the reserved bytes and the
+// device frees are then as given.
+func freeThenEmpty(t *testing.T, a *alloc.Allocator, b *alloc.Block, reserved, deviceFrees int64) {
+	t.Helper()
+	a.Free(b)
 	a.EmptyCache()
-	expect(t, a, map[string]int64{"reserved_bytes.all.current": 2 * mib, "num_device_free": 1})
-	a.Free(keep)
-	a.EmptyCache()
-	expect(t, a, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 2})
+	expect(t, a, map[string]int64{"reserved_bytes.all.current": reserved, "num_device_free": deviceFrees})
 }
 
 func retryThenOOM(t *testing.T, mk maker) {

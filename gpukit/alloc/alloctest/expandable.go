@@ -41,12 +41,8 @@ func expandableSegments(t *testing.T, mk maker) {
 		}
 		// Free the first block: EmptyCache unmaps only the whole free
 		// page [0, 20); [20, 30) stays mapped next to the live block.
-		a.Free(x)
-		a.EmptyCache()
-		expect(t, a, map[string]int64{"reserved_bytes.all.current": 40 * mib, "num_device_free": 1})
-		a.Free(y)
-		a.EmptyCache()
-		expect(t, a, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 2})
+		freeThenEmpty(t, a, x, 40*mib, 1)
+		freeThenEmpty(t, a, y, 0, 2)
 		var maps, unmaps int
 		for _, e := range a.Snapshot().DeviceTraces[0] {
 			switch e.Action {

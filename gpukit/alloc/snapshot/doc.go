@@ -3,7 +3,10 @@
 // allocator (gpukit/alloc).
 //
 // Read decodes the pickle with a data-only reader (gpukit/internal/pickle):
-// a snapshot is untrusted input, and nothing in it is run.
+// a snapshot is untrusted input, and nothing in it is run. Its two halves,
+// Decode and FromValue, and the readers of one event and one frame,
+// EventOf and FrameOf, serve a reader that streams the pickle
+// (gpukit/cmd/memtrace) with Read's checks and errors.
 //
 // Reconstruct finds the allocator's state at the first event of a device's
 // trace, which is a ring buffer that usually starts mid-run: it walks the

@@ -2,10 +2,7 @@ package snapshot
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,25 +13,18 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/internal/pickle"
+	"github.com/gpumem/course/gpukit/internal/pickle/pickletest"
 )
 
 // hostilePickles are files a stranger may bring: each must give an error
 // that starts with "snapshot: ", never a panic or a large allocation.
 func hostilePickles(t testing.TB) map[string][]byte {
-	deep := []byte{0x80, 0x02}
-	for range 100000 {
-		deep = append(deep, ']') // EMPTY_LIST
-	}
-	for range 99999 {
-		deep = append(deep, 'a') // APPEND: each list into the one below
-	}
-	deep = append(deep, '.')
 	huge := append([]byte{0x80, 0x04, 0x8d}, binary.LittleEndian.AppendUint64(nil, 1<<63)...) // BINUNICODE8 of 2^63 bytes
-	good := readGzip(t, filepath.Join(h200, "streams.pickle.gz"))
+	good := pickletest.Gunzip(t, filepath.Join(h200, "streams.pickle.gz"))
 	return map[string][]byte{
 		"GLOBAL os system":  []byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03."),
 		"STACK_GLOBAL":      []byte("\x80\x04\x95\x1a\x00\x00\x00\x00\x00\x00\x00\x8c\x02os\x8c\x06system\x93\x8c\x02ls\x85R."),
-		"deep nesting":      deep,
+		"deep nesting":      pickletest.Nested(100000),
 		"2^63 length":       huge,
 		"truncated":         good[:len(good)/2],
 		"empty":             {},
@@ -44,17 +34,6 @@ func hostilePickles(t testing.TB) map[string][]byte {
 		"trailing bytes":    append(append([]byte{}, good...), 'x'),
 		"segments not list": []byte("\x80\x02}X\x08\x00\x00\x00segmentsK\x01s."),
 	}
-}
-
-func readGzip(t testing.TB, path string) []byte {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	b, err := io.ReadAll(zr)
-	require.NoError(t, err)
-	return b
 }
 
 func TestReadHostile(t *testing.T) {
@@ -70,8 +49,8 @@ func TestReadHostile(t *testing.T) {
 // FuzzRead feeds mutated snapshots to the model builder and, when they
 // read, to Check and WhatIf: no panic, and the limits bound what is made.
 func FuzzRead(f *testing.F) {
-	f.Add(readGzip(f, filepath.Join(h200, "streams.pickle.gz")))
-	f.Add(readGzip(f, filepath.Join(h200, "streams-expandable.pickle.gz")))
+	f.Add(pickletest.Gunzip(f, filepath.Join(h200, "streams.pickle.gz")))
+	f.Add(pickletest.Gunzip(f, filepath.Join(h200, "streams-expandable.pickle.gz")))
 	for _, b := range hostilePickles(f) {
 		f.Add(b)
 	}

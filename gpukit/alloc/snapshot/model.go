@@ -89,6 +89,17 @@ var gzipMagic = []byte{0x1f, 0x8b}
 // data-only reader of gpukit/internal/pickle (nothing in the file is run)
 // and the given limits.
 func Read(r io.Reader, lim pickle.Limits) (*Snapshot, error) {
+	v, err := Decode(r, lim, nil)
+	if err != nil {
+		return nil, err
+	}
+	return FromValue(v)
+}
+
+// Decode is the first half of Read: it decodes the pickle, gzip-compressed
+// or not, with pickle.DecodeStore and store (nil keeps every value as it
+// is), and gives Read's errors. FromValue is the second half.
+func Decode(r io.Reader, lim pickle.Limits, store pickle.StoreFunc) (any, error) {
 	if r == nil {
 		return nil, errors.New("snapshot: Read of a nil reader")
 	}
@@ -103,11 +114,11 @@ func Read(r io.Reader, lim pickle.Limits) (*Snapshot, error) {
 	} else {
 		r = br
 	}
-	v, err := pickle.Decode(r, lim)
+	v, err := pickle.DecodeStore(r, lim, store)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: not a memory snapshot: %w", err)
 	}
-	return FromValue(v)
+	return v, nil
 }
 
 // FromValue builds a Snapshot from a decoded pickle: a dict with
@@ -133,8 +144,8 @@ func FromValue(v any) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(traces) > maxDevices {
-		return nil, fmt.Errorf("snapshot: device_traces has %d devices, more than %d", len(traces), maxDevices)
+	if len(traces) > MaxDevices {
+		return nil, fmt.Errorf("snapshot: device_traces has %d devices, more than %d", len(traces), MaxDevices)
 	}
 	for d, tv := range traces {
 		tl, ok := tv.(*pickle.List)
@@ -161,34 +172,12 @@ func FromValue(v any) (*Snapshot, error) {
 	return s, nil
 }
 
-// maxDevices bounds device indices (PyTorch's DeviceIndex is an int8).
-const maxDevices = 256
+// MaxDevices bounds device indices (PyTorch's DeviceIndex is an int8):
+// FromValue refuses a longer device_traces before it reads a device.
+const MaxDevices = 256
 
-func kind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		return "bool"
-	case int64, *big.Int:
-		return "int"
-	case float64:
-		return "float"
-	case string:
-		return "str"
-	case []byte:
-		return "bytes"
-	case *pickle.List:
-		return "list"
-	case pickle.Tuple:
-		return "tuple"
-	case *pickle.Map:
-		return "dict"
-	case *pickle.Set:
-		return "set"
-	}
-	return fmt.Sprintf("%T", v)
-}
+// kind names v's Python type in the messages.
+var kind = pickle.TypeName
 
 func listAt(m *pickle.Map, key, where string) ([]any, error) {
 	v, ok := m.Get(key)
@@ -203,21 +192,22 @@ func listAt(m *pickle.Map, key, where string) ([]any, error) {
 }
 
 // fields reads the keys of one dict, each with the check its kind needs.
+// A key is an any, so that a constant key costs no allocation.
 type fields struct {
 	m   *pickle.Map
 	err error
 }
 
-func dictOf(v any) (*fields, error) {
+func dictOf(v any) (fields, error) {
 	m, ok := v.(*pickle.Map)
 	if !ok {
-		return nil, fmt.Errorf("a %s, not a dict", kind(v))
+		return fields{}, fmt.Errorf("a %s, not a dict", kind(v))
 	}
-	return &fields{m: m}, nil
+	return fields{m: m}, nil
 }
 
 // int reads a non-negative integer below 2⁶³; optional keys give def.
-func (f *fields) int(key string, required bool, def int64) int64 {
+func (f *fields) int(key any, required bool, def int64) int64 {
 	if f.err != nil {
 		return 0
 	}
@@ -245,7 +235,7 @@ func (f *fields) int(key string, required bool, def int64) int64 {
 	return 0
 }
 
-func (f *fields) str(key string, required bool) string {
+func (f *fields) str(key any, required bool) string {
 	if f.err != nil {
 		return ""
 	}
@@ -263,7 +253,7 @@ func (f *fields) str(key string, required bool) string {
 	return s
 }
 
-func (f *fields) bool(key string) bool {
+func (f *fields) bool(key any) bool {
 	if f.err != nil {
 		return false
 	}
@@ -278,7 +268,7 @@ func (f *fields) bool(key string) bool {
 	return b
 }
 
-func (f *fields) list(key string) []any {
+func (f *fields) list(key any) []any {
 	if f.err != nil {
 		return nil
 	}
@@ -306,8 +296,8 @@ func segmentOf(v any) (Segment, error) {
 		Stream:     f.int("stream", false, 0),
 		Expandable: f.bool("is_expandable"),
 	}
-	if s.Device >= maxDevices {
-		return s, fmt.Errorf("device %d, more than %d devices", s.Device, maxDevices)
+	if s.Device >= MaxDevices {
+		return s, fmt.Errorf("device %d, more than %d devices", s.Device, MaxDevices)
 	}
 	switch t := f.str("segment_type", false); t {
 	case "small":
@@ -348,10 +338,33 @@ func segmentOf(v any) (Segment, error) {
 	return s, nil
 }
 
-// maxFrames bounds the frames kept per event; the rest are dropped.
-const maxFrames = 64
+// MaxFrames bounds the frames kept per event: the frames after it are
+// neither kept nor checked.
+const MaxFrames = 64
 
 func eventOf(v any) (Event, error) {
+	e, err := EventOf(v)
+	if err != nil {
+		return e, err
+	}
+	f := fields{m: v.(*pickle.Map)}
+	frames := f.list("frames")
+	if f.err != nil {
+		return e, f.err
+	}
+	for i, fv := range frames[:min(len(frames), MaxFrames)] {
+		fr, err := FrameOf(fv)
+		if err != nil {
+			return e, fmt.Errorf("frames[%d]: %w", i, err)
+		}
+		e.Frames = append(e.Frames, fr)
+	}
+	return e, nil
+}
+
+// EventOf reads an event dict of a device trace but its "frames" (FrameOf
+// reads each of those), with Read's checks and messages.
+func EventOf(v any) (Event, error) {
 	f, err := dictOf(v)
 	if err != nil {
 		return Event{}, err
@@ -362,25 +375,18 @@ func eventOf(v any) (Event, error) {
 		Size:   f.int("size", false, 0),
 		Stream: f.int("stream", false, 0),
 	}
-	frames := f.list("frames")
-	if f.err != nil {
-		return e, f.err
+	return e, f.err
+}
+
+// FrameOf reads one frame dict of an event's "frames", with Read's checks
+// and messages.
+func FrameOf(v any) (Frame, error) {
+	f, err := dictOf(v)
+	if err != nil {
+		return Frame{}, err
 	}
-	for i, fv := range frames {
-		if i == maxFrames {
-			break
-		}
-		ff, err := dictOf(fv)
-		if err != nil {
-			return e, fmt.Errorf("frames[%d]: %w", i, err)
-		}
-		fr := Frame{Filename: ff.str("filename", false), Line: ff.int("line", false, 0), Name: ff.str("name", false)}
-		if ff.err != nil {
-			return e, fmt.Errorf("frames[%d]: %w", i, ff.err)
-		}
-		e.Frames = append(e.Frames, fr)
-	}
-	return e, nil
+	fr := Frame{Filename: f.str("filename", false), Line: f.int("line", false, 0), Name: f.str("name", false)}
+	return fr, f.err
 }
 
 // settingsOf reads allocator_settings: the structured keys, which hold the

@@ -354,26 +354,12 @@ const maxProblems = 20
 // runSet is a set of address ranges, kept sorted and merged.
 type runSet struct{ runs []Run }
 
-func (r *runSet) add(addr uint64, size int64) {
-	if size <= 0 {
-		return
-	}
-	lo, hi := addr, addr+uint64(size)
-	var out []Run
-	for _, x := range r.runs {
-		xlo, xhi := x.Addr, x.Addr+uint64(x.Size)
-		if xhi < lo || xlo > hi {
-			out = append(out, x)
-			continue
-		}
-		lo, hi = min(lo, xlo), max(hi, xhi)
-	}
-	out = append(out, Run{lo, int64(hi - lo)})
-	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
-	r.runs = out
-}
+func (r *runSet) add(addr uint64, size int64)    { r.edit(addr, size, true) }
+func (r *runSet) remove(addr uint64, size int64) { r.edit(addr, size, false) }
 
-func (r *runSet) remove(addr uint64, size int64) {
+// edit adds [addr, addr+size) to the set, merged with the runs it meets
+// or touches, or removes it, cutting the runs it meets.
+func (r *runSet) edit(addr uint64, size int64, add bool) {
 	if size <= 0 {
 		return
 	}
@@ -381,16 +367,23 @@ func (r *runSet) remove(addr uint64, size int64) {
 	var out []Run
 	for _, x := range r.runs {
 		xlo, xhi := x.Addr, x.Addr+uint64(x.Size)
-		if xhi <= lo || xlo >= hi {
+		switch {
+		case xhi < lo || xlo > hi || !add && (xhi == lo || xlo == hi): // apart
 			out = append(out, x)
-			continue
+		case add:
+			lo, hi = min(lo, xlo), max(hi, xhi)
+		default:
+			if xlo < lo {
+				out = append(out, Run{xlo, int64(lo - xlo)})
+			}
+			if xhi > hi {
+				out = append(out, Run{hi, int64(xhi - hi)})
+			}
 		}
-		if xlo < lo {
-			out = append(out, Run{xlo, int64(lo - xlo)})
-		}
-		if xhi > hi {
-			out = append(out, Run{hi, int64(xhi - hi)})
-		}
+	}
+	if add {
+		out = append(out, Run{lo, int64(hi - lo)})
+		sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
 	}
 	r.runs = out
 }

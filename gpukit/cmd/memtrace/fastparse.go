@@ -32,40 +32,26 @@ func fastParse(line []byte) (o op, ok bool) {
 		i = skipSpace(line, i+1)
 		switch string(key) {
 		case "op", "id":
+			dst := &o.Op
+			if string(key) == "id" {
+				dst = &o.ID
+			}
 			s, j, good := fastString(line, i)
-			if !good {
+			if !good || *dst != nil { // a key twice: strictParse says so
 				return o, false
 			}
 			str := string(s)
-			if string(key) == "op" {
-				if o.Op != nil {
-					return o, false
-				}
-				o.Op = &str
-			} else {
-				if o.ID != nil {
-					return o, false
-				}
-				o.ID = &str
-			}
-			i = j
+			*dst, i = &str, j
 		case "size", "stream":
+			dst := &o.Size
+			if string(key) == "stream" {
+				dst = &o.Stream
+			}
 			n, j, good := fastInt(line, i)
-			if !good {
+			if !good || *dst != nil {
 				return o, false
 			}
-			if string(key) == "size" {
-				if o.Size != nil {
-					return o, false
-				}
-				o.Size = &n
-			} else {
-				if o.Stream != nil {
-					return o, false
-				}
-				o.Stream = &n
-			}
-			i = j
+			*dst, i = &n, j
 		case "fraction":
 			if o.Fraction != nil {
 				return o, false

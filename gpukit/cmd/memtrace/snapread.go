@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -18,24 +16,20 @@ import (
 // snapshot.Read decodes the whole pickle into a tree, then builds the
 // Snapshot from the tree: a file of a gigabyte, most of it Python frames,
 // took twelve. readSnapshot builds the same Snapshot while the pickle
-// streams by (pickle.DecodeStore): an event becomes a snapshot.Event when
-// its dict is stored into its device's list, and nothing of the dict is
-// kept; a frame dict becomes one shared frame, a frames list one shared
-// stack (a training loop repeats the same stacks), so an event's frames
-// cost the 24 bytes of its Frames slice. Events hold the same frames as
-// snapshot.Read gives them (the first maxFrames), checked the same way,
-// until the distinct frames and stacks reach a budget: later new stacks
-// are not kept, and whatif reads the file again for the frames of the
-// OOMs it reports (framesOf). Segments and allocator_settings, small, are
+// streams by (snapshot.Decode with a pickle.StoreFunc): an event becomes a
+// snapshot.Event when its dict is stored into its device's list, and
+// nothing of the dict is kept; a frame dict becomes one shared frame, a
+// frames list one shared stack (a training loop repeats the same stacks),
+// so an event's frames cost the 24 bytes of its Frames slice. Events and
+// frames are read by snapshot.EventOf and snapshot.FrameOf, the checks
+// and messages of snapshot.Read, and hold the same frames (the first
+// snapshot.MaxFrames) until the distinct frames and stacks reach a
+// budget: later new stacks are not kept, and whatif reads the file again
+// for the frames of the OOMs it reports (framesOf). Segments and allocator_settings, small, are
 // decoded as a tree and read by snapshot.FromValue, as are the events of a
 // pickle written in a layout whose paths the stack does not tell
 // (pickle.Item.Known): whatever the file, the Snapshot and the error are
 // snapshot.Read's (TestReadSnapshotMatchesRead, FuzzReadSnapshot).
-
-// maxFrames is snapshot's bound on the frames kept per event
-// (gpukit/alloc/snapshot/model.go, eventOf): the frames after it are
-// neither kept nor checked.
-const maxFrames = 64
 
 // framesBudget bounds the bytes of distinct frames and stacks kept.
 var framesBudget int64 = 64 << 20
@@ -52,29 +46,8 @@ func readSnapshot(r io.Reader, lim pickle.Limits) (*snapshot.Snapshot, map[int]*
 	return rd.assemble(v)
 }
 
-// gzipMagic starts a gzip file.
-var gzipMagic = []byte{0x1f, 0x8b}
-
 func (rd *snapReader) decode(r io.Reader, lim pickle.Limits) (any, error) {
-	if r == nil {
-		return nil, errors.New("snapshot: Read of a nil reader")
-	}
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == gzipMagic[0] && head[1] == gzipMagic[1] {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot: gzip: %w", err)
-		}
-		defer zr.Close()
-		r = zr
-	} else {
-		r = br
-	}
-	v, err := pickle.DecodeStore(r, lim, rd.store)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: not a memory snapshot: %w", err)
-	}
-	return v, nil
+	return snapshot.Decode(r, lim, rd.store)
 }
 
 // snapReader is the StoreFunc of readSnapshot and its state.
@@ -232,7 +205,7 @@ func (rd *snapReader) wanted(d, i int) bool {
 	return ok && d == rd.wantDev
 }
 
-// event reads the next event of t as snapshot's eventOf does.
+// event reads the next event of t as snapshot.Read does.
 func (rd *snapReader) event(t *devTrace, v any) {
 	i := t.n
 	t.n++
@@ -293,21 +266,11 @@ func (rd *snapReader) events(t *devTrace) ([]snapshot.Event, bitset) {
 }
 
 func (rd *snapReader) eventOf(v any) (snapshot.Event, *stack, error) {
-	m, ok := v.(*pickle.Map)
-	if !ok {
-		return snapshot.Event{}, nil, fmt.Errorf("a %s, not a dict", kind(v))
+	e, err := snapshot.EventOf(v)
+	if err != nil {
+		return e, nil, err
 	}
-	f := fields{m: m}
-	e := snapshot.Event{
-		Action: f.str(keyAction, true),
-		Addr:   uint64(f.int(keyAddr, false, 0)),
-		Size:   f.int(keySize, false, 0),
-		Stream: f.int(keyStream, false, 0),
-	}
-	if f.err != nil {
-		return e, nil, f.err
-	}
-	fv, ok := m.Get(keyFrames)
+	fv, ok := v.(*pickle.Map).Get("frames")
 	if !ok || fv == nil {
 		return e, nil, nil
 	}
@@ -318,7 +281,7 @@ func (rd *snapReader) eventOf(v any) (snapshot.Event, *stack, error) {
 	case *pickle.List:
 		st = rd.stackOf(x)
 	default:
-		return e, nil, fmt.Errorf("%q is a %s, not a list", "frames", kind(fv))
+		return e, nil, fmt.Errorf("%q is a %s, not a list", "frames", pickle.TypeName(fv))
 	}
 	if st.err != nil {
 		return e, nil, st.err
@@ -365,7 +328,7 @@ func (rd *snapReader) assemble(v any) (*snapshot.Snapshot, map[int]*bitset, erro
 	lost := map[int]*bitset{}
 	tv := get("device_traces")
 	devs, ok := tv.(*pickle.List)
-	if !ok || len(devs.Items) > maxDevices {
+	if !ok || len(devs.Items) > snapshot.MaxDevices {
 		_, err := part("segments", &pickle.List{}, "device_traces", tv) // snapshot's error
 		if err == nil {
 			err = errors.New("snapshot: internal error: device_traces read twice differently")
@@ -407,10 +370,6 @@ func (rd *snapReader) assemble(v any) (*snapshot.Snapshot, map[int]*bitset, erro
 
 // absent stands for a key the top-level dict does not have.
 var absent any = struct{ absent bool }{}
-
-// maxDevices is snapshot's bound on device_traces (model.go): beyond it,
-// FromValue refuses the list before it reads a device.
-const maxDevices = 256
 
 // framesOf reads the snapshot at path again for the frames of some events
 // of device dev: the OOMs a replay reports, whose frames readSnapshot did

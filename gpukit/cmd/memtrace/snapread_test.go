@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc/snapshot"
 	"github.com/gpumem/course/gpukit/cmd/memtrace/internal/synthsnap"
 	"github.com/gpumem/course/gpukit/internal/pickle"
+	"github.com/gpumem/course/gpukit/internal/pickle/pickletest"
 	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
@@ -36,17 +35,6 @@ func snapshotFiles(t testing.TB) []string {
 	}
 	require.NotEmpty(t, files)
 	return append(files, shared...)
-}
-
-func gunzipFile(t testing.TB, path string) []byte {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	b, err := io.ReadAll(zr)
-	require.NoError(t, err)
-	return b
 }
 
 func synthetic(t testing.TB, o synthsnap.Options) []byte {
@@ -73,7 +61,7 @@ func TestReadSnapshotMatchesRead(t *testing.T) {
 		require.NoError(t, err)
 		inputs[filepath.Base(f)] = raw // gzip
 	}
-	inputs["streams (not compressed)"] = gunzipFile(t, "testdata/h200/streams.pickle.gz")
+	inputs["streams (not compressed)"] = pickletest.Gunzip(t, "testdata/h200/streams.pickle.gz")
 	for name, o := range map[string]synthsnap.Options{
 		"synthetic pytorch":        {Events: 3000, Frames: 80},
 		"synthetic pytorch shared": {Events: 3000, Frames: 80, ShareFrames: true},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpumem/course/gpukit/internal/pickle/pickletest"
 )
 
 const gptDefault = "testdata/h200/gpt-default.pickle.gz"
@@ -103,26 +104,14 @@ func TestWhatifUsageErrors(t *testing.T) {
 // TestWhatifHostileSnapshots: a pickle from a stranger is data; whatever
 // it holds gives a "memtrace: " error and exit status 1, never a panic.
 func TestWhatifHostileSnapshots(t *testing.T) {
-	deep := []byte{0x80, 0x02}
-	for range 200000 {
-		deep = append(deep, ']')
-	}
-	for range 199999 {
-		deep = append(deep, 'a')
-	}
-	deep = append(deep, '.')
 	good, err := os.ReadFile("testdata/h200/streams.pickle.gz")
 	require.NoError(t, err)
-	zr, err := gzip.NewReader(bytes.NewReader(good))
-	require.NoError(t, err)
-	var raw bytes.Buffer
-	_, err = raw.ReadFrom(zr)
-	require.NoError(t, err)
+	raw := pickletest.Gunzip(t, "testdata/h200/streams.pickle.gz")
 	files := map[string][]byte{
 		"os-system.pickle":   []byte("\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03."),
-		"deep.pickle":        deep,
+		"deep.pickle":        pickletest.Nested(200000),
 		"huge.pickle":        append([]byte{0x80, 0x04, 0x8d}, binary.LittleEndian.AppendUint64(nil, 1<<63)...),
-		"truncated.pickle":   raw.Bytes()[:raw.Len()/2],
+		"truncated.pickle":   raw[:len(raw)/2],
 		"truncated.gz":       good[:len(good)/2],
 		"empty.pickle":       {},
 		"text.pickle":        []byte("not a pickle\n"),

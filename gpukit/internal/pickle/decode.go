@@ -469,27 +469,43 @@ func (d *decoder) popMark() ([]any, error) {
 	return items, nil
 }
 
-// marked closes the last MARK and returns the values above it, which stay
-// on the stack until the caller truncates it to m, with the container
-// below them, which must be a T (the opcode is named in the error), and
-// the length of the container's path (depthOf).
-func marked[T any](d *decoder, opcode string) (items []any, c T, m, depth int, err error) {
-	m, err = d.dropMark()
+// storeMarked stores the values above the last MARK into the T under it
+// (APPENDS, SETITEMS, ADDITEMS) with store, and drops them from the stack.
+func storeMarked[T any](d *decoder, opcode string, store func(*decoder, T, int, []any) error) error {
+	m, err := d.dropMark()
 	if err != nil {
-		return nil, c, 0, 0, err
+		return err
 	}
-	items = d.stack[m:]
+	defer d.truncate(m)
 	if m == 0 || (len(d.marks) > 0 && d.marks[len(d.marks)-1] == m) {
-		d.truncate(m)
-		return nil, c, 0, 0, errors.New("pickle: an opcode needs a value on an empty stack")
+		return errors.New("pickle: an opcode needs a value on an empty stack")
 	}
 	top := d.stack[m-1]
 	c, ok := top.(T)
 	if !ok {
-		d.truncate(m)
-		return nil, c, 0, 0, fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
+		return fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
 	}
-	return items, c, m, d.depthOf(m - 1), nil
+	return store(d, c, d.depthOf(m-1), d.stack[m:])
+}
+
+// popOne pops the n values of one APPEND or SETITEM into d.one, in the
+// order they were pushed, and returns the container under them: a T, or
+// the error "pickle: <what> a <type>".
+func popOne[T any](d *decoder, n int, what string) (c T, err error) {
+	for i := n - 1; i >= 0; i-- {
+		if d.one[i], err = d.pop(); err != nil {
+			return c, err
+		}
+	}
+	target, err := d.top()
+	if err != nil {
+		return c, err
+	}
+	c, ok := target.(T)
+	if !ok {
+		return c, fmt.Errorf("pickle: %s a %s", what, typeName(target))
+	}
+	return c, nil
 }
 
 // objectOps names the opcodes that construct objects or call functions
@@ -676,59 +692,23 @@ func (d *decoder) run() (any, error) {
 			}
 			err = d.push(items)
 		case 'a': // APPEND
-			var v, target any
-			if v, err = d.pop(); err != nil {
-				return nil, err
+			var l *List
+			if l, err = popOne[*List](d, 1, "APPEND to"); err == nil {
+				err = d.storeList(l, d.depthOf(len(d.stack)-1), d.one[:1])
 			}
-			if target, err = d.top(); err != nil {
-				return nil, err
-			}
-			l, ok := target.(*List)
-			if !ok {
-				return nil, fmt.Errorf("pickle: APPEND to a %s", typeName(target))
-			}
-			d.one[0] = v
-			err = d.storeList(l, d.depthOf(len(d.stack)-1), d.one[:1])
 			d.one[0] = nil
 		case 'e': // APPENDS
-			items, l, m, depth, merr := marked[*List](d, "APPENDS")
-			if merr != nil {
-				return nil, merr
-			}
-			err = d.storeList(l, depth, items)
-			d.truncate(m)
+			err = storeMarked(d, "APPENDS", (*decoder).storeList)
 		case 's': // SETITEM
-			var k, v, target any
-			if v, err = d.pop(); err != nil {
-				return nil, err
+			var m *Map
+			if m, err = popOne[*Map](d, 2, "SETITEM on"); err == nil {
+				err = d.storeMap(m, d.depthOf(len(d.stack)-1), d.one[:2])
 			}
-			if k, err = d.pop(); err != nil {
-				return nil, err
-			}
-			if target, err = d.top(); err != nil {
-				return nil, err
-			}
-			m, ok := target.(*Map)
-			if !ok {
-				return nil, fmt.Errorf("pickle: SETITEM on a %s", typeName(target))
-			}
-			d.one[0], d.one[1] = k, v
-			err = d.storeMap(m, d.depthOf(len(d.stack)-1), d.one[:2])
 			d.one[0], d.one[1] = nil, nil
 		case 'u': // SETITEMS
-			items, mp, m, depth, merr := marked[*Map](d, "SETITEMS")
-			if merr != nil {
-				return nil, merr
-			}
-			err = d.storeMap(mp, depth, items)
-			d.truncate(m)
+			err = storeMarked(d, "SETITEMS", (*decoder).storeMap)
 		case 0x90: // ADDITEMS
-			items, set, m, depth, merr := marked[*Set](d, "ADDITEMS")
-			if merr != nil {
-				return nil, merr
-			}
-			err = d.storeSet(set, depth, items)
-			d.truncate(m)
+			err = storeMarked(d, "ADDITEMS", (*decoder).storeSet)
 		case '0': // POP
 			if len(d.stack) > 0 && (len(d.marks) == 0 || d.marks[len(d.marks)-1] < len(d.stack)) {
 				d.truncate(len(d.stack) - 1)
@@ -848,6 +828,11 @@ func longValue(b []byte) any {
 		shift := uint(64 - 8*len(b))
 		return int64(x<<shift) >> shift
 	}
+	return intValue(bigLong(b))
+}
+
+// bigLong is longValue of a non-empty b as a big.Int.
+func bigLong(b []byte) *big.Int {
 	be := make([]byte, len(b))
 	for i, c := range b {
 		be[len(b)-1-i] = c
@@ -856,7 +841,7 @@ func longValue(b []byte) any {
 	if b[len(b)-1]&0x80 != 0 {
 		z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 	}
-	return intValue(z)
+	return z
 }
 
 func intValue(z *big.Int) any {
@@ -890,6 +875,16 @@ func unquote(s string) (string, error) {
 		return "", fmt.Errorf("pickle: the STRING argument %q: %v", s, err)
 	}
 	return out, nil
+}
+
+// TypeName names v's Python type as the decoder's errors do: "list",
+// "dict", "int"... A value a StoreFunc put in place of a list or dict
+// names the type it stands for with a method TypeName() string.
+func TypeName(v any) string {
+	if s, ok := v.(interface{ TypeName() string }); ok {
+		return s.TypeName()
+	}
+	return typeName(v)
 }
 
 func typeName(v any) string {

@@ -2,14 +2,11 @@ package pickle
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/internal/pickle/pickletest"
 	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
@@ -150,23 +148,11 @@ func snapshotFiles(t *testing.T) []string {
 	return files
 }
 
-func gunzip(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	raw, err := io.ReadAll(gz)
-	require.NoError(t, err)
-	return raw
-}
-
 // Every real snapshot decodes, to a dict with PyTorch's two keys.
 func TestDecodeSnapshots(t *testing.T) {
 	racetest.Skip(t, "single-goroutine decoding of whole snapshots: make unit runs it without -race")
 	for _, f := range snapshotFiles(t) {
-		v, err := Decode(bytes.NewReader(gunzip(t, f)), DefaultLimits)
+		v, err := Decode(bytes.NewReader(pickletest.Gunzip(t, f)), DefaultLimits)
 		require.NoError(t, err, f)
 		m, ok := v.(*Map)
 		require.True(t, ok, f)
@@ -194,7 +180,7 @@ func TestDecodeMatchesPython(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			v, err := Decode(bytes.NewReader(gunzip(t, f)), DefaultLimits)
+			v, err := Decode(bytes.NewReader(pickletest.Gunzip(t, f)), DefaultLimits)
 			require.NoError(t, err)
 			cmd := exec.Command(python, "-c", `import gzip, json, pickle, sys
 def plain(v):

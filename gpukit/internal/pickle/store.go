@@ -220,47 +220,35 @@ func (d *decoder) call(v any) (any, bool, error) {
 	return nv, keep, nil
 }
 
+// storeList and storeSet store items into a list or a set.
 func (d *decoder) storeList(l *List, depth int, items []any) error {
-	if d.store == nil {
-		l.Items = append(l.Items, items...)
-		return nil
-	}
-	base, left := int64(len(l.Items))+d.dropped[l], int64(0)
-	for i, v := range items {
-		d.begin(l, depth, Step{Index: base + int64(i)})
-		nv, keep, err := d.call(v)
-		if err != nil {
-			return err
-		}
-		if keep {
-			l.Items = append(l.Items, nv)
-		} else {
-			left++
-		}
-	}
-	d.noteDropped(l, left)
-	return nil
+	return d.storeItems(l, &l.Items, depth, items)
 }
 
 func (d *decoder) storeSet(s *Set, depth int, items []any) error {
+	return d.storeItems(s, &s.Items, depth, items)
+}
+
+// storeItems stores items into c, whose items are *dst.
+func (d *decoder) storeItems(c any, dst *[]any, depth int, items []any) error {
 	if d.store == nil {
-		s.Items = append(s.Items, items...)
+		*dst = append(*dst, items...)
 		return nil
 	}
-	base, left := int64(len(s.Items))+d.dropped[s], int64(0)
+	base, left := int64(len(*dst))+d.dropped[c], int64(0)
 	for i, v := range items {
-		d.begin(s, depth, Step{Index: base + int64(i)})
+		d.begin(c, depth, Step{Index: base + int64(i)})
 		nv, keep, err := d.call(v)
 		if err != nil {
 			return err
 		}
 		if keep {
-			s.Items = append(s.Items, nv)
+			*dst = append(*dst, nv)
 		} else {
 			left++
 		}
 	}
-	d.noteDropped(s, left)
+	d.noteDropped(c, left)
 	return nil
 }
 

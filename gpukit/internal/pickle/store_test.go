@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gpumem/course/gpukit/internal/pickle/pickletest"
 	"github.com/gpumem/course/gpukit/internal/racetest"
 )
 
@@ -88,7 +89,7 @@ func TestDecodeStorePaths(t *testing.T) {
 		switch base := filepath.Base(f); {
 		case base == "streams.pickle.gz", base == "gpt-wrapped.pickle.gz",
 			strings.HasPrefix(base, "Constructor-Sun__"), strings.HasPrefix(base, "Maphsge4__select_n__snapshot__5a60"):
-			inputs[base] = gunzip(t, f)
+			inputs[base] = pickletest.Gunzip(t, f)
 		}
 	}
 	for name, data := range inputs {
@@ -219,20 +220,12 @@ func TestDecodeStoreReplaceForget(t *testing.T) {
 // Every hostile pickle is refused the same way with a StoreFunc.
 func TestDecodeStoreRefusesHostilePickles(t *testing.T) {
 	small := Limits{MaxInput: 1 << 20, MaxValues: 1000, MaxString: 1 << 16}
-	deep := []byte{0x80, 0x02}
-	for range 100000 {
-		deep = append(deep, ']')
-	}
-	for range 99999 {
-		deep = append(deep, 'a')
-	}
-	deep = append(deep, '.')
 	for _, data := range []string{
 		"cos\nsystem\n(S'echo hi'\ntR.", "\x80\x04\x8c\x02os\x8c\x06system\x93.", "\x80\x02)R.",
 		"\x80\x04\x8d\x00\x00\x00\x00\x00\x00\x00\x80.", "\x80\x04\x8d\x00\xe4\x0bT\x02\x00\x00\x00x.",
 		"\x80\x04X\x00\x10\x00\x00abc", "\x80\x04]\x94(K\x01", "\x80\x04K\x01.junk", "K\x01K\x02.", "a.",
 		"h\x05.", "}]K\x01s.", "}K\x01a.", "\xff.", "(" + strings.Repeat("K\x01", 2000) + "l.", "}(K\x01u.",
-		string(deep),
+		string(pickletest.Nested(100000)),
 	} {
 		lim := small
 		if len(data) > 1<<16 {
@@ -290,7 +283,8 @@ func TestMemoStaysSmall(t *testing.T) {
 	assert.Len(t, d.memoOf, 1, "only the outer list is still in the memo")
 }
 
-// LONG1 up to 8 bytes is read without a big.Int, as the same value.
+// LONG1 up to 8 bytes is read without a big.Int, as the same value as
+// with one.
 func TestLongValue(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 10000 {
@@ -301,14 +295,7 @@ func TestLongValue(t *testing.T) {
 		if r.IntN(4) == 0 {
 			b[len(b)-1] |= 0x80
 		}
-		be := make([]byte, len(b))
-		for i, c := range b {
-			be[len(b)-1-i] = c
-		}
-		z := new(big.Int).SetBytes(be)
-		if b[len(b)-1]&0x80 != 0 {
-			z.Sub(z, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-		}
+		z := bigLong(b) // beyond 8 bytes, decode_test's big values check it
 		got := longValue(b)
 		if z.IsInt64() {
 			require.Equal(t, z.Int64(), got, "%x", b)
