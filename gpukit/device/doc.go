@@ -50,7 +50,9 @@
 // sim implements it with the CPU kernels on its memory
 // (gpukit/device/cpucompute), meta with no-ops, cuda with its own kernels;
 // a method a backend lacks returns a *backend.UnsupportedError, which
-// gpukit/tensor reports naming the op, the dtype and the device.
+// gpukit/tensor reports naming the op, the dtype and the device. Its
+// Capabilities table says so before the call (computetest checks that it
+// agrees with the calls).
 //
 // # The cost model (sim and meta)
 //

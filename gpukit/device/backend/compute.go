@@ -27,6 +27,11 @@ import (
 // partially overlap inputs (out == input exactly, for an in-place update,
 // is allowed for the elementwise operations).
 type Compute interface {
+	// Capabilities is the table of the methods and dtypes this Compute
+	// has kernels for: a call it lists does not return an
+	// UnsupportedError, one it does not list does.
+	Capabilities() Capabilities
+
 	// Fill sets every element of dst (shape) to v, converted to dst's dtype.
 	Fill(s alloc.Stream, shape []int, dst Strided, v float64) error
 	// Copy copies src into dst elementwise over shape, converting between

@@ -32,17 +32,20 @@ type Missing struct {
 func (m Missing) String() string { return m.Method + "/" + m.Dtype.String() }
 
 // Dtypes are the dtypes of backend.Compute, in order.
-var Dtypes = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16, dtypes.Int64, dtypes.Int32, dtypes.Bool}
+var Dtypes = backend.Dtypes
 
 // floats are the dtypes of the row kernels (softmax, norms, losses).
-var floats = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16}
+var floats = backend.Floats
 
 const stream alloc.Stream = 0
 
 // Run runs the suite as subtests of t on c, whose memory mem is, and
-// returns the (method, dtype) pairs c lacks, sorted.
+// returns the (method, dtype) pairs c lacks, sorted. It checks c's
+// Capabilities against the calls: every (method, dtype) the table lists
+// must compute, every other one the suite calls must return an
+// UnsupportedError, and the table lists nothing the suite does not call.
 func Run(t *testing.T, c backend.Compute, mem Memory) []Missing {
-	s := &suite{c: c, mem: mem, missing: map[Missing]bool{}}
+	s := &suite{c: c, mem: mem, caps: c.Capabilities(), missing: map[Missing]bool{}, called: map[Missing]bool{}}
 	tests := []struct {
 		name string
 		fn   func(*testing.T, *suite)
@@ -63,6 +66,7 @@ func Run(t *testing.T, c backend.Compute, mem Memory) []Missing {
 			tc.fn(t, s)
 		})
 	}
+	s.checkTable(t)
 	var out []Missing
 	for m := range s.missing {
 		out = append(out, m)
@@ -85,23 +89,56 @@ type suite struct {
 	mem     Memory
 	rng     *rand.Rand
 	allocs  []uint64
+	caps    backend.Capabilities
 	missing map[Missing]bool
+	called  map[Missing]bool // the (Compute method, dtype) pairs called
 }
 
+// comparisonMethods are the Compute methods, as Capabilities names them,
+// of the tests of comparisons into a Bool dst.
+var comparisonMethods = map[string]string{"BinaryBool": "Binary", "BinaryScalarBool": "BinaryScalar"}
+
 // ok reports whether a call succeeded: an UnsupportedError is recorded
-// as missing, any other error fails the test.
+// as missing, any other error fails the test. An UnsupportedError for a
+// pair that c's Capabilities lists, or none for one it does not list,
+// fails the test too.
 func (s *suite) ok(method string, dt dtypes.Dtype, err error) bool {
 	s.t.Helper()
+	var u *backend.UnsupportedError
+	unsupported := errors.As(err, &u)
+	m := method
+	if cm, ok := comparisonMethods[method]; ok {
+		m = cm
+	}
+	s.called[Missing{m, dt}] = true
+	if listed := s.caps.Supports(m, dt); listed && unsupported {
+		s.t.Errorf("%s %s: Capabilities lists %s/%s, but the call returns %v", method, dt, m, dt, err)
+	} else if !listed && err == nil {
+		s.t.Errorf("%s %s: Capabilities does not list %s/%s, but the call succeeds", method, dt, m, dt)
+	}
 	if err == nil {
 		return true
 	}
-	var u *backend.UnsupportedError
-	if errors.As(err, &u) {
+	if unsupported {
 		s.missing[Missing{method, dt}] = true
 		return false
 	}
 	s.t.Errorf("%s %s: %v", method, dt, err)
 	return false
+}
+
+// checkTable fails t for each pair of the Capabilities table that the
+// suite did not call: a method that Compute does not have, or a dtype
+// outside the method's domain (backend.Domain).
+func (s *suite) checkTable(t *testing.T) {
+	t.Helper()
+	for m, dts := range s.caps {
+		for _, dt := range dts {
+			if !s.called[Missing{m, dt}] {
+				t.Errorf("Capabilities lists %s/%s, which the suite never calls (backend.Domain is what it calls)", m, dt)
+			}
+		}
+	}
 }
 
 func (s *suite) freeAll() {

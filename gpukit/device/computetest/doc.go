@@ -16,4 +16,9 @@
 // a backend.UnsupportedError is not a failure: Run logs and returns those
 // (method, dtype) pairs, the list of the ops the backend lacks. Any other
 // error, or a wrong value, fails the test.
+//
+// The backend's Capabilities table must say the same: a call whose
+// (method, dtype) the table lists must not return an UnsupportedError, one
+// it does not list must, and the table must list nothing outside the
+// suite's calls (backend.Domain), so that a table cannot lie.
 package computetest

@@ -2,15 +2,11 @@ package cpucompute_test
 
 import (
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
 	"github.com/gpumem/course/gpukit/device/computetest"
 	"github.com/gpumem/course/gpukit/device/cpucompute"
@@ -18,72 +14,8 @@ import (
 	"github.com/gpumem/course/gpukit/ops"
 )
 
-// heap is a Memory of Go byte slices at made-up addresses: the suite's
-// device memory for a Compute that is neither sim nor the host.
-type heap struct {
-	mu    sync.Mutex
-	next  uint64
-	addrs []uint64 // sorted
-	bufs  map[uint64][]byte
-}
-
-func newHeap() *heap { return &heap{next: 0x10000, bufs: map[uint64][]byte{}} }
-
-func (h *heap) Malloc(size int64) (uint64, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	a := h.next
-	h.next += uint64(size+511) &^ 511
-	h.bufs[a] = make([]byte, size)
-	h.addrs = append(h.addrs, a)
-	return a, nil
-}
-
-func (h *heap) Free(addr uint64) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.bufs[addr]; !ok {
-		return fmt.Errorf("free of %#x", addr)
-	}
-	delete(h.bufs, addr)
-	return nil
-}
-
-func (h *heap) Bytes(addr uint64, n int64) []byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i := sort.Search(len(h.addrs), func(i int) bool { return h.addrs[i] > addr }) - 1
-	if i < 0 {
-		return nil
-	}
-	b, ok := h.bufs[h.addrs[i]]
-	off := addr - h.addrs[i]
-	if !ok || off+uint64(n) > uint64(len(b)) {
-		return nil
-	}
-	return b[off : off+uint64(n) : off+uint64(n)]
-}
-
-func (h *heap) CopyHtoD(dst uint64, src []byte, _ bool, _ alloc.Stream, _ bool) error {
-	b := h.Bytes(dst, int64(len(src)))
-	if b == nil {
-		return errors.New("CopyHtoD outside memory")
-	}
-	copy(b, src)
-	return nil
-}
-
-func (h *heap) CopyDtoH(dst []byte, src uint64, _ bool, _ alloc.Stream, _ bool) error {
-	b := h.Bytes(src, int64(len(dst)))
-	if b == nil {
-		return errors.New("CopyDtoH outside memory")
-	}
-	copy(dst, b)
-	return nil
-}
-
 func TestConformance(t *testing.T) {
-	h := newHeap()
+	h := computetest.NewHeap()
 	missing := computetest.Run(t, cpucompute.New("heap:0", h), h)
 	for _, m := range missing {
 		if m.Method != "Adam" || m.Dtype == dtypes.Float32 || m.Dtype == dtypes.Float64 {
@@ -98,7 +30,7 @@ func TestConformance(t *testing.T) {
 // TestOperandsOutsideMemory: an address range that is not the device's is
 // the package's error, never a panic or a write elsewhere.
 func TestOperandsOutsideMemory(t *testing.T) {
-	h := newHeap()
+	h := computetest.NewHeap()
 	c := cpucompute.New("heap:0", h)
 	a, _ := h.Malloc(16)
 	tests := []struct {
@@ -128,7 +60,7 @@ func TestOperandsOutsideMemory(t *testing.T) {
 // A bad CSR structure is the package's error, not an index out of range
 // in the kernel.
 func TestCSRStructureErrors(t *testing.T) {
-	h := newHeap()
+	h := computetest.NewHeap()
 	c := cpucompute.New("heap:0", h)
 	put := func(v ...int64) uint64 {
 		a, _ := h.Malloc(int64(8 * len(v)))
@@ -168,6 +100,6 @@ func TestCSRStructureErrors(t *testing.T) {
 // with the package's message, not a nil dereference at its first kernel.
 func TestNewRefusesNilMemory(t *testing.T) {
 	assert.PanicsWithValue(t, "cpucompute: New: nil Memory for dev:0", func() { cpucompute.New("dev:0", nil) })
-	var h *heap // a typed nil is a nil Memory too
+	var h *computetest.Heap // a typed nil is a nil Memory too
 	assert.Panics(t, func() { cpucompute.New("dev:0", h) })
 }

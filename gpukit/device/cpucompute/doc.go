@@ -16,5 +16,5 @@
 //
 // The only UnsupportedError it returns is for Adam in dtypes other than
 // float32 and float64 (gpukit/tensor composes that step from elementwise
-// ops instead).
+// ops instead), the one pair of backend.Domain its Capabilities leaves out.
 package cpucompute

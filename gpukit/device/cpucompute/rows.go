@@ -358,6 +358,47 @@ func (v channelVec) write(buf []float64) {
 	}
 }
 
+// pair resolves the two required [nb, ch, l] arrays of a batch norm (y
+// and x, or grad and x), of total elements each.
+func (c *Compute) pair(op string, dt dtypes.Dtype, total int, a, x uint64) (ab, xb []byte, err error) {
+	if ab, err = c.bytes(op, a, dt, total); err != nil {
+		return nil, nil, err
+	}
+	if xb, err = c.bytes(op, x, dt, total); err != nil {
+		return nil, nil, err
+	}
+	return ab, xb, nil
+}
+
+// vecs resolves optional per-channel vectors of ch elements.
+func (c *Compute) vecs(op string, ch int, ss ...backend.Strided) ([]channelVec, error) {
+	vs := make([]channelVec, len(ss))
+	for i, s := range ss {
+		var err error
+		if vs[i], err = c.vec(op, s, ch); err != nil {
+			return nil, err
+		}
+	}
+	return vs, nil
+}
+
+// channelRows calls fn with the offset and channel of each of the nb·ch
+// rows of l elements of a contiguous [nb, ch, l] array, in order.
+func channelRows(nb, ch, l int, fn func(off, j int)) {
+	for i := range nb {
+		for j := range ch {
+			fn((i*ch+j)*l, j)
+		}
+	}
+}
+
+// invstdOf turns variances into 1/√(var+eps), in place.
+func invstdOf(v []float64, eps float64) {
+	for j := range v {
+		v[j] = 1 / math.Sqrt(v[j]+eps)
+	}
+}
+
 // BatchNorm is native_batch_norm; see backend.BatchNormArgs.
 func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 	const op = "BatchNorm"
@@ -366,19 +407,13 @@ func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 	if total == 0 {
 		return nil
 	}
-	y, err := c.bytes(op, a.Y, a.Dtype, total)
+	y, x, err := c.pair(op, a.Dtype, total, a.Y, a.X)
 	if err != nil {
 		return err
 	}
-	x, err := c.bytes(op, a.X, a.Dtype, total)
+	vs, err := c.vecs(op, ch, a.Weight, a.Bias, a.RunningMean, a.RunningVar)
 	if err != nil {
 		return err
-	}
-	var vs [4]channelVec
-	for i, s := range []backend.Strided{a.Weight, a.Bias, a.RunningMean, a.RunningVar} {
-		if vs[i], err = c.vec(op, s, ch); err != nil {
-			return err
-		}
 	}
 	weight, bias, runMean, runVar := vs[0], vs[1], vs[2], vs[3]
 	mu, invstd := make([]float64, ch), make([]float64, ch)
@@ -406,9 +441,7 @@ func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 			runMean.write(rm)
 			runVar.write(rv)
 		}
-		for j := range invstd {
-			invstd[j] = 1 / math.Sqrt(invstd[j]+a.Eps)
-		}
+		invstdOf(invstd, a.Eps)
 		if saveMean != nil {
 			writeRow(a.StatDtype, saveMean, 0, mu)
 		}
@@ -421,22 +454,17 @@ func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 		}
 		mu = runMean.values(ch, 0)
 		invstd = runVar.values(ch, 0)
-		for j := range invstd {
-			invstd[j] = 1 / math.Sqrt(invstd[j]+a.Eps)
-		}
+		invstdOf(invstd, a.Eps)
 	}
 	w, b := weight.values(ch, 1), bias.values(ch, 0)
 	row := make([]float64, l)
-	for i := range nb {
-		for j := range ch {
-			off := (i*ch + j) * l
-			readRow(a.Dtype, x, off, row)
-			for k, v := range row {
-				row[k] = (v-mu[j])*invstd[j]*w[j] + b[j]
-			}
-			writeRow(a.Dtype, y, off, row)
+	channelRows(nb, ch, l, func(off, j int) {
+		readRow(a.Dtype, x, off, row)
+		for k, v := range row {
+			row[k] = (v-mu[j])*invstd[j]*w[j] + b[j]
 		}
-	}
+		writeRow(a.Dtype, y, off, row)
+	})
 	return nil
 }
 
@@ -445,26 +473,22 @@ func (c *Compute) BatchNorm(_ alloc.Stream, a backend.BatchNormArgs) error {
 func batchStats(dt dtypes.Dtype, x []byte, nb, c, l int, mean, variance []float64) {
 	row := make([]float64, l)
 	count := float64(nb * l)
-	for i := range nb {
-		for j := range c {
-			readRow(dt, x, (i*c+j)*l, row)
-			for _, v := range row {
-				mean[j] += v
-			}
+	channelRows(nb, c, l, func(off, j int) {
+		readRow(dt, x, off, row)
+		for _, v := range row {
+			mean[j] += v
 		}
-	}
+	})
 	for j := range mean {
 		mean[j] /= count
 	}
-	for i := range nb {
-		for j := range c {
-			readRow(dt, x, (i*c+j)*l, row)
-			for _, v := range row {
-				d := v - mean[j]
-				variance[j] += d * d
-			}
+	channelRows(nb, c, l, func(off, j int) {
+		readRow(dt, x, off, row)
+		for _, v := range row {
+			d := v - mean[j]
+			variance[j] += d * d
 		}
-	}
+	})
 	for j := range variance {
 		variance[j] /= count
 	}
@@ -479,11 +503,7 @@ func (c *Compute) BatchNormBackward(_ alloc.Stream, a backend.BatchNormBackwardA
 	if total == 0 {
 		return nil
 	}
-	g, err := c.bytes(op, a.Grad, a.Dtype, total)
-	if err != nil {
-		return err
-	}
-	x, err := c.bytes(op, a.X, a.Dtype, total)
+	g, x, err := c.pair(op, a.Dtype, total, a.Grad, a.X)
 	if err != nil {
 		return err
 	}
@@ -491,11 +511,9 @@ func (c *Compute) BatchNormBackward(_ alloc.Stream, a backend.BatchNormBackwardA
 	if err != nil {
 		return err
 	}
-	var vs [5]channelVec
-	for i, s := range []backend.Strided{a.GradWeight, a.GradBias, a.Weight, a.Stat1, a.Stat2} {
-		if vs[i], err = c.vec(op, s, ch); err != nil {
-			return err
-		}
+	vs, err := c.vecs(op, ch, a.GradWeight, a.GradBias, a.Weight, a.Stat1, a.Stat2)
+	if err != nil {
+		return err
 	}
 	gw, gb := vs[0], vs[1]
 	if vs[3].data == nil || vs[4].data == nil {
@@ -504,41 +522,33 @@ func (c *Compute) BatchNormBackward(_ alloc.Stream, a backend.BatchNormBackwardA
 	w := vs[2].values(ch, 1)
 	mu, invstd := vs[3].values(ch, 0), vs[4].values(ch, 0)
 	if !a.Training {
-		for j := range invstd {
-			invstd[j] = 1 / math.Sqrt(invstd[j]+a.Eps)
-		}
+		invstdOf(invstd, a.Eps)
 	}
 	gRow, xRow := make([]float64, l), make([]float64, l)
 	sg, sgx := make([]float64, ch), make([]float64, ch) // Σ g, Σ g·x̂ per channel
-	for i := range nb {
-		for j := range ch {
-			off := (i*ch + j) * l
+	channelRows(nb, ch, l, func(off, j int) {
+		readRow(a.Dtype, g, off, gRow)
+		readRow(a.Dtype, x, off, xRow)
+		for k := range gRow {
+			sg[j] += gRow[k]
+			sgx[j] += gRow[k] * (xRow[k] - mu[j]) * invstd[j]
+		}
+	})
+	if gx != nil {
+		count := float64(nb * l)
+		channelRows(nb, ch, l, func(off, j int) {
 			readRow(a.Dtype, g, off, gRow)
 			readRow(a.Dtype, x, off, xRow)
 			for k := range gRow {
-				sg[j] += gRow[k]
-				sgx[j] += gRow[k] * (xRow[k] - mu[j]) * invstd[j]
-			}
-		}
-	}
-	if gx != nil {
-		count := float64(nb * l)
-		for i := range nb {
-			for j := range ch {
-				off := (i*ch + j) * l
-				readRow(a.Dtype, g, off, gRow)
-				readRow(a.Dtype, x, off, xRow)
-				for k := range gRow {
-					if a.Training {
-						xh := (xRow[k] - mu[j]) * invstd[j]
-						gRow[k] = w[j] * invstd[j] * (gRow[k] - sg[j]/count - xh*sgx[j]/count)
-					} else {
-						gRow[k] = w[j] * invstd[j] * gRow[k]
-					}
+				if a.Training {
+					xh := (xRow[k] - mu[j]) * invstd[j]
+					gRow[k] = w[j] * invstd[j] * (gRow[k] - sg[j]/count - xh*sgx[j]/count)
+				} else {
+					gRow[k] = w[j] * invstd[j] * gRow[k]
 				}
-				writeRow(a.Dtype, gx, off, gRow)
 			}
-		}
+			writeRow(a.Dtype, gx, off, gRow)
+		})
 	}
 	if gw.data != nil {
 		gw.write(sgx)

@@ -201,6 +201,10 @@ func run[A kernelArgs](b *Backend, s alloc.Stream, p plan[A]) error {
 	return nil
 }
 
+// Capabilities is the table of capabilities.go: what the dtype checks
+// of the plans and of Reduce, ArgReduce and Gemm let through.
+func (b *Backend) Capabilities() backend.Capabilities { return capabilities() }
+
 // unsupported is the error of a Compute method that has no kernel for dt.
 func (b *Backend) unsupported(op string, dt dtypes.Dtype) error {
 	return &backend.UnsupportedError{Backend: b.Name(), Op: op, Dtype: dt}

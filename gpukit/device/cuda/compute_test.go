@@ -31,33 +31,20 @@ func openGPU(t *testing.T) *Backend {
 // upload copies v to a new device allocation, freed at the end of the test.
 func upload(t *testing.T, b *Backend, v []float32) uint64 {
 	t.Helper()
-	n := max(len(v), 1) * 4
-	addr, err := b.Malloc(int64(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Free(addr) })
-	if len(v) > 0 {
-		if err := b.CopyHtoD(addr, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4), false, 0, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return addr
+	return uploadBytes(t, b, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), len(v)*4))
 }
 
+// download reads n float32 values at addr.
 func download(t *testing.T, b *Backend, addr uint64, n int) []float32 {
 	t.Helper()
-	out := make([]float32, n)
-	if err := b.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*4), addr, false, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return downloadOf[float32](t, b, addr, n)
 }
 
-func download64(t *testing.T, b *Backend, addr uint64, n int) []int64 {
+// downloadOf reads n values of T at addr.
+func downloadOf[T float32 | int64 | byte](t *testing.T, b *Backend, addr uint64, n int) []T {
 	t.Helper()
-	out := make([]int64, n)
-	if err := b.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*8), addr, false, 0, false); err != nil {
+	out := make([]T, n)
+	if err := b.CopyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), n*int(unsafe.Sizeof(*new(T)))), addr, false, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -136,7 +123,7 @@ func TestGemmMatchesCPU(t *testing.T) {
 			if err := b.Gemm(0, dt, c.ta, c.tb, c.m, c.n, c.k, 1.5, uploadBytes(t, b, ha), lda, uploadBytes(t, b, hb), ldb, 0.5, dc, ldc); err != nil {
 				t.Fatal(err)
 			}
-			got, scale := downloadBytes(t, b, dc, len(hc)), 0.0
+			got, scale := downloadOf[byte](t, b, dc, len(hc)), 0.0
 			for _, w := range wc {
 				scale = max(scale, math.Abs(float64(w)))
 			}
@@ -234,7 +221,7 @@ func TestReductionsMatchCPU(t *testing.T) {
 			if err := b.ArgReduce(0, largest, dtypes.Float32, idx, dst, dx, outer, n, inner); err != nil {
 				t.Fatal(err)
 			}
-			got := download64(t, b, idx, len(wantIdx))
+			got := downloadOf[int64](t, b, idx, len(wantIdx))
 			for i := range wantIdx {
 				if got[i] != int64(wantIdx[i]) {
 					t.Fatalf("ArgReduce(largest=%v) [%d,%d,%d]: line %d = %d, want %d", largest, outer, n, inner, i, got[i], wantIdx[i])
@@ -416,7 +403,7 @@ func TestBatchNormMatchesCPU(t *testing.T) {
 }
 
 // uploadBytes copies v to a new device allocation, freed at the end of
-// the test; downloadBytes copies n bytes back.
+// the test (downloadOf[byte] copies bytes back).
 func uploadBytes(t *testing.T, b *Backend, v []byte) uint64 {
 	t.Helper()
 	addr, err := b.Malloc(int64(max(len(v), 1)))
@@ -430,15 +417,6 @@ func uploadBytes(t *testing.T, b *Backend, v []byte) uint64 {
 		}
 	}
 	return addr
-}
-
-func downloadBytes(t *testing.T, b *Backend, addr uint64, n int) []byte {
-	t.Helper()
-	out := make([]byte, n)
-	if err := b.CopyDtoH(out, addr, false, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestDtypesMatchCPU runs, on the emulation tests' inputs, every
@@ -462,7 +440,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 			if err := b.Copy(0, []int{n}, vec(dst, out), vec(dsrc, in)); err != nil {
 				t.Fatal(err)
 			}
-			got, want := downloadBytes(t, b, dst, n*out.Size()), make([]byte, n*out.Size())
+			got, want := downloadOf[byte](t, b, dst, n*out.Size()), make([]byte, n*out.Size())
 			for k := range n {
 				v := dtypes.Load(in, src, k)
 				if in == out {
@@ -479,7 +457,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 		if err := b.InRange(0, []int{n}, vec(mask, dtypes.Bool), vec(dsrc, in), -1, 0.5); err != nil {
 			t.Fatal(err)
 		}
-		for k, m := range downloadBytes(t, b, mask, n) {
+		for k, m := range downloadOf[byte](t, b, mask, n) {
 			v := dtypes.Load(in, src, k)
 			if (m == 1) != (v >= -1 && v <= 0.5) || m > 1 {
 				t.Errorf("%v: InRange(%v, -1, 0.5) = %d", in, v, m)
@@ -493,7 +471,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 			if err := b.Unary(0, op, []int{n}, vec(dst, in), vec(dsrc, in)); err != nil {
 				t.Fatal(err)
 			}
-			got, want := downloadBytes(t, b, dst, n*in.Size()), unaryRef(op, in, src, n)
+			got, want := downloadOf[byte](t, b, dst, n*in.Size()), unaryRef(op, in, src, n)
 			for k := range n {
 				if x := dtypes.Load(in, src, k); !unaryMatches(op, in, got, want, k, x) {
 					t.Errorf("%v %v(%v) = %v, want %v", in, op, x, dtypes.Load(in, got, k), dtypes.Load(in, want, k))
@@ -509,7 +487,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 				if err := b.Binary(0, op, []int{n}, vec(d, out), vec(dsrc, in), vec(dother, in)); err != nil {
 					t.Fatal(err)
 				}
-				got := downloadBytes(t, b, d, n*out.Size())
+				got := downloadOf[byte](t, b, d, n*out.Size())
 				for k := range n {
 					x, y := dtypes.Load(in, src, k), dtypes.Load(in, other, k)
 					if ok, want := binaryMatches(op, in, out, got, k, x, y); !ok {
@@ -519,7 +497,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 				if err := b.BinaryScalar(0, op, []int{n}, vec(d, out), vec(dsrc, in), 0.1, true); err != nil {
 					t.Fatal(err)
 				}
-				got = downloadBytes(t, b, d, n*out.Size())
+				got = downloadOf[byte](t, b, d, n*out.Size())
 				for k := range n {
 					x := dtypes.Load(in, src, k)
 					if ok, want := binaryMatches(op, in, out, got, k, 0.1, x); !ok {
@@ -538,7 +516,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 		vec(uploadBytes(t, b, x), dtypes.Float16), vec(uploadBytes(t, b, y), dtypes.Float16)); err != nil {
 		t.Fatal(err)
 	}
-	got := downloadBytes(t, b, dst, 2*n)
+	got := downloadOf[byte](t, b, dst, 2*n)
 	for k := range n {
 		want := y[2*k : 2*k+2]
 		if cond[k] != 0 {
@@ -565,7 +543,7 @@ func TestDtypesMatchCPU(t *testing.T) {
 	if err := b.ArgReduce(0, true, dtypes.Float16, idx, val, dh, rows, n, 1); err != nil {
 		t.Fatal(err)
 	}
-	sums, vals, idxs := downloadBytes(t, b, sum, 2*rows), downloadBytes(t, b, val, 2*rows), download64(t, b, idx, rows)
+	sums, vals, idxs := downloadOf[byte](t, b, sum, 2*rows), downloadOf[byte](t, b, val, 2*rows), downloadOf[int64](t, b, idx, rows)
 	for i := range rows {
 		s, best, bi := 0.0, math.Inf(-1), -1
 		for p := range n {

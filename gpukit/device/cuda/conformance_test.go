@@ -97,7 +97,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestComputeConformance runs the Compute conformance suite on the card;
-// it logs the (method, dtype) pairs cuda has no kernel for.
+// it logs the (method, dtype) pairs cuda has no kernel for and checks
+// them against Backend.Capabilities.
 func TestComputeConformance(t *testing.T) {
 	b, err := Open(0)
 	if err != nil {

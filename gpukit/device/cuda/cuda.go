@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/internal/pagemap"
 	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
@@ -31,8 +32,8 @@ type Backend struct {
 	start time.Time
 
 	mu         sync.Mutex
-	segs       []segment      // live allocations, sorted by address
-	resv       []*reservation // address ranges for expandable segments, sorted (vmm.go)
+	segs       []segment                   // live allocations, sorted by address
+	resv       pagemap.Table[*reservation] // address ranges for expandable segments (vmm.go)
 	streams    map[alloc.Stream]cu.Stream
 	nextStream alloc.Stream
 

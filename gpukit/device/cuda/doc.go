@@ -132,7 +132,9 @@
 //     row-kernel call is planned first (rows.go: sizes, addresses, dtypes,
 //     the launches and the ranges they touch), without the driver.
 //
-// What still returns a *backend.UnsupportedError: Unary, Binary and
+// What still returns a *backend.UnsupportedError (the pairs that
+// Backend.Capabilities does not list; capabilities.go reads the table off
+// the same dtype checks): Unary, Binary and
 // BinaryScalar on Bool operands; Reduce and ArgReduce on the integer and
 // bool dtypes; Gemm on the integer and bool dtypes; the row kernels (softmax, LayerNorm, BatchNorm, NLL loss, Adam)
 // and ScatterAdd on anything but float32 and float64; ReduceStrided,

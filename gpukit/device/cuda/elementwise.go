@@ -39,7 +39,7 @@ func planElementwise(dev, op string, p program, entry string, shape []int, ops .
 		return pl, nil
 	}
 	for i, o := range ops {
-		pl.spans = append(pl.spans, span{fmt.Sprintf("operand %d", i), o.Addr, extent(shape, o.Strides) * int64(o.Dtype.Size())})
+		pl.spans = append(pl.spans, stridedSpan(fmt.Sprintf("operand %d", i), o, shape))
 	}
 	pl.steps = []step{{entry, gridFor(args.n)}}
 	return pl, nil

@@ -138,9 +138,15 @@ func argError(dev, op, format string, a ...any) error {
 	return fmt.Errorf("cuda: %s: %s: %s", dev, op, fmt.Sprintf(format, a...))
 }
 
+// floatKernel reports whether the row kernels, ScatterAdd and the sparse
+// products take dt: float32 and float64.
+func floatKernel(dt dtypes.Dtype) bool {
+	return dt == dtypes.Float32 || dt == dtypes.Float64
+}
+
 // floatDtype returns an UnsupportedError unless dt is float32 or float64.
 func floatDtype(dev, op string, dt dtypes.Dtype) error {
-	if dt != dtypes.Float32 && dt != dtypes.Float64 {
+	if !floatKernel(dt) {
 		return &backend.UnsupportedError{Backend: dev, Op: op, Dtype: dt}
 	}
 	return nil
@@ -297,7 +303,7 @@ func vector(dev, op, what string, v backend.Strided, channels int64) (vecArg, []
 	}
 	var sp []span
 	if channels > 0 {
-		sp = []span{{what, v.Addr, extent([]int{int(channels)}, v.Strides) * int64(v.Dtype.Size())}}
+		sp = []span{stridedSpan(what, v, []int{int(channels)})}
 	}
 	return a, sp, nil
 }
@@ -497,7 +503,8 @@ func planAdam(dev string, dt dtypes.Dtype, p, g, m, v uint64, n int, sc ops.Adam
 
 // checkIndexOperands checks what Gather and ScatterAdd share: the dim, the
 // operands' ranks and strides, the dtypes.
-func checkIndexOperands(dev, op string, shape []int, dim int, data dtypes.Dtype, ops map[string]backend.Strided) error {
+func checkIndexOperands(dev, op string, shape []int, dim int, dst, src, index backend.Strided) error {
+	ops := map[string]backend.Strided{"dst": dst, "src": src, "index": index}
 	if dim < 0 || dim >= len(shape) {
 		return argError(dev, op, "dim %d out of range for shape %v", dim, shape)
 	}
@@ -509,11 +516,22 @@ func checkIndexOperands(dev, op string, shape []int, dim int, data dtypes.Dtype,
 		if slices.ContainsFunc(o.Strides, func(s int) bool { return s < 0 }) {
 			return argError(dev, op, "%s has a negative stride %v", what, o.Strides)
 		}
-		if what != "index" && o.Dtype != data {
-			return argError(dev, op, "dst and src dtypes differ (%v, %v)", ops["dst"].Dtype, ops["src"].Dtype)
+		if what != "index" && o.Dtype != dst.Dtype {
+			return argError(dev, op, "dst and src dtypes differ (%v, %v)", dst.Dtype, src.Dtype)
 		}
 	}
-	return indexDtype(dev, op, "index", ops["index"].Dtype)
+	return indexDtype(dev, op, "index", index.Dtype)
+}
+
+// requiredIndexOperands checks that Gather's and ScatterAdd's addresses
+// are not 0.
+func requiredIndexOperands(dev, op string, dst, src, index backend.Strided) error {
+	return required(dev, op, operand{"dst", dst.Addr}, operand{"src", src.Addr}, operand{"index", index.Addr})
+}
+
+// stridedSpan is the span of operand o over shape.
+func stridedSpan(what string, o backend.Strided, shape []int) span {
+	return span{what, o.Addr, extent(shape, o.Strides) * int64(o.Dtype.Size())}
 }
 
 func planGather(dev string, shape []int, dim int, dst, src, index backend.Strided) (plan[indexArgs], error) {
@@ -522,7 +540,7 @@ func planGather(dev string, shape []int, dim int, dst, src, index backend.Stride
 	if _, err := storageType(dst.Dtype); err != nil {
 		return p, &backend.UnsupportedError{Backend: dev, Op: op, Dtype: dst.Dtype}
 	}
-	if err := checkIndexOperands(dev, op, shape, dim, dst.Dtype, map[string]backend.Strided{"dst": dst, "src": src, "index": index}); err != nil {
+	if err := checkIndexOperands(dev, op, shape, dim, dst, src, index); err != nil {
 		return p, err
 	}
 	// src with no stride along dim: the index says where to read there.
@@ -536,15 +554,15 @@ func planGather(dev string, shape []int, dim int, dst, src, index backend.Stride
 	if ea.n == 0 {
 		return p, nil
 	}
-	if err := required(dev, op, operand{"dst", dst.Addr}, operand{"src", src.Addr}, operand{"index", index.Addr}); err != nil {
+	if err := requiredIndexOperands(dev, op, dst, src, index); err != nil {
 		return p, err
 	}
 	// src's size along dim is not known here: its span is the first slice
 	// along dim, and the index values, which the caller checks, say the rest.
 	p.spans = []span{
-		{"dst", dst.Addr, extent(shape, dst.Strides) * int64(dst.Dtype.Size())},
-		{"index", index.Addr, extent(shape, index.Strides) * int64(index.Dtype.Size())},
-		{"src", src.Addr, extent(shape, srcAt.Strides) * int64(src.Dtype.Size())},
+		stridedSpan("dst", dst, shape),
+		stridedSpan("index", index, shape),
+		stridedSpan("src", srcAt, shape),
 	}
 	p.prog = program{fam: famGather, out: dst.Dtype, in: index.Dtype}
 	p.steps = []step{{"gather", gridFor(ea.n)}}
@@ -558,7 +576,7 @@ func planScatterAdd(dev string, shape []int, dim int, dst, index, src backend.St
 	if err := floatDtype(dev, op, dst.Dtype); err != nil {
 		return p, err
 	}
-	if err := checkIndexOperands(dev, op, shape, dim, dst.Dtype, map[string]backend.Strided{"dst": dst, "src": src, "index": index}); err != nil {
+	if err := checkIndexOperands(dev, op, shape, dim, dst, src, index); err != nil {
 		return p, err
 	}
 	for d, s := range shape {
@@ -577,13 +595,13 @@ func planScatterAdd(dev string, shape []int, dim int, dst, index, src backend.St
 	if ea.n == 0 || shape[dim] == 0 {
 		return p, nil
 	}
-	if err := required(dev, op, operand{"dst", dst.Addr}, operand{"src", src.Addr}, operand{"index", index.Addr}); err != nil {
+	if err := requiredIndexOperands(dev, op, dst, src, index); err != nil {
 		return p, err
 	}
 	p.spans = []span{
-		{"index", index.Addr, extent(shape, index.Strides) * int64(index.Dtype.Size())},
-		{"src", src.Addr, extent(shape, src.Strides) * int64(src.Dtype.Size())},
-		{"dst", dst.Addr, extent(lines, dst.Strides) * int64(dst.Dtype.Size())}, // the first slice along dim, as for Gather's src
+		stridedSpan("index", index, shape),
+		stridedSpan("src", src, shape),
+		stridedSpan("dst", dst, lines), // the first slice along dim, as for Gather's src
 	}
 	p.prog = program{fam: famScatterAdd, out: dst.Dtype, in: index.Dtype}
 	p.steps = []step{{"scatter_add", gridFor(ea.n)}}

@@ -78,10 +78,16 @@ func capGrid[A kernelArgs](p plan[A], g int) plan[A] {
 	return p
 }
 
-func TestEmulatedSoftmax(t *testing.T) {
+// bothFloats runs the float32 and the float64 instance of a generic test
+// as parallel subtests.
+func bothFloats(t *testing.T, f32, f64 func(*testing.T)) {
 	t.Parallel()
-	t.Run("float32", testEmulatedSoftmax[float32])
-	t.Run("float64", testEmulatedSoftmax[float64])
+	t.Run("float32", f32)
+	t.Run("float64", f64)
+}
+
+func TestEmulatedSoftmax(t *testing.T) {
+	bothFloats(t, testEmulatedSoftmax[float32], testEmulatedSoftmax[float64])
 }
 
 func testEmulatedSoftmax[T kernels.Float](t *testing.T) {
@@ -116,9 +122,7 @@ func testEmulatedSoftmax[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedLayerNorm(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedLayerNorm[float32])
-	t.Run("float64", testEmulatedLayerNorm[float64])
+	bothFloats(t, testEmulatedLayerNorm[float32], testEmulatedLayerNorm[float64])
 }
 
 func testEmulatedLayerNorm[T kernels.Float](t *testing.T) {
@@ -154,9 +158,7 @@ func testEmulatedLayerNorm[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedLayerNormBackward(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedLayerNormBackward[float32])
-	t.Run("float64", testEmulatedLayerNormBackward[float64])
+	bothFloats(t, testEmulatedLayerNormBackward[float32], testEmulatedLayerNormBackward[float64])
 }
 
 func testEmulatedLayerNormBackward[T kernels.Float](t *testing.T) {
@@ -202,9 +204,7 @@ func testEmulatedLayerNormBackward[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedBatchNorm(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedBatchNorm[float32])
-	t.Run("float64", testEmulatedBatchNorm[float64])
+	bothFloats(t, testEmulatedBatchNorm[float32], testEmulatedBatchNorm[float64])
 }
 
 func testEmulatedBatchNorm[T kernels.Float](t *testing.T) {
@@ -259,9 +259,7 @@ func testEmulatedBatchNorm[T kernels.Float](t *testing.T) {
 }
 
 func TestEmulatedBatchNormBackward(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedBatchNormBackward[float32])
-	t.Run("float64", testEmulatedBatchNormBackward[float64])
+	bothFloats(t, testEmulatedBatchNormBackward[float32], testEmulatedBatchNormBackward[float64])
 }
 
 func testEmulatedBatchNormBackward[T kernels.Float](t *testing.T) {
@@ -345,9 +343,7 @@ func TestEmulatedNLLLoss(t *testing.T) {
 }
 
 func TestEmulatedAdam(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedAdam[float32])
-	t.Run("float64", testEmulatedAdam[float64])
+	bothFloats(t, testEmulatedAdam[float32], testEmulatedAdam[float64])
 }
 
 func testEmulatedAdam[T kernels.Float](t *testing.T) {
@@ -440,11 +436,7 @@ func TestEmulatedScatterAdd(t *testing.T) {
 	near(t, "dst", fromBytes[float32](out[0]), want, 0)
 }
 
-func TestEmulatedCSR(t *testing.T) {
-	t.Parallel()
-	t.Run("float32", testEmulatedCSR[float32])
-	t.Run("float64", testEmulatedCSR[float64])
-}
+func TestEmulatedCSR(t *testing.T) { bothFloats(t, testEmulatedCSR[float32], testEmulatedCSR[float64]) }
 
 // testEmulatedCSR runs the three sparse products against gpukit/kernels,
 // bit for bit: rows beyond a capped grid, n beyond a block (the column

@@ -228,7 +228,7 @@ func binaryEntry(op ops.Binary) string   { return "binary_" + strings.ToLower(op
 func copyEntry(from dtypes.Dtype) string { return "copy_from_" + from.String() }
 
 // allDtypes are the dtypes of backend.Compute, in order.
-var allDtypes = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtypes.BFloat16, dtypes.Int64, dtypes.Int32, dtypes.Bool}
+var allDtypes = backend.Dtypes
 
 // arithmetic reports whether the unary and binary kernels compute in d:
 // every dtype but Bool (float32 and the 16-bit floats in float32, the

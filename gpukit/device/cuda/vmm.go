@@ -44,11 +44,11 @@ import "C"
 
 import (
 	"fmt"
-	"sort"
 
 	"gorgonia.org/cu"
 
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/device/internal/pagemap"
 )
 
 // Virtual memory management for expandable segments (alloc.PageMemory),
@@ -62,13 +62,12 @@ import (
 // reservation is an address range from cuMemAddressReserve and the
 // physical allocation behind each mapped page.
 type reservation struct {
-	addr    uint64
-	size    int64
-	page    int64
+	pagemap.Range
 	handles []C.CUmemGenericAllocationHandle // by page; 0 when unmapped
 }
 
-func (r *reservation) end() uint64 { return r.addr + uint64(r.size) }
+// PageMapped reports whether page i is mapped.
+func (r *reservation) PageMapped(i int64) bool { return i < int64(len(r.handles)) && r.handles[i] != 0 }
 
 var _ alloc.PageMemory = (*Backend)(nil)
 
@@ -111,29 +110,8 @@ func (b *Backend) Reserve(size int64) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %s: reserving %d bytes: %w", b.Name(), size, err)
 	}
-	r := &reservation{addr: uint64(p), size: size}
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].addr > r.addr })
-	b.resv = append(b.resv, nil)
-	copy(b.resv[i+1:], b.resv[i:])
-	b.resv[i] = r
-	return r.addr, nil
-}
-
-func (b *Backend) findResv(addr uint64) *reservation {
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].end() > addr })
-	if i < len(b.resv) && b.resv[i].addr <= addr {
-		return b.resv[i]
-	}
-	return nil
-}
-
-func (b *Backend) pagesOf(op string, addr uint64, pageSize int64, n int) (*reservation, int, error) {
-	r := b.findResv(addr)
-	if r == nil || pageSize <= 0 || n <= 0 || addr+uint64(pageSize)*uint64(n) > r.end() ||
-		int64(addr-r.addr)%pageSize != 0 || r.page != 0 && r.page != pageSize {
-		return nil, 0, fmt.Errorf("cuda: %s: %s of %d pages of %d bytes at 0x%x: not pages of a reservation", b.Name(), op, n, pageSize, addr)
-	}
-	return r, int(int64(addr-r.addr) / pageSize), nil
+	b.resv.Insert(&reservation{Range: pagemap.Range{Addr: uint64(p), Size: size}})
+	return uint64(p), nil
 }
 
 // MapPages creates one physical allocation per page (cuMemCreate), maps
@@ -143,14 +121,9 @@ func (b *Backend) pagesOf(op string, addr uint64, pageSize int64, n int) (*reser
 func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, first, err := b.pagesOf("map", addr, pageSize, n)
+	r, first, err := b.resv.Pages(pagemap.Map, addr, pageSize, n)
 	if err != nil {
-		return err
-	}
-	for i := first; i < first+n && i < len(r.handles); i++ {
-		if r.handles[i] != 0 {
-			return fmt.Errorf("cuda: %s: page 0x%x is already mapped", b.Name(), r.addr+uint64(int64(i)*pageSize))
-		}
+		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
 	}
 	hs := make([]C.CUmemGenericAllocationHandle, n)
 	err = b.do(func() error {
@@ -187,7 +160,7 @@ func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 	if err != nil {
 		return fmt.Errorf("cuda: %s: mapping %d pages of %d bytes at 0x%x: %w", b.Name(), n, pageSize, addr, err)
 	}
-	r.page = pageSize
+	r.Page = pageSize
 	for len(r.handles) < first+n {
 		r.handles = append(r.handles, 0)
 	}
@@ -200,14 +173,9 @@ func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, first, err := b.pagesOf("unmap", addr, pageSize, n)
+	r, first, err := b.resv.Pages(pagemap.Unmap, addr, pageSize, n)
 	if err != nil {
-		return err
-	}
-	for i := first; i < first+n; i++ {
-		if i >= len(r.handles) || r.handles[i] == 0 {
-			return fmt.Errorf("cuda: %s: unmap of page 0x%x, which is not mapped", b.Name(), r.addr+uint64(int64(i)*pageSize))
-		}
+		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
 	}
 	// A stream this backend did not create has no work queued; the
 	// allocator may still name it (streams are plain numbers to it): then
@@ -221,7 +189,7 @@ func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int)
 			return err
 		}
 		for i := first; i < first+n; i++ {
-			p := C.CUdeviceptr(r.addr + uint64(int64(i)*pageSize))
+			p := C.CUdeviceptr(r.Addr + uint64(int64(i)*pageSize))
 			if err := cuErr("cuMemUnmap", C.cuMemUnmap(p, C.size_t(pageSize))); err != nil {
 				return err
 			}
@@ -242,37 +210,28 @@ func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int)
 func (b *Backend) Unreserve(addr uint64, size int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].addr >= addr })
-	if i == len(b.resv) || b.resv[i].addr != addr || b.resv[i].size != size {
+	found, err := b.resv.Remove(addr, size, func(r *reservation) error {
+		for j, h := range r.handles {
+			if h != 0 {
+				return fmt.Errorf("cuda: %s: unreserve of 0x%x with page %d still mapped", b.Name(), addr, j)
+			}
+		}
+		if err := b.do(func() error {
+			return cuErr("cuMemAddressFree", C.cuMemAddressFree(C.CUdeviceptr(addr), C.size_t(size)))
+		}); err != nil {
+			return fmt.Errorf("cuda: %s: %w", b.Name(), err)
+		}
+		return nil
+	})
+	if !found {
 		return fmt.Errorf("cuda: %s: unreserve of %d bytes at 0x%x: not a reservation", b.Name(), size, addr)
 	}
-	for j, h := range b.resv[i].handles {
-		if h != 0 {
-			return fmt.Errorf("cuda: %s: unreserve of 0x%x with page %d still mapped", b.Name(), addr, j)
-		}
-	}
-	if err := b.do(func() error {
-		return cuErr("cuMemAddressFree", C.cuMemAddressFree(C.CUdeviceptr(addr), C.size_t(size)))
-	}); err != nil {
-		return fmt.Errorf("cuda: %s: %w", b.Name(), err)
-	}
-	b.resv = append(b.resv[:i], b.resv[i+1:]...)
-	return nil
+	return err
 }
 
 // ownsPagesLocked reports whether [addr, addr+n) lies in mapped pages of
 // one reservation.
 func (b *Backend) ownsPagesLocked(addr uint64, n int64) bool {
-	r := b.findResv(addr)
-	if r == nil || n < 0 || r.page == 0 || addr+uint64(n) > r.end() || addr+uint64(n) < addr {
-		return false
-	}
-	off := int64(addr - r.addr)
-	last := off + max(n, 1) - 1
-	for i := off / r.page; i <= last/r.page; i++ {
-		if i >= int64(len(r.handles)) || r.handles[i] == 0 {
-			return false
-		}
-	}
-	return true
+	_, ok := b.resv.Mapped(addr, n)
+	return ok
 }

@@ -189,36 +189,29 @@ func (b *Backend) WaitEvent(s alloc.Stream, e backend.Event) {
 // asynchronous copy on a stream other than 0 reads src when it runs in
 // virtual time (see pending.go), so src must not change until then.
 func (b *Backend) CopyHtoD(dst uint64, src []byte, pinned bool, s alloc.Stream, async bool) error {
-	n := int64(len(src))
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	to, ok := b.memLocked(dst, n)
-	if !ok {
-		return b.rangeError("host-to-device copy", dst, n)
-	}
-	var move func()
-	if to != nil {
-		move = func() { copy(to, src) }
-	}
-	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
-	return nil
+	return b.copyHost("host-to-device copy", dst, int64(len(src)), pinned, s, async, func(to []byte) { copy(to, src) })
 }
 
 // CopyDtoH copies len(dst) bytes from src to dst, charged like CopyHtoD. In
 // meta mode dst is left unchanged.
 func (b *Backend) CopyDtoH(dst []byte, src uint64, pinned bool, s alloc.Stream, async bool) error {
-	n := int64(len(dst))
+	return b.copyHost("device-to-host copy", src, int64(len(dst)), pinned, s, async, func(from []byte) { copy(dst, from) })
+}
+
+// copyHost is a copy of n bytes between the host and addr on s, charged
+// Profile.CopyCost: move gets the device's bytes, when it has any.
+func (b *Backend) copyHost(what string, addr uint64, n int64, pinned bool, s alloc.Stream, async bool, move func(dev []byte)) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	from, ok := b.memLocked(src, n)
+	dev, ok := b.memLocked(addr, n)
 	if !ok {
-		return b.rangeError("device-to-host copy", src, n)
+		return b.rangeError(what, addr, n)
 	}
-	var move func()
-	if from != nil {
-		move = func() { copy(dst, from) }
+	var mv func()
+	if dev != nil {
+		mv = func() { move(dev) }
 	}
-	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), move)
+	b.moveLocked(s, b.prof.CopyCost(n, pinned), !(async && pinned), mv)
 	return nil
 }
 

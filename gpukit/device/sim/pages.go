@@ -2,10 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/internal/pagemap"
 )
 
 // Virtual memory management, what expandable segments of the caching
@@ -27,14 +27,13 @@ import (
 // zeros when mapped again. Meta reservations have no host memory.
 
 type reservation struct {
-	addr   uint64
-	size   int64
-	page   int64  // page size, fixed by the first MapPages
-	mapped []bool // by page index
-	data   []byte // host memory of the whole range; nil on meta
+	pagemap.Range        // Page is fixed by the first MapPages
+	mapped        []bool // by page index
+	data          []byte // host memory of the whole range; nil on meta
 }
 
-func (r *reservation) end() uint64 { return r.addr + uint64(r.size) }
+// PageMapped reports whether page i is mapped.
+func (r *reservation) PageMapped(i int64) bool { return i < int64(len(r.mapped)) && r.mapped[i] }
 
 var _ alloc.PageMemory = (*Backend)(nil)
 
@@ -67,32 +66,8 @@ func (b *Backend) Reserve(size int64) (uint64, error) {
 		}
 		b.next = end
 	}
-	r := &reservation{addr: addr, size: size, data: data}
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].addr > addr })
-	b.resv = append(b.resv, nil)
-	copy(b.resv[i+1:], b.resv[i:])
-	b.resv[i] = r
+	b.resv.Insert(&reservation{Range: pagemap.Range{Addr: addr, Size: size}, data: data})
 	return addr, nil
-}
-
-// findResv returns the reservation that contains addr, or nil.
-func (b *Backend) findResv(addr uint64) *reservation {
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].end() > addr })
-	if i < len(b.resv) && b.resv[i].addr <= addr {
-		return b.resv[i]
-	}
-	return nil
-}
-
-// pagesOf checks that n pages of pageSize from addr lie in a reservation,
-// page-aligned, and returns it with the first page's index.
-func (b *Backend) pagesOf(op string, addr uint64, pageSize int64, n int) (*reservation, int, error) {
-	r := b.findResv(addr)
-	if r == nil || pageSize <= 0 || n <= 0 || addr+uint64(pageSize)*uint64(n) > r.end() ||
-		int64(addr-r.addr)%pageSize != 0 || r.page != 0 && r.page != pageSize {
-		return nil, 0, fmt.Errorf("sim: %s: %s of %d pages of %d bytes at 0x%x: not pages of a reservation", b.Name(), op, n, pageSize, addr)
-	}
-	return r, int(int64(addr-r.addr) / pageSize), nil
 }
 
 // MapPages backs n pages from addr with device memory, all or none: when
@@ -101,14 +76,9 @@ func (b *Backend) pagesOf(op string, addr uint64, pageSize int64, n int) (*reser
 func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, first, err := b.pagesOf("map", addr, pageSize, n)
+	r, first, err := b.resv.Pages(pagemap.Map, addr, pageSize, n)
 	if err != nil {
-		return err
-	}
-	for i := first; i < first+n && i < len(r.mapped); i++ {
-		if r.mapped[i] {
-			return fmt.Errorf("sim: %s: page 0x%x is already mapped", b.Name(), r.addr+uint64(int64(i)*pageSize))
-		}
+		return fmt.Errorf("sim: %s: %w", b.Name(), err)
 	}
 	size := pageSize * int64(n)
 	if size > b.prof.Capacity-b.prof.ContextSize-b.used {
@@ -116,7 +86,7 @@ func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 		return fmt.Errorf("sim: %s: cannot map %d bytes: %d of %d bytes in use (context %d): %w",
 			b.Name(), size, b.prof.ContextSize+b.used, b.prof.Capacity, b.prof.ContextSize, alloc.ErrDeviceFull)
 	}
-	r.page = pageSize
+	r.Page = pageSize
 	for len(r.mapped) < first+n {
 		r.mapped = append(r.mapped, false)
 	}
@@ -134,14 +104,9 @@ func (b *Backend) MapPages(addr uint64, pageSize int64, n int) error {
 func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, first, err := b.pagesOf("unmap", addr, pageSize, n)
+	r, first, err := b.resv.Pages(pagemap.Unmap, addr, pageSize, n)
 	if err != nil {
-		return err
-	}
-	for i := first; i < first+n; i++ {
-		if i >= len(r.mapped) || !r.mapped[i] {
-			return fmt.Errorf("sim: %s: unmap of page 0x%x, which is not mapped", b.Name(), r.addr+uint64(int64(i)*pageSize))
-		}
+		return fmt.Errorf("sim: %s: %w", b.Name(), err)
 	}
 	b.host = max(b.host, b.streams[s])
 	b.settleLocked()
@@ -161,18 +126,21 @@ func (b *Backend) UnmapPages(s alloc.Stream, addr uint64, pageSize int64, n int)
 func (b *Backend) Unreserve(addr uint64, size int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := sort.Search(len(b.resv), func(i int) bool { return b.resv[i].addr >= addr })
-	if i == len(b.resv) || b.resv[i].addr != addr || b.resv[i].size != size {
+	found, err := b.resv.Remove(addr, size, func(r *reservation) error {
+		for j, m := range r.mapped {
+			if m {
+				return fmt.Errorf("sim: %s: unreserve of 0x%x with page %d still mapped", b.Name(), addr, j)
+			}
+		}
+		hostRelease(r.data)
+		return nil
+	})
+	if !found {
 		return fmt.Errorf("sim: %s: unreserve of %d bytes at 0x%x: not a reservation", b.Name(), size, addr)
 	}
-	r := b.resv[i]
-	for j, m := range r.mapped {
-		if m {
-			return fmt.Errorf("sim: %s: unreserve of 0x%x with page %d still mapped", b.Name(), addr, j)
-		}
+	if err != nil {
+		return err
 	}
-	hostRelease(r.data)
-	b.resv = append(b.resv[:i], b.resv[i+1:]...)
 	if b.freedResv == nil {
 		b.freedResv = map[int64][]uint64{}
 	}
@@ -183,17 +151,7 @@ func (b *Backend) Unreserve(addr uint64, size int64) error {
 // lookupPages returns the reservation whose mapped pages hold
 // [addr, addr+n), or nil.
 func (b *Backend) lookupPages(addr uint64, n int64) *reservation {
-	r := b.findResv(addr)
-	if r == nil || n < 0 || r.page == 0 || addr+uint64(n) > r.end() || addr+uint64(n) < addr {
-		return nil
-	}
-	off := int64(addr - r.addr)
-	last := off + max(n, 1) - 1
-	for i := off / r.page; i <= last/r.page; i++ {
-		if i >= int64(len(r.mapped)) || !r.mapped[i] {
-			return nil
-		}
-	}
+	r, _ := b.resv.Mapped(addr, n)
 	return r
 }
 
@@ -202,12 +160,12 @@ func (b *Backend) lookupPages(addr uint64, n int64) *reservation {
 func (b *Backend) Reservations() (n int, mapped int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, r := range b.resv {
+	for _, r := range b.resv.All() {
 		for _, m := range r.mapped {
 			if m {
-				mapped += r.page
+				mapped += r.Page
 			}
 		}
 	}
-	return len(b.resv), mapped
+	return len(b.resv.All()), mapped
 }

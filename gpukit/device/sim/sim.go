@@ -24,6 +24,7 @@ import (
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device/backend"
+	"github.com/gpumem/course/gpukit/device/internal/pagemap"
 	"github.com/gpumem/course/gpukit/device/profile"
 	"github.com/gpumem/course/gpukit/internal/hostmem"
 )
@@ -71,11 +72,11 @@ type Backend struct {
 	base  uint64
 
 	mu         sync.Mutex
-	next       uint64             // address of the next segment
-	segs       []segment          // live segments, sorted by address
-	resv       []*reservation     // live reservations, sorted by address (pages.go)
-	freedResv  map[int64][]uint64 // addresses of released reservations, by size
-	used       int64              // bytes in live segments
+	next       uint64                      // address of the next segment
+	segs       []segment                   // live segments, sorted by address
+	resv       pagemap.Table[*reservation] // live reservations (pages.go)
+	freedResv  map[int64][]uint64          // addresses of released reservations, by size
+	used       int64                       // bytes in live segments
 	host       time.Duration
 	streams    map[alloc.Stream]time.Duration
 	nextStream alloc.Stream
@@ -230,7 +231,7 @@ func (b *Backend) memLocked(addr uint64, n int64) ([]byte, bool) {
 	if s := b.lookup(addr, n); s != nil {
 		data, base = s.data, s.addr
 	} else if r := b.lookupPages(addr, n); r != nil {
-		data, base = r.data, r.addr
+		data, base = r.data, r.Addr
 	} else {
 		return nil, false
 	}
