@@ -32,6 +32,36 @@
 	OP      Y4, Y2, Y2; \
 	OP      Y4, Y3, Y3
 
+// CASE(n, label) jumps to label when AX = n (2·op + stream).
+#define CASE(n, label) \
+	CMPQ AX, $n; \
+	JEQ  label
+
+// VVLOOP(label, OP, STORE) is, at label, binaryVV's loop for one op and
+// store: d[0:32] = a[0:32] OP b[0:32] (STORE4(STORE)), a step until CX
+// is spent, then on to vvfence. VSLOOP is binaryVS's, with VS and
+// vsfence.
+#define VVLOOP(label, OP, STORE) \
+label: \
+	VV(OP); \
+	STORE4(STORE); \
+	ADDQ $128, SI; \
+	ADDQ $128, DX; \
+	ADDQ $128, DI; \
+	DECQ CX; \
+	JNZ  label; \
+	JMP  vvfence
+
+#define VSLOOP(label, OP, STORE) \
+label: \
+	VS(OP); \
+	STORE4(STORE); \
+	ADDQ $128, SI; \
+	ADDQ $128, DI; \
+	DECQ CX; \
+	JNZ  label; \
+	JMP  vsfence
+
 // func arithVVAVX(op int, d, a, b *float32, n int, stream int)
 //
 // d[i] = a[i] op b[i] for i < n (a multiple of 32), op Add, Sub, Mul or
@@ -52,103 +82,24 @@ TEXT ·arithVVAVX(SB), NOSPLIT, $0-48
 	JZ   vvdone
 	SHLQ $1, AX
 	ORQ  R8, AX
-	CMPQ AX, $0
-	JEQ  vvadd
-	CMPQ AX, $1
-	JEQ  vvaddnt
-	CMPQ AX, $2
-	JEQ  vvsub
-	CMPQ AX, $3
-	JEQ  vvsubnt
-	CMPQ AX, $4
-	JEQ  vvmul
-	CMPQ AX, $5
-	JEQ  vvmulnt
-	CMPQ AX, $6
-	JEQ  vvdiv
-	CMPQ AX, $7
-	JEQ  vvdivnt
+	CASE(0, vvadd)
+	CASE(1, vvaddnt)
+	CASE(2, vvsub)
+	CASE(3, vvsubnt)
+	CASE(4, vvmul)
+	CASE(5, vvmulnt)
+	CASE(6, vvdiv)
+	CASE(7, vvdivnt)
 	JMP  vvdone
 
-vvadd:
-	VV(VADDPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvadd
-	JMP  vvfence
-
-vvaddnt:
-	VV(VADDPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvaddnt
-	JMP  vvfence
-
-vvsub:
-	VV(VSUBPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvsub
-	JMP  vvfence
-
-vvsubnt:
-	VV(VSUBPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvsubnt
-	JMP  vvfence
-
-vvmul:
-	VV(VMULPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvmul
-	JMP  vvfence
-
-vvmulnt:
-	VV(VMULPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvmulnt
-	JMP  vvfence
-
-vvdiv:
-	VV(VDIVPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvdiv
-	JMP  vvfence
-
-vvdivnt:
-	VV(VDIVPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vvdivnt
-	JMP  vvfence
+	VVLOOP(vvadd, VADDPS, VMOVUPS)
+	VVLOOP(vvaddnt, VADDPS, VMOVNTPS)
+	VVLOOP(vvsub, VSUBPS, VMOVUPS)
+	VVLOOP(vvsubnt, VSUBPS, VMOVNTPS)
+	VVLOOP(vvmul, VMULPS, VMOVUPS)
+	VVLOOP(vvmulnt, VMULPS, VMOVNTPS)
+	VVLOOP(vvdiv, VDIVPS, VMOVUPS)
+	VVLOOP(vvdivnt, VDIVPS, VMOVNTPS)
 
 vvfence:
 	TESTQ R8, R8
@@ -174,95 +125,24 @@ TEXT ·arithVSAVX(SB), NOSPLIT, $0-48
 	JZ           vsdone
 	SHLQ         $1, AX
 	ORQ          R8, AX
-	CMPQ AX, $0
-	JEQ  vsadd
-	CMPQ AX, $1
-	JEQ  vsaddnt
-	CMPQ AX, $2
-	JEQ  vssub
-	CMPQ AX, $3
-	JEQ  vssubnt
-	CMPQ AX, $4
-	JEQ  vsmul
-	CMPQ AX, $5
-	JEQ  vsmulnt
-	CMPQ AX, $6
-	JEQ  vsdiv
-	CMPQ AX, $7
-	JEQ  vsdivnt
+	CASE(0, vsadd)
+	CASE(1, vsaddnt)
+	CASE(2, vssub)
+	CASE(3, vssubnt)
+	CASE(4, vsmul)
+	CASE(5, vsmulnt)
+	CASE(6, vsdiv)
+	CASE(7, vsdivnt)
 	JMP  vsdone
 
-vsadd:
-	VS(VADDPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsadd
-	JMP  vsfence
-
-vsaddnt:
-	VS(VADDPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsaddnt
-	JMP  vsfence
-
-vssub:
-	VS(VSUBPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vssub
-	JMP  vsfence
-
-vssubnt:
-	VS(VSUBPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vssubnt
-	JMP  vsfence
-
-vsmul:
-	VS(VMULPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsmul
-	JMP  vsfence
-
-vsmulnt:
-	VS(VMULPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsmulnt
-	JMP  vsfence
-
-vsdiv:
-	VS(VDIVPS)
-	STORE4(VMOVUPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsdiv
-	JMP  vsfence
-
-vsdivnt:
-	VS(VDIVPS)
-	STORE4(VMOVNTPS)
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ  vsdivnt
-	JMP  vsfence
+	VSLOOP(vsadd, VADDPS, VMOVUPS)
+	VSLOOP(vsaddnt, VADDPS, VMOVNTPS)
+	VSLOOP(vssub, VSUBPS, VMOVUPS)
+	VSLOOP(vssubnt, VSUBPS, VMOVNTPS)
+	VSLOOP(vsmul, VMULPS, VMOVUPS)
+	VSLOOP(vsmulnt, VMULPS, VMOVNTPS)
+	VSLOOP(vsdiv, VDIVPS, VMOVUPS)
+	VSLOOP(vsdivnt, VDIVPS, VMOVNTPS)
 
 vsfence:
 	TESTQ R8, R8

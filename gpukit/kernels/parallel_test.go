@@ -72,7 +72,10 @@ func TestHelpersGoToSleep(t *testing.T) {
 		parallelFor(1000, 4, 1, func(lo, hi int) {})
 	}
 	asleep := func() bool { return spinning.Load() == 0 && runtime.NumGoroutine() <= before }
-	for deadline := time.Now().Add(time.Second); !asleep() && time.Now().Before(deadline); {
+	// Helpers spin for defaultSpin (5 ms) before they sleep; the
+	// deadline is generous for a loaded machine or an emulated arm64 (the
+	// loop ends as soon as they sleep).
+	for deadline := time.Now().Add(10 * time.Second); !asleep() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	require.True(t, asleep(), "helpers awake: %d; goroutines: %d, %d before", spinning.Load(), runtime.NumGoroutine(), before)

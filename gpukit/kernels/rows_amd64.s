@@ -16,6 +16,57 @@
 // LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms (BenchmarkLnBwdAVX2,
 // BenchmarkMemBoundLayerNorm); prefetching changes no result.
 
+// ACC(arg) loads AX = arg, a *[8]float64, and the eight sums there into
+// Y14 (acc[0..3]) and Y15 (acc[4..7]); ACCRET, at done, stores them back
+// and returns.
+#define ACC(arg) \
+	MOVQ    arg, AX; \
+	VMOVUPD (AX), Y14; \
+	VMOVUPD 32(AX), Y15
+
+#define ACCRET \
+done: \
+	VMOVUPD Y14, (AX); \
+	VMOVUPD Y15, 32(AX); \
+	VZEROUPPER; \
+	RET
+
+// ACCLOOP(TERMS) is the loop of sumVec and sqDevVec, acc[i%8] +=
+// term(s[i]) over the n float32 at SI (n in CX), eight an iteration:
+// TERMS sets Y0 and Y1 to the float64 terms of the eight at (SI) (SUM_TERMS:
+// the values, SQDEV_TERMS: their squared deviations).
+#define ACCLOOP(TERMS) \
+	SHRQ   $3, CX; \
+	JZ     done; \
+loop: \
+	TERMS; \
+	VADDPD Y0, Y14, Y14; \
+	VADDPD Y1, Y15, Y15; \
+	ADDQ   $32, SI; \
+	DECQ   CX; \
+	JNZ    loop; \
+	ACCRET
+
+// WIDEN_ADD(x, y, lo, hi) is acc[i%8] += float64(v[i]) for the eight
+// float32 of y (x, its low half): lanes 0-3 widened and added to lo, 4-7
+// to hi (Y3 scratch). ADDCOL(x, y, p) is p[i] += float64(v[i]) for the
+// eight float64 at p.
+#define WIDEN_ADD(x, y, lo, hi) \
+	VCVTPS2PD    x, Y3; \
+	VADDPD       Y3, lo, lo; \
+	VEXTRACTF128 $1, y, X3; \
+	VCVTPS2PD    X3, Y3; \
+	VADDPD       Y3, hi, hi
+
+#define ADDCOL(x, y, p) \
+	VCVTPS2PD    x, Y3; \
+	VADDPD       (p), Y3, Y3; \
+	VMOVUPD      Y3, (p); \
+	VEXTRACTF128 $1, y, X3; \
+	VCVTPS2PD    X3, Y3; \
+	VADDPD       32(p), Y3, Y3; \
+	VMOVUPD      Y3, 32(p)
+
 // func maxVec(s *float32, n int) float32
 TEXT ·maxVec(SB), NOSPLIT, $0-20
 	MOVQ    s+0(FP), SI
@@ -50,9 +101,7 @@ TEXT ·expSubVec(SB), NOSPLIT, $0-40
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
 	VBROADCASTSS m+24(FP), Y6
-	MOVQ         acc+32(FP), AX
-	VMOVUPD      (AX), Y14
-	VMOVUPD      32(AX), Y15
+	ACC(acc+32(FP))
 	SHRQ         $3, CX
 	JZ           done
 
@@ -61,21 +110,12 @@ loop:
 	VSUBPS       Y6, Y0, Y0
 	EXPF
 	VMOVUPS      Y0, (DI)
-	VCVTPS2PD    X0, Y1
-	VADDPD       Y1, Y14, Y14
-	VEXTRACTF128 $1, Y0, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       Y1, Y15, Y15
+	WIDEN_ADD(X0, Y0, Y14, Y15)
 	ADDQ         $32, DI
 	ADDQ         $32, SI
 	DECQ         CX
 	JNZ          loop
-
-done:
-	VMOVUPD Y14, (AX)
-	VMOVUPD Y15, 32(AX)
-	VZEROUPPER
-	RET
+	ACCRET
 
 // func scaleVec(dst *float32, n int, c float32)
 TEXT ·scaleVec(SB), NOSPLIT, $0-20
@@ -120,61 +160,36 @@ done:
 	VZEROUPPER
 	RET
 
+// SUM_TERMS: s[i] itself, widened; the pass reads the row from memory,
+// so it prefetches 2 KiB ahead (above).
+#define SUM_TERMS \
+	PREFETCHT0 2048(SI); \
+	VCVTPS2PD  (SI), Y0; \
+	VCVTPS2PD  16(SI), Y1
+
 // func sumVec(s *float32, n int, acc *[8]float64)
 TEXT ·sumVec(SB), NOSPLIT, $0-24
-	MOVQ    s+0(FP), SI
-	MOVQ    n+8(FP), CX
-	MOVQ    acc+16(FP), AX
-	VMOVUPD (AX), Y14
-	VMOVUPD 32(AX), Y15
-	SHRQ    $3, CX
-	JZ      done
+	MOVQ s+0(FP), SI
+	MOVQ n+8(FP), CX
+	ACC(acc+16(FP))
+	ACCLOOP(SUM_TERMS)
 
-loop:
-	PREFETCHT0 2048(SI)
-	VCVTPS2PD  (SI), Y0
-	VCVTPS2PD  16(SI), Y1
-	VADDPD     Y0, Y14, Y14
-	VADDPD     Y1, Y15, Y15
-	ADDQ       $32, SI
-	DECQ       CX
-	JNZ        loop
-
-done:
-	VMOVUPD Y14, (AX)
-	VMOVUPD Y15, 32(AX)
-	VZEROUPPER
-	RET
+// SQDEV_TERMS: (s[i] - mu)², mu in Y6.
+#define SQDEV_TERMS \
+	VCVTPS2PD (SI), Y0; \
+	VCVTPS2PD 16(SI), Y1; \
+	VSUBPD    Y6, Y0, Y0; \
+	VSUBPD    Y6, Y1, Y1; \
+	VMULPD    Y0, Y0, Y0; \
+	VMULPD    Y1, Y1, Y1
 
 // func sqDevVec(s *float32, n int, mu float64, acc *[8]float64)
 TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVQ         s+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD mu+16(FP), Y6
-	MOVQ         acc+24(FP), AX
-	VMOVUPD      (AX), Y14
-	VMOVUPD      32(AX), Y15
-	SHRQ         $3, CX
-	JZ           done
-
-loop:
-	VCVTPS2PD (SI), Y0
-	VCVTPS2PD 16(SI), Y1
-	VSUBPD    Y6, Y0, Y0
-	VSUBPD    Y6, Y1, Y1
-	VMULPD    Y0, Y0, Y0
-	VMULPD    Y1, Y1, Y1
-	VADDPD    Y0, Y14, Y14
-	VADDPD    Y1, Y15, Y15
-	ADDQ      $32, SI
-	DECQ      CX
-	JNZ       loop
-
-done:
-	VMOVUPD Y14, (AX)
-	VMOVUPD Y15, 32(AX)
-	VZEROUPPER
-	RET
+	ACC(acc+24(FP))
+	ACCLOOP(SQDEV_TERMS)
 
 // func normAffineVec(y, x, w, b *float32, n int, hi, lo, rs float32)
 TEXT ·normAffineVec(SB), NOSPLIT, $0-52
@@ -235,32 +250,12 @@ loop:
 	VMULPS       Y7, Y0, Y0        // x̂
 	VMOVUPS      (SI), Y1          // g
 	VMULPS       (R8), Y1, Y2      // ĝ = g·w
-	VCVTPS2PD    X2, Y3
-	VADDPD       Y3, Y12, Y12
-	VEXTRACTF128 $1, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       Y3, Y13, Y13
+	WIDEN_ADD(X2, Y2, Y12, Y13)
 	VMULPS       Y0, Y2, Y2        // ĝ·x̂
-	VCVTPS2PD    X2, Y3
-	VADDPD       Y3, Y14, Y14
-	VEXTRACTF128 $1, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       Y3, Y15, Y15
+	WIDEN_ADD(X2, Y2, Y14, Y15)
 	VMULPS       Y0, Y1, Y2        // g·x̂
-	VCVTPS2PD    X2, Y3
-	VADDPD       (R9), Y3, Y3
-	VMOVUPD      Y3, (R9)
-	VEXTRACTF128 $1, Y2, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       32(R9), Y3, Y3
-	VMOVUPD      Y3, 32(R9)
-	VCVTPS2PD    X1, Y3            // g
-	VADDPD       (R10), Y3, Y3
-	VMOVUPD      Y3, (R10)
-	VEXTRACTF128 $1, Y1, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       32(R10), Y3, Y3
-	VMOVUPD      Y3, 32(R10)
+	ADDCOL(X2, Y2, R9)
+	ADDCOL(X1, Y1, R10)            // g
 	ADDQ         $32, SI
 	ADDQ         $32, DX
 	ADDQ         $32, R8

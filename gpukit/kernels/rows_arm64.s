@@ -18,6 +18,38 @@
 	FCVTL22D(6, v); \
 	FADD2D(accHi, accHi, 6)
 
+// ACC(arg) loads R3 = arg, a *[8]float64, and the eight sums there into
+// V8-V11; ACCRET, at done, stores them back and returns.
+#define ACC(arg) \
+	MOVD arg, R3; \
+	VLD1 (R3), [V8.D2, V9.D2, V10.D2, V11.D2]
+
+#define ACCRET \
+done: \
+	VST1 [V8.D2, V9.D2, V10.D2, V11.D2], (R3); \
+	RET
+
+// ACCLOOP(OP) is the loop of sumVec and sqDevVec, acc[i%8] += term(s[i])
+// over the n float32 at R1 (n in R2), eight an iteration: OP(v, accLo,
+// accHi) adds the terms of the four values in Vv (WIDEN_ADD: the values,
+// SQDEV: their squared deviations).
+#define ACCLOOP(OP) \
+	LSR    $3, R2; \
+	CBZ    R2, done; \
+loop: \
+	VLD1.P 32(R1), [V0.S4, V1.S4]; \
+	OP(0, 8, 9); \
+	OP(1, 10, 11); \
+	SUBS   $1, R2; \
+	BNE    loop; \
+	ACCRET
+
+// ARG4S(arg, v): v = four copies of the float32 argument arg (R5
+// scratch).
+#define ARG4S(arg, v) \
+	MOVD  $arg, R5; \
+	VLD1R (R5), [v.S4]
+
 // func maxVec(s *float32, n int) float32
 TEXT ·maxVec(SB), NOSPLIT, $0-20
 	MOVD   s+0(FP), R1
@@ -40,15 +72,22 @@ reduce:
 	FMOVS  F0, ret+16(FP)
 	RET
 
+// EXPSUB4(accLo, accHi): four values of expSubVec's loop, dst[i] =
+// exp32(src[i] - m) (m in V12), added to two accumulators.
+#define EXPSUB4(accLo, accHi) \
+	VLD1.P 16(R1), [V0.S4]; \
+	FSUB4S(0, 0, 12); \
+	EXPF; \
+	VST1.P [V0.S4], 16(R0); \
+	WIDEN_ADD(0, accLo, accHi)
+
 // func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64)
 TEXT ·expSubVec(SB), NOSPLIT, $0-40
 	MOVD   dst+0(FP), R0
 	MOVD   src+8(FP), R1
 	MOVD   n+16(FP), R2
-	FMOVS  m+24(FP), F12
-	VDUP   V12.S[0], V12.S4
-	MOVD   acc+32(FP), R3
-	VLD1   (R3), [V8.D2, V9.D2, V10.D2, V11.D2]
+	ARG4S(m+24(FP), V12)
+	ACC(acc+32(FP))
 	LSR    $2, R2
 	CBZ    R2, done
 	EXPCONSTS
@@ -56,29 +95,17 @@ TEXT ·expSubVec(SB), NOSPLIT, $0-40
 loop:
 	// Four values an iteration, alternating between the accumulators
 	// of lanes 0-3 (V8, V9) and 4-7 (V10, V11).
-	VLD1.P 16(R1), [V0.S4]
-	FSUB4S(0, 0, 12)
-	EXPF
-	VST1.P [V0.S4], 16(R0)
-	WIDEN_ADD(0, 8, 9)
-	VLD1.P 16(R1), [V0.S4]
-	FSUB4S(0, 0, 12)
-	EXPF
-	VST1.P [V0.S4], 16(R0)
-	WIDEN_ADD(0, 10, 11)
+	EXPSUB4(8, 9)
+	EXPSUB4(10, 11)
 	SUBS   $2, R2
 	BNE    loop
-
-done:
-	VST1 [V8.D2, V9.D2, V10.D2, V11.D2], (R3)
-	RET
+	ACCRET
 
 // func scaleVec(dst *float32, n int, c float32)
 TEXT ·scaleVec(SB), NOSPLIT, $0-20
 	MOVD   dst+0(FP), R0
 	MOVD   n+8(FP), R2
-	FMOVS  c+16(FP), F2
-	VDUP   V2.S[0], V2.S4
+	ARG4S(c+16(FP), V2)
 	LSR    $3, R2
 	CBZ    R2, done
 
@@ -98,10 +125,8 @@ TEXT ·subSubVec(SB), NOSPLIT, $0-32
 	MOVD   dst+0(FP), R0
 	MOVD   src+8(FP), R1
 	MOVD   n+16(FP), R2
-	FMOVS  m+24(FP), F4
-	VDUP   V4.S[0], V4.S4
-	FMOVS  c+28(FP), F5
-	VDUP   V5.S[0], V5.S4
+	ARG4S(m+24(FP), V4)
+	ARG4S(c+28(FP), V5)
 	LSR    $3, R2
 	CBZ    R2, done
 
@@ -122,21 +147,8 @@ done:
 TEXT ·sumVec(SB), NOSPLIT, $0-24
 	MOVD   s+0(FP), R1
 	MOVD   n+8(FP), R2
-	MOVD   acc+16(FP), R3
-	VLD1   (R3), [V8.D2, V9.D2, V10.D2, V11.D2]
-	LSR    $3, R2
-	CBZ    R2, done
-
-loop:
-	VLD1.P 32(R1), [V0.S4, V1.S4]
-	WIDEN_ADD(0, 8, 9)
-	WIDEN_ADD(1, 10, 11)
-	SUBS   $1, R2
-	BNE    loop
-
-done:
-	VST1 [V8.D2, V9.D2, V10.D2, V11.D2], (R3)
-	RET
+	ACC(acc+16(FP))
+	ACCLOOP(WIDEN_ADD)
 
 // SQDEV(v, accLo, accHi): the squared deviations from mu (V7) of the
 // four values in v, added to two accumulators.
@@ -156,21 +168,8 @@ TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVD   n+8(FP), R2
 	FMOVD  mu+16(FP), F7
 	VDUP   V7.D[0], V7.D2
-	MOVD   acc+24(FP), R3
-	VLD1   (R3), [V8.D2, V9.D2, V10.D2, V11.D2]
-	LSR    $3, R2
-	CBZ    R2, done
-
-loop:
-	VLD1.P 32(R1), [V0.S4, V1.S4]
-	SQDEV(0, 8, 9)
-	SQDEV(1, 10, 11)
-	SUBS   $1, R2
-	BNE    loop
-
-done:
-	VST1 [V8.D2, V9.D2, V10.D2, V11.D2], (R3)
-	RET
+	ACC(acc+24(FP))
+	ACCLOOP(SQDEV)
 
 // func normAffineVec(y, x, w, b *float32, n int, hi, lo, rs float32)
 TEXT ·normAffineVec(SB), NOSPLIT, $0-52
@@ -179,12 +178,9 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	MOVD   w+16(FP), R6
 	MOVD   b+24(FP), R7
 	MOVD   n+32(FP), R2
-	FMOVS  hi+40(FP), F16
-	VDUP   V16.S[0], V16.S4
-	FMOVS  lo+44(FP), F17
-	VDUP   V17.S[0], V17.S4
-	FMOVS  rs+48(FP), F18
-	VDUP   V18.S[0], V18.S4
+	ARG4S(hi+40(FP), V16)
+	ARG4S(lo+44(FP), V17)
+	ARG4S(rs+48(FP), V18)
 	LSR    $3, R2
 	CBZ    R2, done
 
@@ -217,16 +213,31 @@ done:
 	FADD2D(21, 21, 6); \
 	VST1.P [V20.D2, V21.D2], 32(ptr)
 
+// LNBWD4(sgLo, sgHi, sgxLo, sgxHi): four values of lnBwdSumsVec's loop,
+// x̂ = (x - mu)·rs (mu in V16, rs in V17), ĝ = g·w: sg += ĝ and sgx +=
+// ĝ·x̂ into the accumulators named, pw += g·x̂ and pb += g at R8 and R9.
+#define LNBWD4(sgLo, sgHi, sgxLo, sgxHi) \
+	VLD1.P 16(R0), [V0.S4]; \
+	FSUB4S(0, 0, 16); \
+	FMUL4S(0, 0, 17); \
+	VLD1.P 16(R1), [V1.S4]; \
+	VLD1.P 16(R6), [V2.S4]; \
+	FMUL4S(2, 1, 2); \
+	WIDEN_ADD(2, sgLo, sgHi); \
+	FMUL4S(2, 2, 0); \
+	WIDEN_ADD(2, sgxLo, sgxHi); \
+	FMUL4S(3, 1, 0); \
+	ADDCOL(3, R8); \
+	ADDCOL(1, R9)
+
 // func lnBwdSumsVec(grad, x, w *float32, n int, mu, rs float32, sg, sgx *[8]float64, pw, pb *float64)
 TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	MOVD   grad+0(FP), R1
 	MOVD   x+8(FP), R0
 	MOVD   w+16(FP), R6
 	MOVD   n+24(FP), R2
-	FMOVS  mu+32(FP), F16
-	VDUP   V16.S[0], V16.S4
-	FMOVS  rs+36(FP), F17
-	VDUP   V17.S[0], V17.S4
+	ARG4S(mu+32(FP), V16)
+	ARG4S(rs+36(FP), V17)
 	MOVD   sg+40(FP), R3
 	MOVD   sgx+48(FP), R7
 	MOVD   pw+56(FP), R8
@@ -239,30 +250,8 @@ TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 loop:
 	// Four values an iteration: lanes 0-3 of the eight (V8, V9; V12,
 	// V13), then 4-7 (V10, V11; V14, V15).
-	VLD1.P 16(R0), [V0.S4]
-	FSUB4S(0, 0, 16)
-	FMUL4S(0, 0, 17)              // x̂
-	VLD1.P 16(R1), [V1.S4]        // g
-	VLD1.P 16(R6), [V2.S4]
-	FMUL4S(2, 1, 2)               // ĝ = g·w
-	WIDEN_ADD(2, 8, 9)
-	FMUL4S(2, 2, 0)               // ĝ·x̂
-	WIDEN_ADD(2, 12, 13)
-	FMUL4S(3, 1, 0)               // g·x̂
-	ADDCOL(3, R8)
-	ADDCOL(1, R9)
-	VLD1.P 16(R0), [V0.S4]
-	FSUB4S(0, 0, 16)
-	FMUL4S(0, 0, 17)
-	VLD1.P 16(R1), [V1.S4]
-	VLD1.P 16(R6), [V2.S4]
-	FMUL4S(2, 1, 2)
-	WIDEN_ADD(2, 10, 11)
-	FMUL4S(2, 2, 0)
-	WIDEN_ADD(2, 14, 15)
-	FMUL4S(3, 1, 0)
-	ADDCOL(3, R8)
-	ADDCOL(1, R9)
+	LNBWD4(8, 9, 12, 13)
+	LNBWD4(10, 11, 14, 15)
 	SUBS   $2, R2
 	BNE    loop
 
@@ -278,14 +267,10 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	MOVD   x+16(FP), R6
 	MOVD   w+24(FP), R7
 	MOVD   n+32(FP), R2
-	FMOVS  mu+40(FP), F16
-	VDUP   V16.S[0], V16.S4
-	FMOVS  rs+44(FP), F17
-	VDUP   V17.S[0], V17.S4
-	FMOVS  a+48(FP), F18
-	VDUP   V18.S[0], V18.S4
-	FMOVS  b+52(FP), F19
-	VDUP   V19.S[0], V19.S4
+	ARG4S(mu+40(FP), V16)
+	ARG4S(rs+44(FP), V17)
+	ARG4S(a+48(FP), V18)
+	ARG4S(b+52(FP), V19)
 	LSR    $2, R2
 	CBZ    R2, done
 

@@ -27,6 +27,12 @@ func rowResults(rows, n int) []float32 {
 	x := randRows(r, rows, n, 3)
 	g := randRows(r, rows, n, 1)
 	w, b := randRows(r, 1, n, 1), randRows(r, 1, n, 1)
+	return runRowKernels(x, g, w, b, rows, n)
+}
+
+// runRowKernels runs every row kernel on rows×n inputs x and g (w and b
+// of length n) and returns all outputs concatenated.
+func runRowKernels(x, g, w, b []float32, rows, n int) []float32 {
 	sm, lsm := make([]float32, rows*n), make([]float32, rows*n)
 	SoftmaxRows(sm, x, rows, n, false)
 	SoftmaxRows(lsm, x, rows, n, true)
@@ -120,14 +126,7 @@ func rowResultsSpecial(rows, n int, special bool) []float32 {
 	if rows > 2 {
 		x[2*n+n-1] = inf
 	}
-	sm, lsm := make([]float32, rows*n), make([]float32, rows*n)
-	SoftmaxRows(sm, x, rows, n, false)
-	SoftmaxRows(lsm, x, rows, n, true)
-	y, mu, rs := make([]float32, rows*n), make([]float32, rows), make([]float32, rows)
-	LayerNormRows(y, mu, rs, x, w, b, rows, n, 1e-5)
-	dx, dw, db := make([]float32, rows*n), make([]float32, n), make([]float32, n)
-	LayerNormBackwardRows(dx, dw, db, g, x, mu, rs, w, rows, n)
-	return slices.Concat(sm, lsm, y, mu, rs, dx, dw, db)
+	return runRowKernels(x, g, w, b, rows, n)
 }
 
 func TestSoftmaxRows(t *testing.T) {

@@ -10,39 +10,16 @@ import (
 func TestCSRMatmulEqualsDense(t *testing.T) {
 	for _, sz := range []struct{ rows, k, n int }{{1, 1, 1}, {5, 7, 3}, {300, 200, 40}} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		dense := make([]float64, sz.rows*sz.k)
-		var vals []float64
-		var cols []int32
-		offs := []int32{0}
-		for r := range sz.rows {
-			for c := range sz.k {
-				if rng.Float64() < 0.3 {
-					v := rng.NormFloat64()
-					dense[r*sz.k+c] = v
-					vals = append(vals, v)
-					cols = append(cols, int32(c))
-				}
-			}
-			offs = append(offs, int32(len(vals)))
-		}
-		b := make([]float64, sz.k*sz.n)
-		for i := range b {
-			b[i] = rng.NormFloat64()
-		}
+		dense, vals, cols, offs := randomCSR[int32](rng, sz.rows, sz.k, 0.3)
+		b := normals(rng, sz.k*sz.n)
 		got := make([]float64, sz.rows*sz.n)
 		for i := range got {
 			got[i] = 99 // overwritten, not added to
 		}
 		CSRMatmul(vals, cols, offs, b, sz.n, got)
-		for r := range sz.rows {
-			for j := range sz.n {
-				var want float64
-				for c := range sz.k {
-					want += dense[r*sz.k+c] * b[c*sz.n+j]
-				}
-				if d := got[r*sz.n+j] - want; d > 1e-9 || d < -1e-9 {
-					t.Fatalf("%v: c[%d,%d] = %v, want %v", sz, r, j, got[r*sz.n+j], want)
-				}
+		for i, want := range denseMatmul(dense, sz.rows, sz.k, b, sz.n) {
+			if d := got[i] - want; d > 1e-9 || d < -1e-9 {
+				t.Fatalf("%v: c[%d,%d] = %v, want %v", sz, i/sz.n, i%sz.n, got[i], want)
 			}
 		}
 	}
@@ -52,39 +29,14 @@ func TestCSRMatmulEqualsDense(t *testing.T) {
 func TestCSRBackwardKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const rows, k, n = 70, 50, 33
-	dense := make([]float64, rows*k)
-	var vals []float64
-	var cols []int64
-	offs := []int64{0}
-	for r := range rows {
-		for c := range k {
-			if rng.Float64() < 0.2 {
-				v := rng.NormFloat64()
-				dense[r*k+c] = v
-				vals = append(vals, v)
-				cols = append(cols, int64(c))
-			}
-		}
-		offs = append(offs, int64(len(vals)))
-	}
-	g, b := make([]float64, rows*n), make([]float64, k*n)
-	for i := range g {
-		g[i] = rng.NormFloat64()
-	}
-	for i := range b {
-		b[i] = rng.NormFloat64()
-	}
+	dense, vals, cols, offs := randomCSR[int64](rng, rows, k, 0.2)
+	g := normals(rng, rows*n)
+	b := normals(rng, k*n)
 	gb := make([]float64, k*n)
 	CSRMatmulT(vals, cols, offs, g, n, gb)
-	for c := range k {
-		for j := range n {
-			var want float64
-			for r := range rows {
-				want += dense[r*k+c] * g[r*n+j]
-			}
-			if d := gb[c*n+j] - want; d > 1e-9 || d < -1e-9 {
-				t.Fatalf("aᵀ·g [%d,%d] = %v, want %v", c, j, gb[c*n+j], want)
-			}
+	for i, want := range denseMatmul(transpose(dense, rows, k), k, rows, g, n) {
+		if d := gb[i] - want; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("aᵀ·g [%d,%d] = %v, want %v", i/n, i%n, gb[i], want)
 		}
 	}
 	gv := make([]float64, len(vals))
@@ -100,6 +52,61 @@ func TestCSRBackwardKernels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomCSR draws a rows×k matrix whose entries are nonzero with
+// probability p, both dense (row-major) and as CSR arrays.
+func randomCSR[I int32 | int64](rng *rand.Rand, rows, k int, p float64) (dense, vals []float64, cols, offs []I) {
+	dense = make([]float64, rows*k)
+	offs = []I{0}
+	for r := range rows {
+		for c := range k {
+			if rng.Float64() < p {
+				v := rng.NormFloat64()
+				dense[r*k+c] = v
+				vals = append(vals, v)
+				cols = append(cols, I(c))
+			}
+		}
+		offs = append(offs, I(len(vals)))
+	}
+	return dense, vals, cols, offs
+}
+
+// normals draws n standard normal values.
+func normals(rng *rand.Rand, n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = rng.NormFloat64()
+	}
+	return s
+}
+
+// denseMatmul returns the m×n product of a (m×k) and b (k×n), row-major,
+// each entry summed in order of the inner index.
+func denseMatmul[T float32 | float64](a []T, m, k int, b []T, n int) []T {
+	c := make([]T, m*n)
+	for r := range m {
+		for j := range n {
+			var s T
+			for p := range k {
+				s += a[r*k+p] * b[p*n+j]
+			}
+			c[r*n+j] = s
+		}
+	}
+	return c
+}
+
+// transpose returns the k×m transpose of a (m×k), row-major.
+func transpose(a []float64, m, k int) []float64 {
+	t := make([]float64, k*m)
+	for r := range m {
+		for c := range k {
+			t[c*m+r] = a[r*k+c]
+		}
+	}
+	return t
 }
 
 // FuzzCSRMatmul: a pattern and values drawn from the input, the sparse
@@ -135,15 +142,9 @@ func FuzzCSRMatmul(f *testing.F) {
 		}
 		c := make([]float32, rows*n)
 		CSRMatmul(vals, cols, offs, b, n, c)
-		for r := range rows {
-			for j := range n {
-				var want float32
-				for p := range k {
-					want += dense[r*k+p] * b[p*n+j]
-				}
-				if c[r*n+j] != want { // small integers: exact
-					t.Fatalf("c[%d,%d] = %v, want %v", r, j, c[r*n+j], want)
-				}
+		for i, want := range denseMatmul(dense, rows, k, b, n) {
+			if c[i] != want { // small integers: exact
+				t.Fatalf("c[%d,%d] = %v, want %v", i/n, i%n, c[i], want)
 			}
 		}
 	})

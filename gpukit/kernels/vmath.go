@@ -307,31 +307,20 @@ const (
 	erfcR9 = float32(0.3506726920604706)
 )
 
+// The coefficients of P and R in poly32's order, lowest first.
+var (
+	erfPs  = [...]float32{erfP0, erfP1, erfP2, erfP3, erfP4, erfP5, erfP6, erfP7, erfP8}
+	erfcRs = [...]float32{erfcR0, erfcR1, erfcR2, erfcR3, erfcR4, erfcR5, erfcR6, erfcR7, erfcR8, erfcR9}
+)
+
 // erfP is P(z).
-func erfP(z float32) float32 {
-	p := fma32(erfP8, z, erfP7)
-	p = fma32(p, z, erfP6)
-	p = fma32(p, z, erfP5)
-	p = fma32(p, z, erfP4)
-	p = fma32(p, z, erfP3)
-	p = fma32(p, z, erfP2)
-	p = fma32(p, z, erfP1)
-	return fma32(p, z, erfP0)
-}
+func erfP(z float32) float32 { return poly32(erfPs[:], z) }
 
 // erfcxR is R at t = 1/(1 + c·a) (phiGauss passes |x| and c = 1/(4√2),
 // for a = |x|/√2 ≥ 0.875).
 func erfcxR(a, c float32) float32 {
 	t := 1/fma32(a, c, 1) - erfcC0
-	r := fma32(erfcR9, t, erfcR8)
-	r = fma32(r, t, erfcR7)
-	r = fma32(r, t, erfcR6)
-	r = fma32(r, t, erfcR5)
-	r = fma32(r, t, erfcR4)
-	r = fma32(r, t, erfcR3)
-	r = fma32(r, t, erfcR2)
-	r = fma32(r, t, erfcR1)
-	return fma32(r, t, erfcR0)
+	return poly32(erfcRs[:], t)
 }
 
 // GELU's Φ(x) = ½·erfc(-x/√2), from x directly: x²/2 is (h + l)/2 with

@@ -6,21 +6,48 @@
 // generated with the table).
 #define K(off) ·vk+off(SB)
 
-// PROLOGUE loads DI = dst, SI = src and CX = n/8 blocks, and jumps to
-// done when there are none; NEXT stores Y0 and loops to loop.
-#define PROLOGUE \
+// PROLOGUE(y) loads DI = dst, SI = src and CX = n/8 blocks, jumps to
+// done when there are none and, at loop, loads the next eight of src
+// into y; EPILOGUE stores Y0 to dst, loops to loop and, at done,
+// returns. Between them stands the body of the Go loop.
+#define PROLOGUE(y) \
 	MOVQ dst+0(FP), DI; \
 	MOVQ src+8(FP), SI; \
 	MOVQ n+16(FP), CX; \
 	SHRQ $3, CX; \
-	JZ   done
+	JZ   done; \
+loop: \
+	VMOVUPS (SI), y
 
-#define NEXT \
+#define EPILOGUE \
 	VMOVUPS Y0, (DI); \
 	ADDQ    $32, DI; \
 	ADDQ    $32, SI; \
 	DECQ    CX; \
-	JNZ     loop
+	JNZ     loop; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// ALLSET sets the Z flag when every lane of mask is set (AX scratch).
+#define ALLSET(mask) \
+	VMOVMSKPS mask, AX; \
+	CMPL      AX, $0xff
+
+// HORNER(p, z, t, c) is p = fma32(p, z, c), c a float32 in memory
+// broadcast through t: one step of poly32's loop. HORNER2 and HORNER3
+// take two and three coefficients, highest first.
+#define HORNER(p, z, t, c) \
+	VBROADCASTSS c, t; \
+	VFMADD213PS  t, z, p
+
+#define HORNER2(p, z, t, c1, c0) \
+	HORNER(p, z, t, c1); \
+	HORNER(p, z, t, c0)
+
+#define HORNER3(p, z, t, c2, c1, c0) \
+	HORNER(p, z, t, c2); \
+	HORNER2(p, z, t, c1, c0)
 
 // EXPF: Y0 = exp32(Y0). Clobbers Y1-Y5.
 #define EXPF \
@@ -33,16 +60,8 @@
 	VBROADCASTSS K(LN2_LO), Y2; \
 	VFNMADD231PS Y2, Y1, Y3; \
 	VBROADCASTSS K(EXP_C7), Y5; \
-	VBROADCASTSS K(EXP_C6), Y2; \
-	VFMADD213PS  Y2, Y3, Y5; \
-	VBROADCASTSS K(EXP_C5), Y2; \
-	VFMADD213PS  Y2, Y3, Y5; \
-	VBROADCASTSS K(EXP_C4), Y2; \
-	VFMADD213PS  Y2, Y3, Y5; \
-	VBROADCASTSS K(EXP_C3), Y2; \
-	VFMADD213PS  Y2, Y3, Y5; \
-	VBROADCASTSS K(EXP_C2), Y2; \
-	VFMADD213PS  Y2, Y3, Y5; \
+	HORNER3(Y5, Y3, Y2, K(EXP_C6), K(EXP_C5), K(EXP_C4)); \
+	HORNER2(Y5, Y3, Y2, K(EXP_C3), K(EXP_C2)); \
 	VMULPS       Y3, Y3, Y4; \
 	VFMADD213PS  Y3, Y4, Y5; \
 	VBROADCASTSS K(ONE), Y2; \

@@ -11,7 +11,7 @@ import "math"
 // from the byte offset vmath_consts.h names: K(EXP_C7) reads expC7.
 // Integer entries are bit patterns or int32 lanes.
 var vk = [...]uint32{
-	// exp32 (EXPF; arm64's EXPCONSTS keeps these fourteen in V16-V29).
+	// exp32 (EXPF; arm64's EXPCONSTS loads these fourteen, in this order, into V16-V29).
 	math.Float32bits(log2e32), // LOG2E = 0
 	math.Float32bits(ln2Hi32), // LN2_HI = 4
 	math.Float32bits(ln2Lo32), // LN2_LO = 8

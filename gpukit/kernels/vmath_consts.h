@@ -3,7 +3,7 @@
 // The byte offset of each constant of ·vk (vmath_consts.go), written
 // with the table from one list; the assembly reads them as K(EXP_C7).
 
-// exp32 (EXPF; arm64's EXPCONSTS keeps these fourteen in V16-V29).
+// exp32 (EXPF; arm64's EXPCONSTS loads these fourteen, in this order, into V16-V29).
 #define LOG2E            0 // log2e32
 #define LN2_HI           4 // ln2Hi32
 #define LN2_LO           8 // ln2Lo32

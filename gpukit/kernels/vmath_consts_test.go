@@ -59,6 +59,7 @@ func TestVkOffsetsReadTheirConstants(t *testing.T) {
 	defs := regexp.MustCompile(`(?m)^#define\s+(\w+)\s+(\d+)\b`).FindAllSubmatch(h, -1)
 	seen := map[string]bool{}
 	at := map[int]string{}
+	offs := map[string]int{}
 	for _, d := range defs {
 		name := string(d[1])
 		off, err := strconv.Atoi(string(d[2]))
@@ -78,7 +79,7 @@ func TestVkOffsetsReadTheirConstants(t *testing.T) {
 		case vk[off/4] != w:
 			t.Errorf("%s = %d reads %#08x from vk, want %#08x", name, off, vk[off/4], w)
 		}
-		seen[name], at[off] = true, name
+		seen[name], at[off], offs[name] = true, name, off
 	}
 	for name := range want {
 		if !seen[name] {
@@ -87,5 +88,13 @@ func TestVkOffsetsReadTheirConstants(t *testing.T) {
 	}
 	if len(at) != len(vk) {
 		t.Errorf("vmath_consts.h names %d offsets, vk has %d entries", len(at), len(vk))
+	}
+	// arm64's EXPCONSTS broadcasts these with VLD4R and VLD2R from LOG2E
+	// on, into V16-V29 in this order (vmath_arm64.h).
+	for i, name := range []string{"LOG2E", "LN2_HI", "LN2_LO", "EXP_C7", "EXP_C6", "EXP_C5", "EXP_C4",
+		"EXP_C3", "EXP_C2", "ONE", "EXP_MAX", "EXP_MIN", "INF", "BIAS"} {
+		if offs[name] != offs["LOG2E"]+4*i {
+			t.Errorf("%s = %d, want %d: EXPCONSTS needs exp32's constants in its order", name, offs[name], offs["LOG2E"]+4*i)
+		}
 	}
 }

@@ -9,27 +9,19 @@
 
 // func expVec(dst, src *float32, n int)
 TEXT ·expVec(SB), NOSPLIT, $0-24
-	PROLOGUE
-loop:
-	VMOVUPS (SI), Y0
+	PROLOGUE(Y0)
 	EXPF
-	NEXT
-done:
-	VZEROUPPER
-	RET
+	EPILOGUE
 
 // func logVec(dst, src *float32, n int)
 TEXT ·logVec(SB), NOSPLIT, $0-24
-	PROLOGUE
-loop:
-	VMOVUPS      (SI), Y0
+	PROLOGUE(Y0)
 	VPBROADCASTD K(MANT_MASK), Y1
 	VPCMPGTD     Y1, Y0, Y2        // bits > 0x007fffff: at least 2⁻¹²⁶ (or +Inf, +NaN)
 	VPBROADCASTD K(INF), Y1
 	VPCMPGTD     Y0, Y1, Y5        // bits < 0x7f800000: finite (or negative)
 	VPAND        Y5, Y2, Y2
-	VMOVMSKPS    Y2, AX            // lanes that are normal, positive and finite
-	CMPL         AX, $0xff
+	ALLSET(Y2)                     // lanes that are normal, positive and finite
 	JNE          scale
 	VMOVAPS      Y0, Y3            // all eight: no scaling, no special values
 	VPBROADCASTD K(BIAS), Y4
@@ -60,12 +52,7 @@ reduced:
 	VDIVPS       Y2, Y3, Y2        // s = f/(2+f)
 	VMULPS       Y2, Y2, Y4        // z
 	VBROADCASTSS K(LOG_C4), Y5
-	VBROADCASTSS K(LOG_C3), Y7
-	VFMADD213PS  Y7, Y4, Y5
-	VBROADCASTSS K(LOG_C2), Y7
-	VFMADD213PS  Y7, Y4, Y5
-	VBROADCASTSS K(LOG_C1), Y7
-	VFMADD213PS  Y7, Y4, Y5
+	HORNER3(Y5, Y4, Y7, K(LOG_C3), K(LOG_C2), K(LOG_C1))
 	VMULPS       Y4, Y5, Y5        // R
 	VADDPS       Y2, Y2, Y7
 	VSUBPS       Y7, Y3, Y7        // f - 2s
@@ -108,7 +95,4 @@ reduced:
 	VBROADCASTSS K(NAN), Y5
 	VBLENDVPS    Y7, Y5, Y3, Y0
 store:
-	NEXT
-done:
-	VZEROUPPER
-	RET
+	EPILOGUE

@@ -10,20 +10,13 @@
 
 // func expVec(dst, src *float32, n int)
 TEXT ·expVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V0.S4]
+	PROLOGUE(V0)
 	EXPF
-	NEXT(V0)
-
-done:
-	RET
+	EPILOGUE(V0)
 
 // func logVec(dst, src *float32, n int)
 TEXT ·logVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	MOVD $·vk(SB), R4
 	K(MIN_NORMAL, V16)
 	K(TWO23, V17)
@@ -41,9 +34,7 @@ TEXT ·logVec(SB), NOSPLIT, $0-24
 	K(HALF, V29)
 	K(LN2_HI, V30)
 	K(LN2_LO, V31)
-
-loop:
-	VLD1.P 16(R1), [V0.S4]
+	PROLOGUE(V0)
 	FCMGT4S(2, 16, 0)             // x < 2⁻¹²⁶: subnormal (or ≤ 0: blended away below)
 	FMUL4S(1, 0, 17)
 	VMOV  V0.B16, V3.B16
@@ -60,12 +51,8 @@ loop:
 	FADD4S(2, 24, 3)
 	FDIV4S(2, 3, 2)               // s = f/(2+f)
 	FMUL4S(4, 2, 2)               // z
-	VMOV  V26.B16, V5.B16
-	VFMLA V25.S4, V4.S4, V5.S4
-	VMOV  V27.B16, V7.B16
-	VFMLA V5.S4, V4.S4, V7.S4
-	VMOV  V28.B16, V5.B16
-	VFMLA V7.S4, V4.S4, V5.S4
+	FMA(V5, V25, V4, V26)
+	HORNER2(V5, V7, V4, V27, V28)
 	FMUL4S(5, 5, 4)               // R
 	FADD4S(7, 2, 2)
 	FSUB4S(7, 3, 7)               // f - 2s
@@ -100,7 +87,4 @@ loop:
 	FCMGE4S(7, 0, 6)              // x >= 0: false for negative and NaN
 	K(NAN, V5)
 	VBIF  V7.B16, V5.B16, V3.B16
-	NEXT(V3)
-
-done:
-	RET
+	EPILOGUE(V3)

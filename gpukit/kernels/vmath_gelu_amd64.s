@@ -10,22 +10,9 @@
 // ERFP: Y11 = erfP(zreg). Clobbers Y1.
 #define ERFP(zreg) \
 	VBROADCASTSS K(ERF_P8), Y11; \
-	VBROADCASTSS K(ERF_P7), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P6), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P5), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P4), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P3), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P2), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P1), Y1; \
-	VFMADD213PS  Y1, zreg, Y11; \
-	VBROADCASTSS K(ERF_P0), Y1; \
-	VFMADD213PS  Y1, zreg, Y11
+	HORNER3(Y11, zreg, Y1, K(ERF_P7), K(ERF_P6), K(ERF_P5)); \
+	HORNER3(Y11, zreg, Y1, K(ERF_P4), K(ERF_P3), K(ERF_P2)); \
+	HORNER2(Y11, zreg, Y1, K(ERF_P1), K(ERF_P0))
 
 // ERFCXR: Y4 = erfcxR(Y9, K(coff)). Clobbers Y1-Y4.
 #define ERFCXR(coff) \
@@ -36,31 +23,16 @@
 	VBROADCASTSS K(ERFC_C0), Y3; \
 	VSUBPS       Y3, Y1, Y1; \
 	VBROADCASTSS K(ERFC_R9), Y4; \
-	VBROADCASTSS K(ERFC_R8), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R7), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R6), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R5), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R4), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R3), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R2), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R1), Y3; \
-	VFMADD213PS  Y3, Y1, Y4; \
-	VBROADCASTSS K(ERFC_R0), Y3; \
-	VFMADD213PS  Y3, Y1, Y4
+	HORNER3(Y4, Y1, Y3, K(ERFC_R8), K(ERFC_R7), K(ERFC_R6)); \
+	HORNER3(Y4, Y1, Y3, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
+	HORNER3(Y4, Y1, Y3, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
 
-// GELU's Φ (phiGauss), in parts. PHIPRE: from x in Y8, Y9 = |x|,
-// Y12 = x²/2 (rounded) and Y13 = its low part. PHISMALL: Y11 = Φ by the
-// polynomial and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
+// GELU's Φ (phiGauss), in parts. PHISMALL: from x in Y8, Y9 = |x|,
+// Y12 = x²/2 (rounded), Y13 = its low part, Y11 = Φ by the polynomial
+// and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
 // e^(-x²/2), 0 for |x| ≥ 16. PHILARGE: Y10 = Φ, Y11 in the small lanes and
 // the erfc form in the others (needs Y14). They clobber Y0-Y5.
-#define PHIPRE \
+#define PHISMALL \
 	VBROADCASTSS K(ABS_MASK), Y1; \
 	VANDPS       Y1, Y8, Y9; \
 	VMULPS       Y8, Y8, Y12; \
@@ -68,9 +40,7 @@
 	VFMSUB231PS  Y8, Y8, Y13; \
 	VBROADCASTSS K(HALF), Y1; \
 	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13
-
-#define PHISMALL \
+	VMULPS       Y1, Y13, Y13; \
 	VBROADCASTSS K(SQRT_HALF), Y1; \
 	VMULPS       Y1, Y8, Y10; \
 	ERFP(Y12); \
@@ -106,42 +76,28 @@
 
 // func geluVec(dst, src *float32, n int)
 TEXT ·geluVec(SB), NOSPLIT, $0-24
-	PROLOGUE
-loop:
-	VMOVUPS   (SI), Y8
-	PHIPRE
+	PROLOGUE(Y8)
 	PHISMALL
 	VMOVAPS   Y11, Y10
-	VMOVMSKPS Y15, AX
-	CMPL      AX, $0xff
+	ALLSET(Y15)
 	JEQ       small // every lane small: no exponential needed
 	GAUSS
 	PHILARGE
 small:
 	VMULPS    Y10, Y8, Y0
-	NEXT
-done:
-	VZEROUPPER
-	RET
+	EPILOGUE
 
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
-	PROLOGUE
-loop:
-	VMOVUPS      (SI), Y8
-	PHIPRE
+	PROLOGUE(Y8)
 	PHISMALL
 	GAUSS
 	VMOVAPS      Y11, Y10
-	VMOVMSKPS    Y15, AX
-	CMPL         AX, $0xff
+	ALLSET(Y15)
 	JEQ          small
 	PHILARGE
 small:
 	VBROADCASTSS K(INV_SQRT2PI), Y1
 	VMULPS       Y1, Y14, Y0
 	VFMADD213PS  Y10, Y8, Y0
-	NEXT
-done:
-	VZEROUPPER
-	RET
+	EPILOGUE

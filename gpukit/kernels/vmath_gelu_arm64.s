@@ -9,78 +9,57 @@
 // operation for operation, through phiGauss's parts below, as in
 // vmath_gelu_amd64.s.
 
+// KHORNER2(p, q, z, c1, c0) is HORNER2 (vmath_arm64.h) with the
+// coefficients read from ·vk at offsets c1 and c0.
+#define KHORNER2(p, q, z, c1, c0) \
+	K(c1, q); \
+	VFMLA p.S4, z.S4, q.S4; \
+	K(c0, p); \
+	VFMLA q.S4, z.S4, p.S4
+
 // ERFP: V11 = erfP(z). Clobbers V3.
 #define ERFP(z) \
 	K(ERF_P8, V11); \
-	K(ERF_P7, V3); \
-	VFMLA V11.S4, z.S4, V3.S4; \
-	K(ERF_P6, V11); \
-	VFMLA V3.S4, z.S4, V11.S4; \
-	K(ERF_P5, V3); \
-	VFMLA V11.S4, z.S4, V3.S4; \
-	K(ERF_P4, V11); \
-	VFMLA V3.S4, z.S4, V11.S4; \
-	K(ERF_P3, V3); \
-	VFMLA V11.S4, z.S4, V3.S4; \
-	K(ERF_P2, V11); \
-	VFMLA V3.S4, z.S4, V11.S4; \
-	K(ERF_P1, V3); \
-	VFMLA V11.S4, z.S4, V3.S4; \
-	K(ERF_P0, V11); \
-	VFMLA V3.S4, z.S4, V11.S4
+	KHORNER2(V11, V3, z, ERF_P7, ERF_P6); \
+	KHORNER2(V11, V3, z, ERF_P5, ERF_P4); \
+	KHORNER2(V11, V3, z, ERF_P3, ERF_P2); \
+	KHORNER2(V11, V3, z, ERF_P1, ERF_P0)
 
 // ERFCXR: V4 = erfcxR(V9, phiT). Clobbers V1-V4.
 #define ERFCXR \
 	K(PHI_T, V1); \
-	VMOV  V25.B16, V3.B16; \
-	VFMLA V1.S4, V9.S4, V3.S4; \
+	FMA(V3, V1, V9, V25); \
 	FDIV4S(1, 25, 3); \
 	K(ERFC_C0, V2); \
 	FSUB4S(1, 1, 2); \
 	K(ERFC_R9, V3); \
 	K(ERFC_R8, V4); \
 	VFMLA V3.S4, V1.S4, V4.S4; \
-	K(ERFC_R7, V3); \
-	VFMLA V4.S4, V1.S4, V3.S4; \
-	K(ERFC_R6, V4); \
-	VFMLA V3.S4, V1.S4, V4.S4; \
-	K(ERFC_R5, V3); \
-	VFMLA V4.S4, V1.S4, V3.S4; \
-	K(ERFC_R4, V4); \
-	VFMLA V3.S4, V1.S4, V4.S4; \
-	K(ERFC_R3, V3); \
-	VFMLA V4.S4, V1.S4, V3.S4; \
-	K(ERFC_R2, V4); \
-	VFMLA V3.S4, V1.S4, V4.S4; \
-	K(ERFC_R1, V3); \
-	VFMLA V4.S4, V1.S4, V3.S4; \
-	K(ERFC_R0, V4); \
-	VFMLA V3.S4, V1.S4, V4.S4
+	KHORNER2(V4, V3, V1, ERFC_R7, ERFC_R6); \
+	KHORNER2(V4, V3, V1, ERFC_R5, ERFC_R4); \
+	KHORNER2(V4, V3, V1, ERFC_R3, ERFC_R2); \
+	KHORNER2(V4, V3, V1, ERFC_R1, ERFC_R0)
 
-// GELU's Φ (phiGauss), in parts, as in vmath_gelu_amd64.s. PHIPRE: from
-// x in V8, V9 = |x|, V12 = x²/2 (rounded) and V13 = its low part.
-// PHISMALL: V11 = Φ by the polynomial and V15 = the lanes it serves
+// GELU's Φ (phiGauss), in parts, as in vmath_gelu_amd64.s. PHISMALL:
+// from x in V8, V9 = |x|, V12 = x²/2 (rounded), V13 = its low part,
+// V11 = Φ by the polynomial and V15 = the lanes it serves
 // (-1.2374 < x < 2.1213). GAUSS: V14 = e^(-x²/2), 0 for |x| ≥ 16.
 // PHILARGE: V10 = Φ, V11 in the small lanes and the erfc form in the
 // others (needs V14). They clobber V0-V5.
-#define PHIPRE \
+#define PHISMALL \
 	FABS4S(9, 8); \
 	FMUL4S(12, 8, 8); \
 	FNEG4S(13, 12); \
 	VFMLA V8.S4, V8.S4, V13.S4; \
 	K(HALF, V1); \
 	FMUL4S(12, 12, 1); \
-	FMUL4S(13, 13, 1)
-
-#define PHISMALL \
+	FMUL4S(13, 13, 1); \
 	K(SQRT_HALF, V1); \
 	FMUL4S(10, 8, 1); \
 	ERFP(V12); \
-	VMOV  V10.B16, V2.B16; \
-	VFMLA V11.S4, V10.S4, V2.S4; \
+	FMA(V2, V11, V10, V10); \
 	K(HALF, V1); \
-	VMOV  V1.B16, V11.B16; \
-	VFMLA V2.S4, V1.S4, V11.S4; \
+	FMA(V11, V2, V1, V1); \
 	K(PHI_NEG, V2); \
 	FCMGT4S(15, 8, 2); \
 	K(PHI_POS, V2); \
@@ -109,12 +88,8 @@
 
 // func geluVec(dst, src *float32, n int)
 TEXT ·geluVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V8.S4]
-	PHIPRE
+	PROLOGUE(V8)
 	PHISMALL
 	VMOV   V11.B16, V10.B16
 	ALLSET(V15)
@@ -124,19 +99,12 @@ loop:
 
 small:
 	FMUL4S(0, 8, 10)
-	NEXT(V0)
-
-done:
-	RET
+	EPILOGUE(V0)
 
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V8.S4]
-	PHIPRE
+	PROLOGUE(V8)
 	PHISMALL
 	GAUSS
 	VMOV   V11.B16, V10.B16
@@ -147,9 +115,5 @@ loop:
 small:
 	K(INV_SQRT2PI, V1)
 	FMUL4S(0, 14, 1)
-	VMOV   V10.B16, V2.B16
-	VFMLA  V0.S4, V8.S4, V2.S4
-	NEXT(V2)
-
-done:
-	RET
+	FMA(V2, V0, V8, V10)
+	EPILOGUE(V2)

@@ -11,11 +11,8 @@
 
 // func sigmoidVec(dst, src *float32, n int)
 TEXT ·sigmoidVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V12.S4]
+	PROLOGUE(V12)
 	FABS4S(0, 12)
 	FNEG4S(0, 0)
 	EXPF                          // e = e^(-|x|)
@@ -31,10 +28,7 @@ loop:
 	VFMLS V3.S4, V5.S4, V7.S4     // n - q·d
 	VFMLS V4.S4, V5.S4, V7.S4     // c = n - q·d - q·dl
 	VFMLA V7.S4, V2.S4, V5.S4     // q + c·inv
-	NEXT(V5)
-
-done:
-	RET
+	EPILOGUE(V5)
 
 // SIGMOID: from v in V12, V6 = σ(v) and V7 = 1-σ(v) (sigmoidParts).
 // Clobbers V0-V5.
@@ -58,33 +52,23 @@ done:
 	FMUL4S(1, 8, 8); \
 	FMUL4S(1, 1, 8); \
 	K(GELU_KAPPA, V2); \
-	VMOV  V8.B16, V3.B16; \
-	VFMLA V1.S4, V2.S4, V3.S4; \
+	FMA(V3, V1, V2, V8); \
 	K(GELU_BETA2, V2); \
 	FMUL4S(12, 3, 2); \
 	SIGMOID
 
 // func geluTanhVec(dst, src *float32, n int)
 TEXT ·geluTanhVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V8.S4]
+	PROLOGUE(V8)
 	GELUTANH
 	FMUL4S(0, 8, 6)
-	NEXT(V0)
-
-done:
-	RET
+	EPILOGUE(V0)
 
 // func geluTanhGradVec(dst, src *float32, n int)
 TEXT ·geluTanhGradVec(SB), NOSPLIT, $0-24
-	PROLOGUE
 	EXPCONSTS
-
-loop:
-	VLD1.P 16(R1), [V8.S4]
+	PROLOGUE(V8)
 	K(NEG_GELU_XMAX, V2)
 	FMAX4S(8, 2, 8)
 	K(GELU_XMAX, V2)
@@ -92,15 +76,10 @@ loop:
 	GELUTANH
 	FMUL4S(1, 8, 8)
 	K(GELU_KAPPA3, V2)
-	VMOV  V25.B16, V3.B16
-	VFMLA V1.S4, V2.S4, V3.S4
+	FMA(V3, V1, V2, V25)
 	K(GELU_BETA2, V2)
 	FMUL4S(3, 3, 2)               // 2u'
 	FMUL4S(1, 8, 3)
 	FMUL4S(1, 1, 6)               // (x·2u')·σ
-	VMOV  V6.B16, V2.B16
-	VFMLA V7.S4, V1.S4, V2.S4     // · (1-σ) + σ
-	NEXT(V2)
-
-done:
-	RET
+	FMA(V2, V7, V1, V6)           // · (1-σ) + σ
+	EPILOGUE(V2)
