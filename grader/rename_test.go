@@ -166,10 +166,10 @@ func TestGradeKeepsHelpersNamedLikeHidden(t *testing.T) {
 	require.NoError(t, err)
 	extras := "\n// Named like helpers of the hidden tests (measure and check also\n" +
 		"// like the public tests', which grading does not compile).\n" +
-		"func measure() {}\n\nvar check = 1\n\nfunc noCollector() bool { return check == 1 }\n\n" +
-		"// Named like packages the hidden tests import.\nconst debug = false\n\ntype simtest struct{}\n"
+		"func measure() {}\n\nvar check = 1\n\nfunc tensorLog() bool { return check == 1 }\n\n" +
+		"// Named like packages the hidden tests import.\nconst runtime = false\n\ntype tensortest struct{}\n"
 	taken := hiddenNames(t, ex.HiddenDir)
-	for _, name := range []string{"measure", "check", "noCollector", "debug", "simtest"} {
+	for _, name := range []string{"measure", "check", "tensorLog", "runtime", "tensortest"} {
 		require.True(t, taken[name], "the hidden tests of 03-saved-bytes no longer declare or import %s: choose other names", name)
 	}
 	ref, err := os.ReadFile(filepath.Join(ex.SolutionDir, "predict.go"))

@@ -11,6 +11,7 @@ import (
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // operands draws x0 [n, d], W [d, d] and b [d] from a fixed seed.
@@ -91,7 +92,7 @@ func TestMatchesReference(t *testing.T) {
 // hold no temporary (the peak stays at what is allocated) and still give
 // Reference's state, bit for bit.
 func TestZeroSteadyStateAllocations(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x0, w, b := operands(dev, 32, 64)
 	l := newLoopSteps(t, "32×64", x0, w, b, 1)
@@ -122,7 +123,7 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 // (nothing), Release gives every buffer and reference back, the operands
 // are never modified, and after Release Step fails and State is nil.
 func TestBuffersReleasedOperandsKept(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t, simtest.BlasWorkspace())
 	x0, w, b := operandsSeeded(dev, 24, 36, tensor.Float32, 3)
 	operands := []*tensor.Tensor{x0, w, b}
@@ -182,7 +183,7 @@ func TestBuffersReleasedOperandsKept(t *testing.T) {
 // operands: zero steps and a few, float64, and bad operands, which are
 // errors (never a panic) and leave nothing allocated.
 func TestOtherShapesAndBadOperands(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t, simtest.BlasWorkspace())
 	for _, s := range [][2]int{{2, 5}, {9, 1}, {33, 8}} {
 		x0, w, b := operandsSeeded(dev, s[0], s[1], tensor.Float32, 5)

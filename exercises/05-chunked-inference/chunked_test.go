@@ -9,6 +9,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // card returns a fresh simulated card with the classroom figures and the
@@ -102,7 +103,7 @@ func checkSumPlus(t *testing.T, what string, in, out []float32, inWidth, outWidt
 // budgets: outputs are the model's, row by row, each row seen once, for
 // several budgets and a row count that is not a multiple of the chunk.
 func TestRowSums(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const rows, width = 1000, 256
 	input := make([]float32, rows*width)
 	for i := range input {
@@ -127,7 +128,7 @@ func TestRowSums(t *testing.T) {
 // with chunks at least half as large as the budget allows (as asked,
 // before the allocator's rounding), and nothing stays allocated.
 func TestPeakWithinBudgetPublic(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const rows, inWidth, outWidth = 5000, 768, 3
 	in := values(rows, inWidth)
 	for _, budget := range []int64{48 << 10, 900 << 10, 2<<20 + 512<<10, 7<<20 + 1000, 13<<20 + 300<<10} {
@@ -156,7 +157,7 @@ func TestPeakWithinBudgetPublic(t *testing.T) {
 // or a whole 2 MiB), a budget that holds a chunk's two blocks exactly gives
 // chunks of exactly that many rows, and a wide output counts too.
 func TestLargestChunkPublic(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		what              string
 		inWidth, outWidth int
@@ -196,7 +197,7 @@ func TestLargestChunkPublic(t *testing.T) {
 // The public twin of the grader's TestInputLargerThanDevice: 80 MiB of
 // input through a 48 MiB card within a 6 MiB budget.
 func TestInputLargerThanCard(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const inWidth, outWidth = 512, 2
 	rows := (80 << 20) / (4 * inWidth)
 	in := values(rows, inWidth)
@@ -218,7 +219,7 @@ func TestInputLargerThanCard(t *testing.T) {
 // rows, and a width of 0 or less are errors, not panics; a valid call
 // still works.
 func TestBadArgumentsPublic(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := card(t, 64<<20)
 	seen, largest := 0, 0
 	in := values(12, 48)

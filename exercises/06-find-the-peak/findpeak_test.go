@@ -10,6 +10,7 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // allocatorPeaks runs the phases with the allocator's peak counter reset
@@ -49,21 +50,21 @@ func checkStep(t *testing.T, batch int, sizes []int, adam bool) {
 
 // The twin of the grader's TestHiddenPeakOfWideSGDStep, on other shapes.
 func TestPeakOfAnSGDStep(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkStep(t, 16, []int{64, 256, 10}, false)
 	checkStep(t, 384, []int{40, 1280, 6}, false)
 }
 
 // The twin of the grader's TestHiddenPeakOfAdamStep, on another model.
 func TestPeakOfAnAdamStep(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkStep(t, 24, []int{160, 640, 320, 20}, true)
 }
 
 // The twin of the grader's TestHiddenPeakEqualsStepPeak, on another model:
 // the peak phase holds the peak of the whole step.
 func TestPeakIsTheWholeStepsPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	phases := MLPStep(dev, 28, []int{96, 512, 512, 24}, true)
 	dev.ResetPeakStats()
@@ -92,7 +93,7 @@ func TestTopOp(t *testing.T) {
 // The twin of the grader's TestHiddenTopOpSingle, on other ops and shapes:
 // the top op is an op, not a range whose total is larger.
 func TestTopOpIsNotARange(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	a := tensor.Ones([]int{250, 600}, tensor.On(dev)) // 600000 bytes, a 600064-byte block
 	c := tensor.Ones([]int{100, 900}, tensor.On(dev)) // 360000 bytes, a 360448-byte block
@@ -117,7 +118,7 @@ func TestTopOpIsNotARange(t *testing.T) {
 // The twin of the grader's TestHiddenTopOpSummedOverCalls, on other ops and
 // sizes: an op's self memory is summed over its calls.
 func TestTopOpSummedOverCalls(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	x := tensor.Ones([]int{1 << 17}, tensor.On(dev)) // 512 KiB
 	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
@@ -142,7 +143,7 @@ func TestTopOpSummedOverCalls(t *testing.T) {
 // names: ties go to the earlier phase and to the op that first appears in
 // the table, not the last one, not the first in alphabetical order.
 func TestTiesGoToTheFirst(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	x := tensor.Ones([]int{1 << 17}, tensor.On(dev)) // 512 KiB
 	phases := []Phase{
@@ -172,7 +173,7 @@ func TestNoPhases(t *testing.T) {
 // profile FindPeak started is stopped when it returns, also when a phase
 // panics.
 func TestStopsItsProfile(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	_, err := FindPeak(dev, MLPStep(dev, 4, []int{12, 24, 3}, true))
 	require.NoError(t, err)
@@ -193,7 +194,7 @@ func TestStopsItsProfile(t *testing.T) {
 // phases: inside a running profile FindPeak returns the profiler's error,
 // runs nothing and leaves the caller's profile running.
 func TestRefusesInsideAProfile(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := simtest.Card(t)
 	outer, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err)

@@ -6,14 +6,13 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/parallel"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // The models of these tests are 768 wide, on a batch of 384 rows (the
@@ -125,7 +124,7 @@ func TestPlan(t *testing.T) {
 // counts: a warm step's time, bubble and per-card peaks are those the
 // reference solution measured on the same stages.
 func TestMeasureMatchesARun(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		layers []int
 		micro  int
@@ -154,7 +153,7 @@ func TestMeasureMatchesARun(t *testing.T) {
 // and in the other order: nothing stays behind, and measuring again on the
 // same cards, after another measurement, gives the same numbers.
 func TestMeasureLeavesTheCards(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	stages, x := fresh(t, rows, 1, 3)
 	var before []int64
 	for _, s := range stages {
@@ -182,7 +181,7 @@ func TestMeasureLeavesTheCards(t *testing.T) {
 // counts: bad micro-batch counts and no input are refused before anything
 // is allocated; as many micro-batches as rows is allowed.
 func TestMeasureRefusesBadCounts(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	stages, x := fresh(t, rows, 2, 1)
 	d := stages[0].Device
 	allocs := d.Stats()["allocation.all.allocated"]
@@ -214,7 +213,7 @@ func TestMeasureRefusesBadCounts(t *testing.T) {
 // limits: the fewest micro-batches whose measured bubble is under the
 // limit, where GPipe's formula (S-1)/(M+S-1) says fewer (4 and 3 here).
 func TestPlanMeetsTheBubble(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{2, 2}, 0.21, 1<<30, 5, parallel.GPipe,
 		Step{Time: 3114688, Bubble: 0.20541993291141847, Peak: []int64{15590400, 14885888}})
 	checkPlan(t, []int{1, 1, 1}, 0.40, 1<<30, 4, parallel.GPipe,
@@ -225,7 +224,7 @@ func TestPlanMeetsTheBubble(t *testing.T) {
 // two layers on the first card and one on each of the others, GPipe idles
 // too long at the first count where 1F1B meets the limit: Plan takes 1F1B.
 func TestPlanTakesOneFOneB(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{2, 1, 1}, 0.33, 1<<30, 4, parallel.OneFOneB,
 		Step{Time: 2330803, Bubble: 0.32302529786229606, Peak: []int64{15642624, 9148416, 7969280}})
 }
@@ -234,7 +233,7 @@ func TestPlanTakesOneFOneB(t *testing.T) {
 // budget is the largest peak of 1F1B at 4 micro-batches (18,008,576
 // bytes, on the second card), which GPipe at 4 exceeds (20,368,896).
 func TestPlanWithinBudget(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{1, 3}, 0.41, 18008576, 4, parallel.OneFOneB,
 		Step{Time: 3781566, Bubble: 0.404157431074851, Peak: []int64{9443328, 18008576}})
 }
@@ -244,7 +243,7 @@ func TestPlanWithinBudget(t *testing.T) {
 // included; the limit is the bubble that only 5 reach (below 5 the
 // lowest is 24.2%).
 func TestPlanUpToTheRows(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	want := Step{Time: 1946857, Bubble: 0.20587721645708956, Peak: []int64{11857920, 11850752}}
 	stages, x := fresh(t, 5, 2, 2)
 	m, o, st, err := Plan(stages, x, want.Bubble, 1<<30)
@@ -262,7 +261,7 @@ func TestPlanUpToTheRows(t *testing.T) {
 // limits: a limit that is met, beside a bubble limit no plan meets and a
 // budget below what a card holds before the step.
 func TestPlanNoneMeets(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{2, 1, 1}, 0.40, 1<<30, 3, parallel.OneFOneB,
 		Step{Time: 2331233, Bubble: 0.38797051460178655, Peak: []int64{15740928, 9836544, 8264192}})
 	stages, x := fresh(t, rows, 1, 3)

@@ -12,6 +12,7 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func newDev(t testing.TB) *device.Device {
@@ -101,7 +102,7 @@ func TestForwardHandChecked(t *testing.T) {
 // shapes, terms, ranks and seeds: the forward pass equals the formula,
 // computed with plain loops, with and without bias.
 func TestForwardMatchesFormula(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		in, out, terms, rank int
@@ -139,7 +140,7 @@ func TestGradcheck(t *testing.T) {
 // another layer: only the needed gradients are computed; the buffers and
 // an input without grad get none.
 func TestOnlyNeededGradients(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(4, 3, 3, 1, true, f64(dev, 16)...)
 	x := tensor.Randn([]int{2, 4}, f64(dev, 17)...) // no grad for x
@@ -219,7 +220,7 @@ func wantGrads(x, g *tensor.Tensor, l *Layer) [][]float64 {
 // are allocated beside y, so its peak passes what was allocated before
 // the call by 2·B·out + B·k elements at most; and y is right.
 func TestForwardPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		B, in, out, terms, rank int
@@ -249,7 +250,7 @@ func TestForwardPeak(t *testing.T) {
 // [B, k] tensor are allocated beside the gradients it returns; and the
 // gradients are right.
 func TestBackwardPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 32, 128, 256, 3, 16 // every tensor a multiple of 512 bytes
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(21)))
@@ -290,7 +291,7 @@ func TestBackwardPeak(t *testing.T) {
 // forward pass leaves only its output allocated (the node saves references
 // to tensors that exist anyway); backward leaves only the gradients.
 func TestMemoryOnlyOutputAndGradients(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 16, 192, 256, 3, 8 // every tensor a multiple of 512 bytes
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(18)))

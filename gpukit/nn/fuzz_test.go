@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/nntest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/nntest"
 	"github.com/gpumem/course/gpukit/tensor"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/internal/nntest"
+	"github.com/gpumem/course/gpukit/nn/nntest"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/nntest"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
 )

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/device/simtest"
-	"github.com/gpumem/course/gpukit/internal/nntest"
 	"github.com/gpumem/course/gpukit/nn"
+	"github.com/gpumem/course/gpukit/nn/nntest"
 	"github.com/gpumem/course/gpukit/nn/sketch"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"

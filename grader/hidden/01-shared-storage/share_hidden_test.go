@@ -4,13 +4,12 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestViewsShareStorage(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	for name, f := range map[string]op{
@@ -25,7 +24,7 @@ func TestViewsShareStorage(t *testing.T) {
 }
 
 func TestCopiesAllocate(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	want := block(30 * 40 * 4)
@@ -41,7 +40,7 @@ func TestCopiesAllocate(t *testing.T) {
 // Other shapes, dtypes and ops than the public tests: no answer can be
 // looked up by the op's name, only measured.
 func TestOtherShapesAndOps(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{4, 5, 6}, tensor.On(dev), tensor.Float64)
 	views := map[string]op{
@@ -89,7 +88,7 @@ func TestOtherShapesAndOps(t *testing.T) {
 // holds the copy's whole block, and a view of another tensor shares nothing
 // with x although it allocated nothing.
 func TestTemporariesAndOtherStorage(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	other := tensor.Randn([]int{40, 30}, tensor.On(dev))
@@ -124,7 +123,7 @@ func TestTemporariesAndOtherStorage(t *testing.T) {
 // Classify releases what op returned: memory, live blocks and the input's
 // reference count are as before, for views and copies alike.
 func TestResultReleased(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{64, 64}, tensor.On(dev))
 	for name, f := range map[string]op{
@@ -153,7 +152,7 @@ func TestResultReleased(t *testing.T) {
 // Bad input and failing ops give errors (any message), never a panic, and
 // change nothing; the same op on a layout it can handle is measured.
 func TestFailingOps(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x := tensor.Randn([]int{8, 9}, tensor.On(dev))
 	allocated := dev.MemoryAllocated()

@@ -8,10 +8,11 @@ import (
 
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestCopyStridedBasics(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	src := randomBytes(12, 1)
 	for _, c := range []struct {
 		name           string
@@ -36,7 +37,7 @@ func TestCopyStridedBasics(t *testing.T) {
 // 0-d layouts, dimensions of size 0, stride 0, permutations of 4-d arrays
 // with offsets, and items of 1, 2, 4 and 8 bytes.
 func TestEdgeLayouts(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		name           string
 		itemsize       int
@@ -108,7 +109,7 @@ func TestEdgeLayouts(t *testing.T) {
 // Invalid layouts are errors, never panics, and write nothing; layouts
 // that just fit are copied.
 func TestInvalidLayouts(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	src := randomBytes(48, 3)
 	for _, c := range []struct {
 		name           string
@@ -174,7 +175,7 @@ func TestInvalidLayouts(t *testing.T) {
 }
 
 func TestContiguousTensor(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	m := tensor.Randn([]int{30, 40}, tensor.On(dev))
 	tr := m.T()
@@ -216,7 +217,7 @@ func elementBytes(t *tensor.Tensor) []byte {
 // One allocation of exactly the result's (rounded) size, for every dtype
 // and layout; the input is not modified; misuse is an error.
 func TestContiguousAllocations(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	f64 := tensor.Randn([]int{6, 7, 8}, tensor.On(dev), tensor.Float64)
 	i64 := tensor.Randint(-50, 50, []int{9, 10}, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(3)))
@@ -296,7 +297,7 @@ func TestContiguousAllocations(t *testing.T) {
 // The copy itself allocates nothing on the Go heap, whatever the layout:
 // no index slice per element or per call.
 func TestNoGoAllocations(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	src := randomBytes(4*8*16*4*32, 5)
 	dst := make([]byte, len(src))
 	for _, c := range []struct {
@@ -328,7 +329,7 @@ func TestNoGoAllocations(t *testing.T) {
 // reference takes about 1×, an item-by-item copy of one-byte items over
 // 100×).
 func TestFastPaths(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const rows, cols = 256, 4096 // 1 MiB of one-byte items
 	src := randomBytes(2*rows*cols, 11)
 	dst := make([]byte, rows*cols)

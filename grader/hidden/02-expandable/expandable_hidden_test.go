@@ -6,10 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func checkPredict(t *testing.T, what string, its [][]int64) {
@@ -26,7 +25,7 @@ func checkPredict(t *testing.T, what string, its [][]int64) {
 
 // TestPredictJitter: the batch-size jitter of the lesson.
 func TestPredictJitter(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	var its [][]int64
 	for n := int64(4); n <= 9; n++ {
 		its = append(its, []int64{n * MiB / 2, n * 2 * MiB, n * MiB / 2, n * 2 * MiB, n * MiB / 2, n * 2 * MiB})
@@ -37,7 +36,7 @@ func TestPredictJitter(t *testing.T) {
 // TestPredictPoolsAndPages: page boundaries of both pools, rounding,
 // shrinking batches, and bad requests.
 func TestPredictPoolsAndPages(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		what string
 		its  [][]int64
@@ -72,7 +71,7 @@ func thousands(n int) []int64 {
 
 // TestPredictRandom: random runs of iterations against the allocator.
 func TestPredictRandom(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	r := rand.New(rand.NewPCG(23, 5))
 	for run := range 30 {
 		var its [][]int64
@@ -95,7 +94,7 @@ func TestPredictRandom(t *testing.T) {
 }
 
 func TestLargestFree(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t, 256*MiB)
 	a := mustMalloc(t, dev, 6*MiB, 0)
 	mustMalloc(t, dev, 4*MiB, 0)
@@ -109,7 +108,7 @@ func TestLargestFree(t *testing.T) {
 // TestLargestFreeStates: blocks still used by another stream are not free,
 // every segment counts, and an empty cache has no free block.
 func TestLargestFreeStates(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDeviceConf(t, 256*MiB, "")
 	if got := LargestFree(dev.Snapshot()); got != 0 {
 		t.Errorf("LargestFree of an empty allocator = %d", got)
@@ -177,14 +176,14 @@ func checkPinned(t *testing.T, capacity, request int64) {
 }
 
 func TestPin(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPinned(t, 256*MiB, 30*MiB)
 }
 
 // TestPinRequests: small and large requests on two devices, and requests
 // and devices Pin must refuse without allocating.
 func TestPinRequests(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct{ capacity, request int64 }{
 		{256 * MiB, 2 * MiB}, {256 * MiB, 7 * MiB}, {256 * MiB, 19 * MiB}, {256 * MiB, 64 * MiB},
 		{1 << 30, 3 * MiB}, {1 << 30, 256 * MiB},

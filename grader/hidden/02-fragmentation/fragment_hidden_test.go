@@ -4,20 +4,19 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestFragmentSmallRequest(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkFragmented(t, 256*MiB, 4*MiB)
 }
 
 // Requests from 2 MiB to a quarter of the device,
 // below and above a segment's size, on two capacities.
 func TestFragmentRequests(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct{ capacity, request int64 }{
 		{256 * MiB, 2 * MiB},
 		{256 * MiB, 2*MiB + 1},
@@ -51,7 +50,7 @@ func TestFragmentRequests(t *testing.T) {
 // Requests outside the range, or a device already in use, are refused
 // without allocating.
 func TestFragmentRejects(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, request := range []int64{0, -5, MiB, 2*MiB - 1, 65*MiB + 1} {
 		dev := newDevice(t, 256*MiB)
 		if _, err := Fragment(dev, request); err == nil {
@@ -75,7 +74,7 @@ func TestFragmentRejects(t *testing.T) {
 }
 
 func TestLargestFreeBlock(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t, 256*MiB)
 	var blocks []*alloc.Block
 	for _, n := range []int64{4 * MiB, 6 * MiB, 2 * MiB} { // one 20 MiB segment, 8 MiB left at its end
@@ -97,7 +96,7 @@ func TestLargestFreeBlock(t *testing.T) {
 // new segment, and 512 B more needs one. The small pool is apart, and an
 // empty snapshot has nothing.
 func TestLargestFreeBlockMeasured(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	if got := LargestFreeBlock(alloc.Snapshot{}, "large"); got != 0 {
 		t.Errorf("empty snapshot: %d, want 0", got)
 	}

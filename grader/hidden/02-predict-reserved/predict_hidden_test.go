@@ -4,9 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/alloc"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // boundaries are the sizes where a rule changes, and their neighbours. A
@@ -23,7 +22,7 @@ func boundaries() []int64 {
 }
 
 func TestRoundSize(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	var cfg alloc.Config // the allocator's own rounding, PyTorch's default
 	r := rand.New(rand.NewPCG(11, 0))
 	sizes := boundaries()
@@ -38,7 +37,7 @@ func TestRoundSize(t *testing.T) {
 }
 
 func TestSegmentSize(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, n := range []int64{100_000, 4_000_000, 25_000_001} {
 		rounded := RoundSize(n)
 		if got, want := SegmentSize(rounded), measure(t, []int64{n}).Reserved; got != want {
@@ -53,7 +52,7 @@ func TestSegmentSize(t *testing.T) {
 // At every boundary, the pool and the segment are the allocator's, measured
 // on a fresh device by the segment it takes.
 func TestPoolBoundaries(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, n := range boundaries() {
 		dev := newDevice(t)
 		b, err := dev.Malloc(n, dev.DefaultStream())
@@ -73,7 +72,7 @@ func TestPoolBoundaries(t *testing.T) {
 }
 
 func TestPredictSequence(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	requests := []int64{4_000_000, 4_000_000, 1000, 30 * MiB, 700_000, 700_000}
 	got, err := Predict(requests)
 	if err != nil {
@@ -90,7 +89,7 @@ func TestPredictSequence(t *testing.T) {
 // to 2 MiB, whose rest may or may not be split; best fit picks the smallest
 // free block.
 func TestPredictSplitRules(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		name     string
 		requests []int64
@@ -120,7 +119,7 @@ func TestPredictSplitRules(t *testing.T) {
 // Random sequences of mixed sizes (a fixed seed), checked against the real
 // allocator; no request and bad requests.
 func TestPredictRandomSequences(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	r := rand.New(rand.NewPCG(2026, 9))
 	for seq := range 25 {
 		var requests []int64

@@ -4,13 +4,13 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // The logged values are those of a correct loop, bit for bit, and the loop
 // leaves memory as it found it.
 func TestHistoryValues(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	p := problem{n: 128, in: 16, hidden: 64, out: 4, steps: 10}
 	dev, m, d := p.setup(t)
 	allocated, live := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]
@@ -35,7 +35,7 @@ func TestHistoryValues(t *testing.T) {
 // Peak memory does not grow with the number of steps, and allocated memory
 // after Fit does not either.
 func TestMemoryFlat(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	measure := func(steps int) (peak, left int64) {
 		p := problem{n: 256, in: 32, hidden: 128, out: 8}
 		dev, m, d := p.setup(t)
@@ -61,7 +61,7 @@ func TestMemoryFlat(t *testing.T) {
 // No block of a step survives it, not even a 512-byte loss: the number of
 // live blocks is as before, for several sizes of model.
 func TestNoBlockOutlivesAStep(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, p := range []problem{
 		{n: 64, in: 8, hidden: 32, out: 1, steps: 5},
 		{n: 200, in: 40, hidden: 300, out: 10, steps: 3},
@@ -81,7 +81,7 @@ func TestNoBlockOutlivesAStep(t *testing.T) {
 // The model trained as a correct loop trains it: the same parameters, bit
 // for bit, and no gradient left allocated.
 func TestParamsTrained(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	p := problem{n: 96, in: 12, hidden: 48, out: 3, steps: 6}
 	dev, m, d := p.setup(t)
 	allocated, live := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]
@@ -106,7 +106,7 @@ func TestParamsTrained(t *testing.T) {
 // Zero steps log nothing; a negative count and a nil model are errors; one
 // step leaves memory as before and peaks as high as eight.
 func TestEdgeCases(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	p := problem{n: 32, in: 4, hidden: 16, out: 2}
 	dev, m, d := p.setup(t)
 	if h, err := Fit(m, d, 0, 0.1); err != nil || len(h.Train) != 0 || len(h.Val) != 0 {
@@ -140,7 +140,7 @@ func TestEdgeCases(t *testing.T) {
 // under NoGrad (their outputs do not require grad), even if a recorded
 // graph would be freed with the validation loss.
 func TestEvaluationRecordsNothing(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	p := problem{n: 64, in: 8, hidden: 32, out: 2, steps: 3}
 	_, m, d := p.setup(t)
 	ops := listen(t)
@@ -160,7 +160,7 @@ func TestEvaluationRecordsNothing(t *testing.T) {
 // as before. A loop that releases nothing and calls tensor.CollectGarbage
 // each step leaves them allocated.
 func TestReleasedNotCollected(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	p := problem{n: 64, in: 8, hidden: 32, out: 2, steps: 4}
 	dev, m, d := p.setup(t)
 	allocated, live := dev.MemoryAllocated(), dev.Stats()["allocation.all.current"]

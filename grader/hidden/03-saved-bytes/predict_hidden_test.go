@@ -5,19 +5,18 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestTrain(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	check(t, Shape{Batch: 64, In: 32, Hidden: 128, Out: 10}, Train)
 	check(t, Shape{Batch: 3, In: 5, Hidden: 7, Out: 2}, Train)
 }
 
 func TestNoGradAndEval(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	s := Shape{Batch: 64, In: 32, Hidden: 128, Out: 10}
 	check(t, s, NoGrad)
 	check(t, s, EvalDropout)
@@ -26,7 +25,7 @@ func TestNoGradAndEval(t *testing.T) {
 // A frozen first layer records nothing before W2; a detached hidden layer
 // frees the graph before it.
 func TestFrozenAndDetached(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, s := range []Shape{{64, 32, 128, 10}, {200, 3, 300, 40}, {1, 1, 1, 1}} {
 		check(t, s, FrozenFirst)
 		check(t, s, DetachHidden)
@@ -35,7 +34,7 @@ func TestFrozenAndDetached(t *testing.T) {
 
 // Random shapes (a fixed seed), every mode, against the allocator.
 func TestRandomShapes(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	r := rand.New(rand.NewPCG(3, 2026))
 	for range 15 {
 		s := Shape{Batch: 1 + r.IntN(256), In: 1 + r.IntN(64), Hidden: 1 + r.IntN(1024), Out: 1 + r.IntN(64)}
@@ -49,7 +48,7 @@ func TestRandomShapes(t *testing.T) {
 // activation of exactly 1 MiB), and bad input: sizes below 1, products that
 // overflow int64, an unknown mode.
 func TestRoundingAndErrors(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, s := range []Shape{
 		{Batch: 7, In: 2, Hidden: 73, Out: 1},     // mask 511 B
 		{Batch: 8, In: 2, Hidden: 64, Out: 128},   // mask 512 B, output 4096 B
@@ -85,7 +84,7 @@ func TestRoundingAndErrors(t *testing.T) {
 // device (running Model.Loss on a meta device and measuring it is not a
 // prediction).
 func TestPredictsWithoutRunning(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		s    Shape
 		mode Mode

@@ -5,14 +5,13 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestMatchesReference(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 32, 64)
 	l := run(t, x0, w, b, 10)
@@ -22,7 +21,7 @@ func TestMatchesReference(t *testing.T) {
 // After the first step, steps make no allocation at all, hold no temporary
 // (the peak is the current value) and allocated memory stays put.
 func TestZeroSteadyStateAllocations(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 48, 96)
 	l := run(t, x0, w, b, 1)
@@ -49,7 +48,7 @@ func TestZeroSteadyStateAllocations(t *testing.T) {
 // NewLoop allocates at most two buffers of the state's size; Release gives
 // them all back; the operands are never modified; Step after Release fails.
 func TestBuffersAndRelease(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	x0, w, b := operands(dev, 40, 50)
 	snapshot := [][]byte{bits(x0), bits(w), bits(b)}
@@ -101,7 +100,7 @@ func TestBuffersAndRelease(t *testing.T) {
 // Other shapes and dtypes, zero steps, and bad operands: errors, never a
 // panic, and nothing left allocated.
 func TestShapesAndErrors(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDevice(t)
 	for _, s := range [][2]int{{1, 1}, {7, 3}, {100, 17}, {5, 130}} {
 		x0, w, b := operands(dev, s[0], s[1])

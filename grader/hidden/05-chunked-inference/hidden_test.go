@@ -8,6 +8,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func card(t *testing.T, capacity int64) *device.Device {
@@ -72,7 +73,7 @@ func checkOutputs(t *testing.T, in, out []float32, width int) {
 // TestOutputsMatchTheModel: outputs are the model's, row by row, for
 // several budgets and a row count that is not a multiple of the chunk.
 func TestOutputsMatchTheModel(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const rows, width = 1237, 300
 	in := input(rows, width)
 	for _, budget := range []int64{8 << 10, 200 << 10, 3 << 20, 64 << 20} {
@@ -95,7 +96,7 @@ func TestOutputsMatchTheModel(t *testing.T) {
 // at least half the rows whose input and output bytes, as asked, fill the
 // budget (the allocator's rounding costs less than that).
 func TestPeakWithinBudget(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const rows, width = 4000, 1024
 	in := input(rows, width)
 	for _, budget := range []int64{64 << 10, 1 << 20, 3 << 20, 5<<20 + 4096, 11<<20 + 600<<10} {
@@ -122,7 +123,7 @@ func TestPeakWithinBudget(t *testing.T) {
 // TestInputLargerThanDevice: 96 MiB of input through a 64 MiB card with
 // an 8 MiB budget.
 func TestInputLargerThanDevice(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	const width = 1024
 	rows := (96 << 20) / (4 * width)
 	in := input(rows, width)
@@ -142,7 +143,7 @@ func TestInputLargerThanDevice(t *testing.T) {
 // TestBadArguments: a budget too small for one row, and an input that is
 // not whole rows, are errors; a valid call still works.
 func TestBadArguments(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := card(t, 64<<20)
 	seen := 0
 	in := input(10, 64)
@@ -172,7 +173,7 @@ func TestBadArguments(t *testing.T) {
 // exactly gives chunks of exactly that many rows, and a wide output is
 // counted too. Each input is a whole number of such chunks.
 func TestLargestChunk(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		what              string
 		inWidth, outWidth int

@@ -9,6 +9,7 @@ import (
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
 	"github.com/gpumem/course/gpukit/device/simtest"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func classroom(t *testing.T) *device.Device {
@@ -42,7 +43,7 @@ func repeat(n, size int) []int {
 // TestBatchesBitwiseInOrder: every batch, of varied sizes, reaches compute
 // bitwise equal to its host batch, once, in order.
 func TestBatchesBitwiseInOrder(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, 1<<20, 3000, 5<<20, 512, 1<<20, 77, 2<<20)
 	calls := 0
@@ -98,7 +99,7 @@ func pipelineTime(t *testing.T, n, size int, flops int64) (total, ideal, step ti
 // than the ideal pipeline (classroom profile). Waiting for more than the
 // batch's own copy costs about a copy.
 func TestModelledStepNearIdeal(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		name  string
 		size  int
@@ -121,7 +122,7 @@ func TestModelledStepNearIdeal(t *testing.T) {
 // stream may be reused at once: the caching allocator is stream-ordered,
 // so the next use on that stream runs after the compute.
 func TestBlocksNotReusedWhileComputeQueued(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, repeat(10, 1<<20)...)
 	addr := make([]uint64, len(host))
@@ -149,7 +150,7 @@ func TestBlocksNotReusedWhileComputeQueued(t *testing.T) {
 // TestNothingLeftAllocated: after Run and a device synchronization, every
 // block is back in the allocator.
 func TestNothingLeftAllocated(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := classroom(t)
 	host := batches(t, d, repeat(5, 1<<20)...)
 	calls := 0
@@ -168,7 +169,7 @@ func TestNothingLeftAllocated(t *testing.T) {
 // TestNoBatchesAndEmptyBatch: no batches is fine and computes nothing; an
 // empty batch is an error naming its index, before any compute.
 func TestNoBatchesAndEmptyBatch(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	d := classroom(t)
 	if err := Run(d, nil, func(*alloc.Block, int) { t.Error("compute called without batches") }); err != nil {
 		t.Fatalf("Run without batches: %v", err)

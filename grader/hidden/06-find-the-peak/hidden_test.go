@@ -14,6 +14,7 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/profiler"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func hiddenDev(t *testing.T) *device.Device {
@@ -54,17 +55,17 @@ func checkMLP(t *testing.T, batch int, sizes []int, adam bool) {
 }
 
 func TestHiddenPeakOfAdamStep(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkMLP(t, 48, []int{256, 1024, 512, 32}, true)
 }
 
 func TestHiddenPeakOfWideSGDStep(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkMLP(t, 512, []int{96, 1536, 12}, false)
 }
 
 func TestHiddenPeakEqualsStepPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	phases := MLPStep(dev, 40, []int{128, 768, 768, 16}, true)
 	dev.ResetPeakStats()
@@ -74,7 +75,7 @@ func TestHiddenPeakEqualsStepPeak(t *testing.T) {
 }
 
 func TestHiddenTopOpSingle(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	a := tensor.Ones([]int{300, 700}, tensor.On(dev)) // 840000 bytes, an 840192-byte block
 	b := tensor.Ones([]int{700, 50}, tensor.On(dev))
@@ -99,7 +100,7 @@ func TestHiddenTopOpSingle(t *testing.T) {
 }
 
 func TestHiddenTopOpSummedOverCalls(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	y := tensor.Ones([]int{3 << 17}, tensor.On(dev)) // 1.5 MiB
@@ -124,7 +125,7 @@ func TestHiddenTopOpSummedOverCalls(t *testing.T) {
 // in the table (KeyAverages' order), not the last one, not the first name
 // in alphabetical order.
 func TestHiddenTiesGoToTheFirst(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	x := tensor.Ones([]int{1 << 18}, tensor.On(dev)) // 1 MiB
 	phases := []Phase{
@@ -141,7 +142,7 @@ func TestHiddenTiesGoToTheFirst(t *testing.T) {
 }
 
 func TestHiddenNoPhases(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, []Phase{})
 	require.ErrorContains(t, err, "phase")
@@ -151,7 +152,7 @@ func TestHiddenNoPhases(t *testing.T) {
 }
 
 func TestHiddenStopsItsProfile(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	_, err := FindPeak(dev, MLPStep(dev, 8, []int{16, 32, 4}, false))
 	require.NoError(t, err)
@@ -170,7 +171,7 @@ func TestHiddenStopsItsProfile(t *testing.T) {
 }
 
 func TestHiddenRefusesInsideAProfile(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := hiddenDev(t)
 	outer, err := profiler.Start(profiler.Options{})
 	require.NoError(t, err)

@@ -4,16 +4,15 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestFindsTheLimit(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		capacity int64
 		width    int
@@ -33,7 +32,7 @@ func TestFindsTheLimit(t *testing.T) {
 // Every try starts with the memory the search started with: a failed try
 // (whose gradients step leaves behind) is cleaned up before the next.
 func TestFailedTriesFreed(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tensor.CollectGarbage()
@@ -87,7 +86,7 @@ func TestFailedTriesFreed(t *testing.T) {
 }
 
 func TestCacheLeftAsFound(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	dev.EmptyCache()
@@ -99,7 +98,7 @@ func TestCacheLeftAsFound(t *testing.T) {
 }
 
 func TestFewTries(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	tries := 0
@@ -109,7 +108,7 @@ func TestFewTries(t *testing.T) {
 }
 
 func TestMaxBatchAndErrors(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := Card(48 << 20)
 	tr := NewTrainer(dev, 512)
 	b, err := LargestBatch(dev, 5, tr.Step, tr.CleanUp)

@@ -12,15 +12,16 @@ import (
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/optim"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func TestPeakCut(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPeakCut(t, 512, 8, 8192)
 }
 
 func TestPeakCutOtherShape(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPeakCut(t, 256, 12, 16384)
 }
 
@@ -116,7 +117,7 @@ func losses(t *testing.T, step func(*Model, *optim.Adam, *tensor.Tensor, *tensor
 }
 
 func TestLossClose(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	want, wantParams := losses(t, BaselineStep)
 	got, gotParams := losses(t, TrainStep)
 	for i := range want {
@@ -139,7 +140,7 @@ func TestLossClose(t *testing.T) {
 // After a step only the parameters and Adam's state are allocated: no
 // gradient, no activation, no saved tensor.
 func TestReleasesEverything(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := ClassroomCard()
 	m := NewModel(dev, 256, 4, 1)
 	opt := NewOptimizer(m)

@@ -5,20 +5,19 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/gpumem/course/gpukit/device/simtest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpumem/course/gpukit/nn"
 	"github.com/gpumem/course/gpukit/nn/parallel"
 	"github.com/gpumem/course/gpukit/tensor"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 // TestMeasureMatches: each case on fresh cards, against the test's own
 // measurement on other fresh cards.
 func TestMeasureMatches(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	for _, c := range []struct {
 		layers []int
 		micro  int
@@ -49,7 +48,7 @@ func TestMeasureMatches(t *testing.T) {
 // TestMeasureLeavesCards: nothing stays behind, and measuring twice on
 // the same cards, after another measurement, gives the same numbers.
 func TestMeasureLeavesCards(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	stages, x := hiddenFresh(t, 2, 2)
 	before := []int64{stages[0].Device.MemoryAllocated(), stages[1].Device.MemoryAllocated()}
 	_, err := Measure(stages, x, 4, parallel.GPipe)
@@ -70,7 +69,7 @@ func TestMeasureLeavesCards(t *testing.T) {
 // TestMeasureRefuses: bad micro-batch counts and no input, refused before
 // anything is allocated.
 func TestMeasureRefuses(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	stages, x := hiddenFresh(t, 1, 1)
 	d := stages[0].Device
 	allocs := d.Stats()["allocation.all.allocated"]
@@ -114,7 +113,7 @@ func checkPlan(t *testing.T, layers []int, maxBubble float64, budget int64) {
 
 // TestPlanBubble: limits between GPipe's formula and the measured bubble.
 func TestPlanBubble(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{2, 2}, 0.27, 1<<30)
 	checkPlan(t, []int{1, 1, 1, 1}, 0.32, 1<<30)
 	checkPlan(t, []int{2, 2}, 0.5, 1<<30)
@@ -123,7 +122,7 @@ func TestPlanBubble(t *testing.T) {
 // TestPlanOrder: with three layers on the first card and one on the
 // second, GPipe idles too long at every count and 1F1B does not.
 func TestPlanOrder(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{3, 1}, 0.32, 1<<30)
 }
 
@@ -131,7 +130,7 @@ func TestPlanOrder(t *testing.T) {
 // micro-batches, which GPipe at 4 exceeds; Plan measures GPipe first on
 // the same cards.
 func TestPlanBudget(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	ref, rx := hiddenFresh(t, 2, 2)
 	gpipe := hiddenMeasure(t, ref, rx, 4, parallel.GPipe)
 	ofob := hiddenMeasure(t, ref, rx, 4, parallel.OneFOneB)
@@ -144,7 +143,7 @@ func TestPlanBudget(t *testing.T) {
 // micro-batches (fewer than MaxMicro), 4 included; the limit is the
 // bubble that only 4 reach.
 func TestPlanAsManyAsRows(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	fresh := func() ([]parallel.Stage, *tensor.Tensor) {
 		stages, err := MetaStages(hiddenWidth, 2, 2)
 		require.NoError(t, err)
@@ -174,7 +173,7 @@ func TestPlanAsManyAsRows(t *testing.T) {
 
 // TestPlanNone: limits nothing meets, beside ones that are met.
 func TestPlanNone(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	checkPlan(t, []int{3, 1}, 0.35, 1<<30)
 	stages, x := hiddenFresh(t, 3, 1)
 	_, _, _, err := Plan(stages, x, 0.2, 1<<30)

@@ -11,6 +11,7 @@ import (
 	"github.com/gpumem/course/gpukit/device/simtest"
 	"github.com/gpumem/course/gpukit/tensor"
 	"github.com/gpumem/course/gpukit/tensor/gradcheck"
+	"github.com/gpumem/course/gpukit/tensor/tensortest"
 )
 
 func newDev(t testing.TB) *device.Device {
@@ -66,7 +67,7 @@ func formula(x []float64, B, in, out int, l *Layer) []float64 {
 }
 
 func TestHiddenForwardHandChecked(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(4, 4, 1, 1, true, f64(dev, 1)...)
 	set(l.S1s, 1, 0, 0, 1)
@@ -82,7 +83,7 @@ func TestHiddenForwardHandChecked(t *testing.T) {
 }
 
 func TestHiddenForwardFormula(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		in, out, terms, rank int
@@ -99,7 +100,7 @@ func TestHiddenForwardFormula(t *testing.T) {
 }
 
 func TestHiddenGradcheck(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	for _, bias := range []bool{true, false} {
 		l := NewLayer(6, 5, 2, 2, bias, f64(dev, 4)...)
@@ -116,7 +117,7 @@ func TestHiddenGradcheck(t *testing.T) {
 // Only the gradients that are needed are computed; the U buffers get
 // none.
 func TestHiddenNeeds(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	l := NewLayer(6, 5, 2, 2, true, f64(dev, 6)...)
 	x := tensor.Randn([]int{3, 6}, f64(dev, 7)...) // no grad for x
@@ -147,7 +148,7 @@ func TestHiddenNeeds(t *testing.T) {
 // references to tensors that exist anyway); backward leaves only the
 // gradients.
 func TestHiddenMemory(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 32, 256, 128, 2, 16
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(8)))
@@ -172,7 +173,7 @@ func TestHiddenMemory(t *testing.T) {
 // with y right. The reference reuses two scratch tensors with MatmulOut;
 // gpukit/nn/sketch's forward holds three [B, out] and two [B, k] at once.
 func TestHiddenForwardPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	for _, tc := range []struct {
 		B, in, out, terms, rank int
@@ -201,7 +202,7 @@ func TestHiddenForwardPeak(t *testing.T) {
 // gpukit/nn/sketch's backward stacks per-term gradients (each factor
 // gradient twice for a moment) and holds two [B, in] products at once.
 func TestHiddenBackwardPeak(t *testing.T) {
-	simtest.NoCollector(t)
+	tensortest.NoCollector(t)
 	dev := newDev(t)
 	const B, in, out, L, k = 16, 256, 128, 4, 32
 	l := NewLayer(in, out, L, k, true, tensor.On(dev), tensor.WithGenerator(tensor.NewGenerator(11)))

@@ -1,4 +1,7 @@
-package simtest
+// Package tensortest holds what tests of code built on tensors share
+// beyond a card (gpukit/device/simtest): a run of Go's collector at a time
+// the test chooses.
+package tensortest
 
 import (
 	"runtime/debug"
