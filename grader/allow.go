@@ -53,7 +53,8 @@ var DefaultImports = []string{
 var DefaultNames = []string{"runtime.GC", "runtime.KeepAlive"}
 
 // refusedAPI are the exported functions and methods of gpukit that open a
-// path they are given, write files or read a process's own files: an
+// path they are given, write files, read a process's own files or turn a
+// runtime knob (the test helpers' collector switch): an
 // allowed import must not hand a student's code the file system
 // (TestRefusedAPIIsComplete keeps the list whole). Names are
 // types.Func.FullName's.
@@ -68,9 +69,12 @@ var refusedAPI = map[string]bool{
 	ModulePath + "/gpukit/nn.LoadFile":                                true,
 	ModulePath + "/gpukit/nn.SaveFile":                                true,
 	ModulePath + "/gpukit/nn.SaveTensors":                             true,
+	ModulePath + "/gpukit/nn/nntest.AddSavedFile":                     true,
+	ModulePath + "/gpukit/nn/nntest.WriteTemp":                        true,
 	ModulePath + "/gpukit/nn/safetensors.Open":                        true,
 	ModulePath + "/gpukit/nn/safetensors.Write":                       true,
 	ModulePath + "/gpukit/profiler.DumpSnapshot":                      true,
+	ModulePath + "/gpukit/tensor/tensortest.NoCollector":              true,
 	ModulePath + "/gpukit/viz/memviewer.CheckOutputs":                 true,
 	ModulePath + "/gpukit/viz/memviewer.WriteHTMLFile":                true,
 	ModulePath + "/gpukit/viz/memviewer.WritePickleFile":              true,
