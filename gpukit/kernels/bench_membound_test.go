@@ -52,6 +52,14 @@ func BenchmarkMemBoundGelu(b *testing.B) {
 	benchLoop(b, 8*n, func() { Unary(ops.Gelu, d, x) })
 }
 
+// BenchmarkMemBoundGeluGrad is GELU's derivative, the elementwise half
+// of its backward (geluGradVec), at BenchmarkMemBoundGelu's shape.
+func BenchmarkMemBoundGeluGrad(b *testing.B) {
+	const n = 4096 * 4096
+	x, d := randBench(n), randBench(n)
+	benchLoop(b, 8*n, func() { Unary(ops.GeluDeriv, d, x) })
+}
+
 func BenchmarkMemBoundSoftmax(b *testing.B) {
 	const rows, n = 4096, 4096
 	x, d := randBench(rows*n), randBench(rows*n)

@@ -3,8 +3,8 @@
 #include "textflag.h"
 #include "vmath_amd64.h"
 
-// Row helpers of rows.go (AVX2), declared in rows_amd64.go with the Go
-// loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
+// Row helpers of rows.go (AVX2; expSubVec, scaleVec and subSubVec also
+// AVX-512), declared in rows_amd64.go with the Go loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
 // lane i%8 of the row in acc[i%8], as the Go loops do.
 //
 // The first pass over a row, the one that reads it from memory (maxVec,
@@ -96,12 +96,46 @@ reduce:
 	RET
 
 // func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64)
+//
+// Where useAVX512Math is set, sixteen values a step first (ZPROLOGUE's
+// scheme, vmath_amd64.h): Z14 holds acc[0..7]; of the sixteen values,
+// 0-7 are widened and added to it, then 8-15, which is acc[i%8] +=
+// float64(dst[i]) in the Go loop's order. The AVX2 loop does the last
+// eight when n is not a multiple of 16, with Y14, Y15 the halves of Z14.
 TEXT ·expSubVec(SB), NOSPLIT, $0-40
-	MOVQ         dst+0(FP), DI
-	MOVQ         src+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSS m+24(FP), Y6
+	MOVQ          dst+0(FP), DI
+	MOVQ          src+8(FP), SI
+	MOVQ          n+16(FP), CX
 	ACC(acc+32(FP))
+	CMPB          ·useAVX512Math(SB), $0
+	JEQ           ymm
+	VBROADCASTSS  m+24(FP), Z6
+	VMOVUPD       (AX), Z14
+	SHRQ          $4, CX
+	JZ            ztail
+
+zloop:
+	VMOVUPS       (SI), Z0
+	VSUBPS        Z6, Z0, Z0
+	EXPFZ
+	VMOVUPS       Z0, (DI)
+	VCVTPS2PD     Y0, Z3
+	VADDPD        Z3, Z14, Z14
+	VEXTRACTF64X4 $1, Z0, Y3
+	VCVTPS2PD     Y3, Z3
+	VADDPD        Z3, Z14, Z14
+	ADDQ          $64, DI
+	ADDQ          $64, SI
+	DECQ          CX
+	JNZ           zloop
+
+ztail:
+	VEXTRACTF64X4 $1, Z14, Y15
+	MOVQ          n+16(FP), CX
+	ANDQ          $8, CX
+
+ymm:
+	VBROADCASTSS m+24(FP), Y6
 	SHRQ         $3, CX
 	JZ           done
 
@@ -118,9 +152,30 @@ loop:
 	ACCRET
 
 // func scaleVec(dst *float32, n int, c float32)
+//
+// scaleVec and subSubVec also run sixteen lanes a step first where
+// useAVX512Math is set, the AVX2 loop doing the last eight (as expSubVec).
 TEXT ·scaleVec(SB), NOSPLIT, $0-20
 	MOVQ         dst+0(FP), DI
 	MOVQ         n+8(FP), CX
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          ymm
+	VBROADCASTSS c+16(FP), Z1
+	SHRQ         $4, CX
+	JZ           ztail
+
+zloop:
+	VMULPS  (DI), Z1, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     zloop
+
+ztail:
+	MOVQ n+8(FP), CX
+	ANDQ $8, CX
+
+ymm:
 	VBROADCASTSS c+16(FP), Y1
 	SHRQ         $3, CX
 	JZ           done
@@ -141,6 +196,28 @@ TEXT ·subSubVec(SB), NOSPLIT, $0-32
 	MOVQ         dst+0(FP), DI
 	MOVQ         src+8(FP), SI
 	MOVQ         n+16(FP), CX
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          ymm
+	VBROADCASTSS m+24(FP), Z1
+	VBROADCASTSS c+28(FP), Z2
+	SHRQ         $4, CX
+	JZ           ztail
+
+zloop:
+	VMOVUPS (SI), Z0
+	VSUBPS  Z1, Z0, Z0
+	VSUBPS  Z2, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    CX
+	JNZ     zloop
+
+ztail:
+	MOVQ n+16(FP), CX
+	ANDQ $8, CX
+
+ymm:
 	VBROADCASTSS m+24(FP), Y1
 	VBROADCASTSS c+28(FP), Y2
 	SHRQ         $3, CX

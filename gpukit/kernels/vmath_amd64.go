@@ -2,8 +2,9 @@
 
 package kernels
 
-// The AVX2+FMA forms of vmath.go's functions, eight lanes at a time, one
-// .s file per family (each file's macros serve only its own functions):
+// The AVX2+FMA forms of vmath.go's functions, eight lanes at a time (some
+// with an AVX-512 loop before: useAVX512Math, below), one .s file per
+// family (each file's macros serve only its own functions):
 //
 //   - vmath_explog_amd64.s: exp and log, the two reductions by a power
 //     of two (x = n·ln2 + r, x = 2ᵏ·m);
@@ -27,3 +28,15 @@ package kernels
 // round as fma32 does; AVX2 gives the integer lanes for 2ⁿ). Tests set
 // it to false to run the Go loops of the callers instead.
 var useVecMath = useAVX2
+
+// useAVX512Math selects, inside expVec, sigmoidVec, geluVec,
+// geluGradVec, geluTanhVec, geluTanhGradVec and the softmax helpers
+// expSubVec, scaleVec and subSubVec (rows_amd64.s), an AVX-512 loop of
+// sixteen lanes a step before the AVX2 loop, which then does only a last
+// block of eight (ZPROLOGUE in vmath_amd64.h). Both loops give the same
+// bits (the same operations per lane; TestVecMatchesScalar and
+// TestRowsMatchScalar run each). It needs only AVX-512F (K-register
+// masks, VPANDD and VPXORD for the bitwise float operations,
+// VRNDSCALEPS, VEXTRACTF64X4): useAVX512, as the sgemm kernel. Tests set
+// it to false to run the AVX2 loop alone (forEachVecPath).
+var useAVX512Math = useVecMath && useAVX512

@@ -9,15 +9,22 @@
 // PROLOGUE(y) loads DI = dst, SI = src and CX = n/8 blocks, jumps to
 // done when there are none and, at loop, loads the next eight of src
 // into y; EPILOGUE stores Y0 to dst, loops to loop and, at done,
-// returns. Between them stands the body of the Go loop.
-#define PROLOGUE(y) \
+// returns. Between them stands the body of the Go loop. PROLOGUE is
+// ARGS (the three registers, CX = n) and LOOP8 (the rest).
+#define ARGS \
 	MOVQ dst+0(FP), DI; \
 	MOVQ src+8(FP), SI; \
-	MOVQ n+16(FP), CX; \
+	MOVQ n+16(FP), CX
+
+#define LOOP8(y) \
 	SHRQ $3, CX; \
 	JZ   done; \
 loop: \
 	VMOVUPS (SI), y
+
+#define PROLOGUE(y) \
+	ARGS; \
+	LOOP8(y)
 
 #define EPILOGUE \
 	VMOVUPS Y0, (DI); \
@@ -28,6 +35,37 @@ loop: \
 done: \
 	VZEROUPPER; \
 	RET
+
+// The AVX-512 forms, sixteen lanes at a time, where useAVX512Math is
+// set (vmath_amd64.go). A function with both forms is
+//
+//	ARGS; ZPROLOGUE(z); <body on Z registers>; ZEPILOGUE
+//	LOOP8(y); <body on Y registers>; EPILOGUE
+//
+// ZPROLOGUE jumps to ymm (the AVX2 loop, CX = n) when useAVX512Math is
+// false; otherwise it runs CX = n/16 blocks, at zloop loading the next
+// sixteen of src into z. ZEPILOGUE stores Z0 to dst, loops and, at ztail,
+// leaves CX = n&8, so that the AVX2 loop does the last eight when n is
+// not a multiple of 16 and nothing otherwise. The lanes are independent:
+// a value gets the same operations whichever loop computes it.
+#define ZPROLOGUE(z) \
+	CMPB ·useAVX512Math(SB), $0; \
+	JEQ  ymm; \
+	SHRQ $4, CX; \
+	JZ   ztail; \
+zloop: \
+	VMOVUPS (SI), z
+
+#define ZEPILOGUE \
+	VMOVUPS Z0, (DI); \
+	ADDQ    $64, DI; \
+	ADDQ    $64, SI; \
+	DECQ    CX; \
+	JNZ     zloop; \
+ztail: \
+	MOVQ n+16(FP), CX; \
+	ANDQ $8, CX; \
+ymm:
 
 // ALLSET sets the Z flag when every lane of mask is set (AX scratch).
 #define ALLSET(mask) \
@@ -83,4 +121,49 @@ done: \
 	VBROADCASTSS K(EXP_MIN), Y2; \
 	VCMPPS       $0x11, Y2, Y0, Y3; \
 	VANDNPS      Y5, Y3, Y0
+
+// ALLSETZ(k) sets the carry flag when every lane of the mask k is set
+// (JCS jumps then): ALLSET's test on sixteen lanes.
+#define ALLSETZ(k) \
+	KORTESTW k, k
+
+// EXPFZ: Z0 = exp32(Z0), EXPF on sixteen lanes, instruction for
+// instruction, with two AVX-512 substitutions that give the same bits:
+// VRNDSCALEPS $0 for VROUNDPS $0 (both round to nearest even), and the
+// blends as masked moves on K3 (x > EXP_MAX takes +Inf; x < EXP_MIN
+// gives 0, as VANDNPS did: the move keeps the lanes where
+// !(x < EXP_MIN), predicate NLT_UQ, NaN included). Clobbers Z1-Z5, K3.
+#define EXPFZ \
+	VBROADCASTSS K(LOG2E), Z1; \
+	VMULPS       Z1, Z0, Z1; \
+	VRNDSCALEPS  $0, Z1, Z1; \
+	VMOVAPS      Z0, Z3; \
+	VBROADCASTSS K(LN2_HI), Z2; \
+	VFNMADD231PS Z2, Z1, Z3; \
+	VBROADCASTSS K(LN2_LO), Z2; \
+	VFNMADD231PS Z2, Z1, Z3; \
+	VBROADCASTSS K(EXP_C7), Z5; \
+	HORNER3(Z5, Z3, Z2, K(EXP_C6), K(EXP_C5), K(EXP_C4)); \
+	HORNER2(Z5, Z3, Z2, K(EXP_C3), K(EXP_C2)); \
+	VMULPS       Z3, Z3, Z4; \
+	VFMADD213PS  Z3, Z4, Z5; \
+	VBROADCASTSS K(ONE), Z2; \
+	VADDPS       Z2, Z5, Z5; \
+	VCVTPS2DQ    Z1, Z1; \
+	VPSRAD       $1, Z1, Z2; \
+	VPSUBD       Z2, Z1, Z1; \
+	VPBROADCASTD K(BIAS), Z4; \
+	VPADDD       Z4, Z2, Z2; \
+	VPSLLD       $23, Z2, Z2; \
+	VPADDD       Z4, Z1, Z1; \
+	VPSLLD       $23, Z1, Z1; \
+	VMULPS       Z2, Z5, Z5; \
+	VMULPS       Z1, Z5, Z5; \
+	VBROADCASTSS K(EXP_MAX), Z2; \
+	VCMPPS       $0x1e, Z2, Z0, K3; \
+	VBROADCASTSS K(INF), Z2; \
+	VMOVAPS      Z2, K3, Z5; \
+	VBROADCASTSS K(EXP_MIN), Z2; \
+	VCMPPS       $0x15, Z2, Z0, K3; \
+	VMOVAPS.Z    Z5, K3, Z0
 

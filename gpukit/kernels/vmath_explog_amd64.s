@@ -5,11 +5,16 @@
 
 // exp and log in AVX2+FMA, eight lanes at a time: expVec and logVec
 // (vmath_amd64.go), each the Go function of vmath.go it is named after,
-// operation for operation.
+// operation for operation. expVec also has an AVX-512 loop, sixteen lanes
+// a step (EXPFZ), where useAVX512Math is set.
 
 // func expVec(dst, src *float32, n int)
 TEXT ·expVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y0)
+	ARGS
+	ZPROLOGUE(Z0)
+	EXPFZ
+	ZEPILOGUE
+	LOOP8(Y0)
 	EXPF
 	EPILOGUE
 

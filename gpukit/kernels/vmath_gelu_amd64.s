@@ -5,7 +5,10 @@
 
 // GELU, x·Φ(x), and its derivative in AVX2+FMA: geluVec and geluGradVec
 // (vmath_amd64.go), each the Go function of vmath.go it is named after,
-// operation for operation, through phiGauss's parts below.
+// operation for operation, through phiGauss's parts below. Each also has
+// an AVX-512 loop, sixteen lanes a step, where useAVX512Math is set: the
+// same operations, through the Z forms of the macros (ERFPZ and the
+// others, after the Y forms), with the lane masks in K registers.
 
 // ERFP: Y11 = erfP(zreg). Clobbers Y1.
 #define ERFP(zreg) \
@@ -74,9 +77,95 @@
 	VBLENDVPS    Y3, Y2, Y1, Y1; \
 	VBLENDVPS    Y15, Y11, Y1, Y10
 
+// The Z forms: the macros above on sixteen lanes, Zn for Yn, the same
+// operations in the same order. The masks live in K registers (Y15 of
+// PHISMALL is K1), the bitwise float operations are their AVX-512F
+// integer forms (VPANDD for VANDPS, VPXORD for VXORPS: the same bits),
+// and each blend is a masked move: VBLENDVPS m, a, b, d (d = m ? a : b)
+// is d = b, then a moved into d under m; VANDNPS m, v (v where m is
+// clear) is v moved with zeroing under the negated predicate (NGE_UQ,
+// 0x19, for GE_OQ, 0x1d: true for NaN, which VANDNPS also kept).
+
+// ERFPZ: Z11 = erfP(zreg). Clobbers Z1.
+#define ERFPZ(zreg) \
+	VBROADCASTSS K(ERF_P8), Z11; \
+	HORNER3(Z11, zreg, Z1, K(ERF_P7), K(ERF_P6), K(ERF_P5)); \
+	HORNER3(Z11, zreg, Z1, K(ERF_P4), K(ERF_P3), K(ERF_P2)); \
+	HORNER2(Z11, zreg, Z1, K(ERF_P1), K(ERF_P0))
+
+// ERFCXRZ: Z4 = erfcxR(Z9, K(coff)). Clobbers Z1-Z4.
+#define ERFCXRZ(coff) \
+	VBROADCASTSS K(coff), Z1; \
+	VBROADCASTSS K(ONE), Z2; \
+	VFMADD213PS  Z2, Z9, Z1; \
+	VDIVPS       Z1, Z2, Z1; \
+	VBROADCASTSS K(ERFC_C0), Z3; \
+	VSUBPS       Z3, Z1, Z1; \
+	VBROADCASTSS K(ERFC_R9), Z4; \
+	HORNER3(Z4, Z1, Z3, K(ERFC_R8), K(ERFC_R7), K(ERFC_R6)); \
+	HORNER3(Z4, Z1, Z3, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
+	HORNER3(Z4, Z1, Z3, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
+
+// PHISMALLZ is PHISMALL, the small lanes in K1. Clobbers Z1, Z2, K2.
+#define PHISMALLZ \
+	VBROADCASTSS K(ABS_MASK), Z1; \
+	VPANDD       Z1, Z8, Z9; \
+	VMULPS       Z8, Z8, Z12; \
+	VMOVAPS      Z12, Z13; \
+	VFMSUB231PS  Z8, Z8, Z13; \
+	VBROADCASTSS K(HALF), Z1; \
+	VMULPS       Z1, Z12, Z12; \
+	VMULPS       Z1, Z13, Z13; \
+	VBROADCASTSS K(SQRT_HALF), Z1; \
+	VMULPS       Z1, Z8, Z10; \
+	ERFPZ(Z12); \
+	VFMADD213PS  Z10, Z10, Z11; \
+	VBROADCASTSS K(HALF), Z1; \
+	VFMADD213PS  Z1, Z1, Z11; \
+	VBROADCASTSS K(PHI_NEG), Z2; \
+	VCMPPS       $0x1e, Z2, Z8, K1; \
+	VBROADCASTSS K(PHI_POS), Z2; \
+	VCMPPS       $0x11, Z2, Z8, K2; \
+	KANDW        K2, K1, K1
+
+// GAUSSZ is GAUSS: Z14 = e^(-x²/2). Clobbers Z0-Z5, K2, K3.
+#define GAUSSZ \
+	VBROADCASTSS K(SIGN_MASK), Z1; \
+	VPXORD       Z1, Z12, Z0; \
+	EXPFZ; \
+	VFNMADD231PS Z13, Z0, Z0; \
+	VBROADCASTSS K(PHI_HUGE), Z1; \
+	VCMPPS       $0x19, Z1, Z9, K2; \
+	VMOVAPS.Z    Z0, K2, Z14
+
+// PHILARGEZ is PHILARGE: Z10 = Φ (needs Z14 and K1). Clobbers Z0-Z5, K2.
+#define PHILARGEZ \
+	ERFCXRZ(PHI_T); \
+	VBROADCASTSS K(HALF), Z1; \
+	VMULPS       Z1, Z14, Z1; \
+	VMULPS       Z4, Z1, Z1; \
+	VBROADCASTSS K(ONE), Z2; \
+	VSUBPS       Z1, Z2, Z2; \
+	VPXORD       Z3, Z3, Z3; \
+	VCMPPS       $0x1e, Z3, Z8, K2; \
+	VMOVAPS      Z2, K2, Z1; \
+	VMOVAPS      Z1, Z10; \
+	VMOVAPS      Z11, K1, Z10
+
 // func geluVec(dst, src *float32, n int)
 TEXT ·geluVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y8)
+	ARGS
+	ZPROLOGUE(Z8)
+	PHISMALLZ
+	VMOVAPS   Z11, Z10
+	ALLSETZ(K1)
+	JCS       zsmall
+	GAUSSZ
+	PHILARGEZ
+zsmall:
+	VMULPS    Z10, Z8, Z0
+	ZEPILOGUE
+	LOOP8(Y8)
 	PHISMALL
 	VMOVAPS   Y11, Y10
 	ALLSET(Y15)
@@ -89,7 +178,20 @@ small:
 
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y8)
+	ARGS
+	ZPROLOGUE(Z8)
+	PHISMALLZ
+	GAUSSZ
+	VMOVAPS      Z11, Z10
+	ALLSETZ(K1)
+	JCS          zsmall
+	PHILARGEZ
+zsmall:
+	VBROADCASTSS K(INV_SQRT2PI), Z1
+	VMULPS       Z1, Z14, Z0
+	VFMADD213PS  Z10, Z8, Z0
+	ZEPILOGUE
+	LOOP8(Y8)
 	PHISMALL
 	GAUSS
 	VMOVAPS      Y11, Y10

@@ -122,24 +122,28 @@ func TestVecMatchesScalar(t *testing.T) {
 	for range extra {
 		xs = append(xs, float32(r.NormFloat64()*4))
 	}
-	xs = xs[:len(xs)&^7]
+	// A length of 16k+8: with AVX-512, sixteen-lane blocks, then one of
+	// eight in the AVX2 loop (forEachVecPath also runs that loop alone).
+	xs = xs[:(len(xs)-8)&^15+8]
 	got := make([]float32, len(xs))
-	for _, c := range vecCases() {
-		c.v.vec(&got[0], &xs[0], len(xs))
-		bad := 0
-		for i, x := range xs {
-			want := c.v.f32(x)
-			if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
-				if bad < 5 {
-					t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+	forEachVecPath(t, func(t *testing.T) {
+		for _, c := range vecCases() {
+			c.v.vec(&got[0], &xs[0], len(xs))
+			bad := 0
+			for i, x := range xs {
+				want := c.v.f32(x)
+				if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+					if bad < 5 {
+						t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+					}
+					bad++
 				}
-				bad++
+			}
+			if bad > 0 {
+				t.Errorf("%s: %d of %d inputs differ", c.name, bad, len(xs))
 			}
 		}
-		if bad > 0 {
-			t.Errorf("%s: %d of %d inputs differ", c.name, bad, len(xs))
-		}
-	}
+	})
 }
 
 // TestVecEveryLength runs apply32 (the vector form on the largest
@@ -154,22 +158,24 @@ func TestVecEveryLength(t *testing.T) {
 		pool = append(pool, float32(r.NormFloat64()*8), math.Float32frombits(r.Uint32()))
 	}
 	r.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
-	for _, c := range vecCases() {
-		for off := range 4 {
-			for n := 0; n <= 40; n++ {
-				xs := pool[off : off+n]
-				ys := make([]float32, n+off)[off:]
-				c.v.apply32(ys, xs)
-				for i, x := range xs {
-					want := c.v.f32(x)
-					if math.Float32bits(ys[i]) != math.Float32bits(want) && !(ys[i] != ys[i] && want != want) {
-						t.Fatalf("%s, n=%d offset %d: element %d (%g = %#08x): %g (%#08x), Go %g (%#08x)",
-							c.name, n, off, i, x, math.Float32bits(x), ys[i], math.Float32bits(ys[i]), want, math.Float32bits(want))
+	forEachVecPath(t, func(t *testing.T) {
+		for _, c := range vecCases() {
+			for off := range 4 {
+				for n := 0; n <= 40; n++ {
+					xs := pool[off : off+n]
+					ys := make([]float32, n+off)[off:]
+					c.v.apply32(ys, xs)
+					for i, x := range xs {
+						want := c.v.f32(x)
+						if math.Float32bits(ys[i]) != math.Float32bits(want) && !(ys[i] != ys[i] && want != want) {
+							t.Fatalf("%s, n=%d offset %d: element %d (%g = %#08x): %g (%#08x), Go %g (%#08x)",
+								c.name, n, off, i, x, math.Float32bits(x), ys[i], math.Float32bits(ys[i]), want, math.Float32bits(want))
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestVecAccuracy measures the largest error in ulp against the float64
@@ -299,26 +305,35 @@ func TestVecSpecialValues(t *testing.T) {
 		{"gelu_tanh_grad", &vecGeluTanG, inf, 1, 0},
 		{"gelu_tanh_grad", &vecGeluTanG, -inf, 0, 1e-20},
 	}
-	for _, tt := range tests {
-		for _, path := range []string{"go", "asm"} {
-			if path == "asm" && !useVecMath {
-				continue
-			}
-			xs := []float32{tt.x, tt.x, tt.x, tt.x, tt.x, tt.x, tt.x, tt.x}
-			ys := make([]float32, 8)
-			if path == "asm" {
-				tt.v.vec(&ys[0], &xs[0], 8)
-			} else {
-				ys[0] = tt.v.f32(tt.x)
-			}
-			got := ys[0]
-			ok := math.Abs(float64(got-tt.want)) <= tt.tol || math.Float32bits(got) == math.Float32bits(tt.want) || (got != got && tt.want != tt.want) ||
-				(tt.want != 0 && !math.IsInf(float64(tt.want), 0) && math.Abs(float64(got-tt.want)) <= 1e-5*math.Abs(float64(tt.want)))
-			if !ok {
-				t.Errorf("%s %s(%g) = %g, want %g", path, tt.name, tt.x, got, tt.want)
+	forEachVecPath(t, func(t *testing.T) {
+		for _, tt := range tests {
+			for _, path := range []string{"go", "asm"} {
+				if path == "asm" && !useVecMath {
+					continue
+				}
+				// 24 values: a sixteen-lane block and an eight-lane one.
+				xs := make([]float32, 24)
+				for i := range xs {
+					xs[i] = tt.x
+				}
+				ys := make([]float32, len(xs))
+				if path == "asm" {
+					tt.v.vec(&ys[0], &xs[0], len(xs))
+				} else {
+					for i := range ys {
+						ys[i] = tt.v.f32(tt.x)
+					}
+				}
+				for _, got := range []float32{ys[0], ys[len(ys)-1]} {
+					ok := math.Abs(float64(got-tt.want)) <= tt.tol || math.Float32bits(got) == math.Float32bits(tt.want) || (got != got && tt.want != tt.want) ||
+						(tt.want != 0 && !math.IsInf(float64(tt.want), 0) && math.Abs(float64(got-tt.want)) <= 1e-5*math.Abs(float64(tt.want)))
+					if !ok {
+						t.Errorf("%s %s(%g) = %g, want %g", path, tt.name, tt.x, got, tt.want)
+					}
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestFMA32(t *testing.T) {
