@@ -23,21 +23,6 @@ func floats(d *device.Device, b *alloc.Block, n int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Pointer(&d.Bytes(b)[0])), n)
 }
 
-// rowSum is a model with one output per row: the sum of the row.
-func rowSum(width int) Model {
-	return func(d *device.Device, in, out *alloc.Block, rows int) {
-		x, y := floats(d, in, rows*width), floats(d, out, rows)
-		for i := range rows {
-			var s float32
-			for _, v := range x[i*width : (i+1)*width] {
-				s += v
-			}
-			y[i] = s
-		}
-		d.Launch(d.DefaultStream(), device.Kernel{Name: "row-sum", Bytes: int64(4 * rows * (width + 1))})
-	}
-}
-
 // sumPlus is a model with outWidth outputs per row: the row's sum plus the
 // output's index. It counts the rows it was given and keeps the largest
 // chunk.

@@ -50,14 +50,6 @@ type plan struct {
 	emptyFirst map[int32]bool
 }
 
-func isSegmentEvent(action string) bool {
-	switch action {
-	case alloc.ActionSegmentAlloc, alloc.ActionSegmentFree, alloc.ActionSegmentMap, alloc.ActionSegmentUnmap:
-		return true
-	}
-	return false
-}
-
 func buildPlan(tr []Event) *plan {
 	p := &plan{steps: make([]step, 0, len(tr)*2/3+1), emptyFirst: map[int32]bool{}}
 	g0 := int32(0)
