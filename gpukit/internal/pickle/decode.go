@@ -122,7 +122,7 @@ func (m *Map) Len() int {
 func (m *Map) set(key, value any) error {
 	k, ok := hashKey(key)
 	if !ok {
-		return fmt.Errorf("pickle: a dict key of type %s is not hashable", typeName(key))
+		return fmt.Errorf("pickle: a dict key of type %s is not hashable", TypeName(key))
 	}
 	if i := m.find(k); i >= 0 {
 		m.Values[i] = value
@@ -483,7 +483,7 @@ func storeMarked[T any](d *decoder, opcode string, store func(*decoder, T, int, 
 	top := d.stack[m-1]
 	c, ok := top.(T)
 	if !ok {
-		return fmt.Errorf("pickle: %s on a %s", opcode, typeName(top))
+		return fmt.Errorf("pickle: %s on a %s", opcode, TypeName(top))
 	}
 	return store(d, c, d.depthOf(m-1), d.stack[m:])
 }
@@ -503,7 +503,7 @@ func popOne[T any](d *decoder, n int, what string) (c T, err error) {
 	}
 	c, ok := target.(T)
 	if !ok {
-		return c, fmt.Errorf("pickle: %s a %s", what, typeName(target))
+		return c, fmt.Errorf("pickle: %s a %s", what, TypeName(target))
 	}
 	return c, nil
 }
@@ -881,14 +881,9 @@ func unquote(s string) (string, error) {
 // "dict", "int"... A value a StoreFunc put in place of a list or dict
 // names the type it stands for with a method TypeName() string.
 func TypeName(v any) string {
-	if s, ok := v.(interface{ TypeName() string }); ok {
-		return s.TypeName()
-	}
-	return typeName(v)
-}
-
-func typeName(v any) string {
-	switch v.(type) {
+	switch v := v.(type) {
+	case interface{ TypeName() string }:
+		return v.TypeName()
 	case nil:
 		return "None"
 	case *List:
