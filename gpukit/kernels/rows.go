@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -283,7 +284,7 @@ func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n
 	}
 	nb := (rows + lnBlock - 1) / lnBlock
 	scratch := zeroedScratch(2 * nb * n)
-	defer scratchPool.Put(scratch)
+	defer putScratch(scratch)
 	pw, pb := (*scratch)[:nb*n], (*scratch)[nb*n:]
 	parallelFor(nb, min(rowWorkers(rows, n), nb), 1, func(lo, hi int) {
 		for blk := lo; blk < hi; blk++ {
@@ -340,22 +341,60 @@ func lnBackwardDx[T Float](dx, g, x, w []T, mu, rs, a, b T) {
 	}
 }
 
-// scratchPool keeps LayerNormBackwardRows's per-block column sums from
+// scratchCache keeps LayerNormBackwardRows's per-block column sums from
 // one call to the next: for 8192 rows of 1024 they are 4 MiB, which taken
 // fresh from the heap each call were pages the OS had to fault in again,
-// about a thousand a call (perf stat, issue 39).
-var scratchPool sync.Pool // of *[]float64
+// about a thousand a call (perf stat, issue 39). A list under a mutex, not
+// a sync.Pool: a Pool's Get misses what the last Put left in another P's
+// private slot, and a goroutine that waited on parallelFor's workers may
+// resume on another P, so with a Pool one call in a few took the 4 MiB
+// from the heap again (CI under qemu: 855,700 bytes a call). It holds at
+// most maxScratch buffers, the largest ones it was given, for the life of
+// the process, as PyTorch's CPU caching would.
+var scratchCache struct {
+	sync.Mutex
+	free []*[]float64
+}
 
-// zeroedScratch is n zeros from scratchPool, or new ones; Put it back.
+// maxScratch is how many calls at once find their scratch cached.
+const maxScratch = 4
+
+// zeroedScratch is n zeros from scratchCache, or new ones; give them back
+// with putScratch.
 func zeroedScratch(n int) *[]float64 {
-	p, _ := scratchPool.Get().(*[]float64)
-	if p == nil || cap(*p) < n {
-		s := make([]float64, n)
-		return &s
+	scratchCache.Lock()
+	for i, p := range scratchCache.free {
+		if cap(*p) >= n {
+			scratchCache.free = slices.Delete(scratchCache.free, i, i+1)
+			scratchCache.Unlock()
+			*p = (*p)[:n]
+			clear(*p)
+			return p
+		}
 	}
-	*p = (*p)[:n]
-	clear(*p)
-	return p
+	scratchCache.Unlock()
+	s := make([]float64, n)
+	return &s
+}
+
+// putScratch returns p to scratchCache; when it is full, p takes the place
+// of the smallest buffer there if it is larger.
+func putScratch(p *[]float64) {
+	scratchCache.Lock()
+	defer scratchCache.Unlock()
+	if len(scratchCache.free) < maxScratch {
+		scratchCache.free = append(scratchCache.free, p)
+		return
+	}
+	smallest := 0
+	for i, q := range scratchCache.free {
+		if cap(*q) < cap(*scratchCache.free[smallest]) {
+			smallest = i
+		}
+	}
+	if cap(*p) > cap(*scratchCache.free[smallest]) {
+		scratchCache.free[smallest] = p
+	}
 }
 
 func sumBlocks[T Float](dst []T, parts []float64, nb, n int) {
