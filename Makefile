@@ -173,7 +173,7 @@ cross:
 	@GO=$(GO) bash scripts/cross.sh
 
 # Every reference solution and extras score full marks, every mutant loses
-# points (each test run twice) and every stub scores zero on the hidden
+# points (the references' tests and each test a mutant fails run twice) and every stub scores zero on the hidden
 # tests (grader/README.md); --jobs defaults to the number of CPUs.
 # Off Linux (make test on a Mac) verify runs the course's own references
 # and mutants with no sandbox, which it refuses to do unless told.

@@ -22,10 +22,13 @@ import (
 type Grader struct {
 	Course  *Course
 	Sandbox *sandbox.Sandbox
-	Go      string       // the go command; "go" when empty
-	Build   BuildLimits  // the zero value: DefaultBuildLimits
-	runs    int          // verify runs each test this many times (runAgain); 0: once
-	hidden  *hiddenCache // the hidden tests as compiled; nil: rewritten for every submission
+	Go      string      // the go command; "go" when empty
+	Build   BuildLimits // the zero value: DefaultBuildLimits
+	runs    int         // verify runs each test this many times (runAgain); 0: once
+	// againIfFailed: runAgain reruns only a test that failed (verify's
+	// mutants: that the mutant's failure is no accident is what counts).
+	againIfFailed bool
+	hidden        *hiddenCache // the hidden tests as compiled; nil: rewritten for every submission
 }
 
 // New returns a grader for course with a sandbox of the given mode; the

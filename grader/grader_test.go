@@ -87,7 +87,7 @@ func TestVerifyFixture(t *testing.T) {
 	assert.Equal(t, 1, rep.Verified, out.String())
 	assert.Empty(t, rep.Failed)
 	assert.Contains(t, out.String(), "solution 7/7, extras 7/7 7/7, mutants 4/7 6/7 4/7, stub 0/7, 2 public tests")
-	assert.Contains(t, out.String(), "1 of 1 exercises verified; 2 right answers with extras kept full marks, 3 mutants lost points (every test ran 2 times)")
+	assert.Contains(t, out.String(), "1 of 1 exercises verified; 2 right answers with extras kept full marks, 3 mutants lost points (the references' and extras' tests and the tests a mutant failed ran 2 times)")
 	assert.Equal(t, VerifyReport{Verified: 1, Extras: 2, Mutants: 3}, rep)
 }
 

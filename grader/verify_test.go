@@ -173,6 +173,33 @@ func TestGradeAgainFindsUnstableTests(t *testing.T) {
 	assert.Equal(t, 7, res.Score)
 }
 
+// TestGradeAgainIfFailed: a mutant's tests run again only where they
+// failed: the flaky submission's unstable tests are all ones that failed
+// on the first run, and a test that passed is never run again.
+func TestGradeAgainIfFailed(t *testing.T) {
+	t.Parallel()
+	c := fixtureCourse(t)
+	g, _ := newGrader(t, c, SandboxAuto)
+	ex, err := c.Exercise("01-toy")
+	require.NoError(t, err)
+	flaky := t.TempDir()
+	writeFile(t, flaky, "sum.go", "package toy\n\nimport \"time\"\n\nfunc Sum(xs []int) (int, error) {\n\ttotal := int(time.Now().UnixNano()/1000) % 2\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total, nil\n}\n")
+	for range 3 {
+		res, err := g.withRunsIfFailed(16).Grade(context.Background(), ex, flaky)
+		require.NoError(t, err)
+		for _, u := range res.unstable {
+			assert.Regexp(t, `^TestSum(Empty)? failed on run 1 and passed on run \d+: `, u)
+		}
+		for _, tr := range res.Tests {
+			if !tr.Passed() {
+				// Sixteen runs of a test that fails half of the time
+				// agree with probability 2^-15.
+				assert.NotEmpty(t, res.unstable, "%s failed on run 1 and was not run again", tr.Name)
+			}
+		}
+	}
+}
+
 // TestOverlay: the reference's files over the exercise's.
 func TestOverlay(t *testing.T) {
 	c := fixtureCourse(t)
