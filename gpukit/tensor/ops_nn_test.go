@@ -435,6 +435,43 @@ func TestReluBackwardAllocatesOnlyTheGradient(t *testing.T) {
 	assert.EqualValues(t, 64*64*4, dev.MaxMemoryAllocated()-base, "the gradient only, which becomes big.Grad()")
 }
 
+// An elementwise backward holds what PyTorch's does at its peak: the
+// gradient alone where PyTorch's formula is one kernel (sigmoid_backward,
+// tanh_backward, gelu_backward), the gradient and a temporary where it is
+// two ops (abs: grad * self.sgn()). The values are g·f'(x) either way.
+func TestElementwiseBackwardMemory(t *testing.T) {
+	const n = 64 * 64
+	for _, tc := range []struct {
+		name    string
+		forward func(*tensor.Tensor) *tensor.Tensor
+		blocks  int64 // blocks of n float32 at the backward's peak
+	}{
+		{"Sigmoid", (*tensor.Tensor).Sigmoid, 1},
+		{"Tanh", (*tensor.Tensor).Tanh, 1},
+		{"Gelu", (*tensor.Tensor).Gelu, 1},
+		{"GeluTanh", (*tensor.Tensor).GeluTanh, 1},
+		{"Abs", (*tensor.Tensor).Abs, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := newDev(t)
+			x := tensor.Randn([]int{64, 64}, tensor.On(dev), tensor.RequiresGrad())
+			y := tc.forward(x)
+			g := tensor.Randn([]int{64, 64}, tensor.On(dev))
+			base := dev.MemoryAllocated()
+			dev.ResetPeakStats()
+			y.Backward(tensor.WithGradient(g))
+			assert.EqualValues(t, tc.blocks*n*4, dev.MaxMemoryAllocated()-base)
+
+			// The same values as g times the derivative computed alone.
+			x2 := x.Detach().Clone().SetRequiresGrad(true)
+			ones := tensor.Ones([]int{64, 64}, tensor.On(dev))
+			tc.forward(x2).Backward(tensor.WithGradient(ones))
+			want := g.Mul(x2.Grad())
+			assert.Equal(t, want.Float64s(), x.Grad().Float64s())
+		})
+	}
+}
+
 // FusedAdam updates in place: nothing is allocated, versions move, and on
 // a meta device it runs (no values) instead of refusing; a strided
 // parameter is left to the caller's composed update.

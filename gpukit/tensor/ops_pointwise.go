@@ -80,16 +80,33 @@ func unary(name string, kop ops.Unary, a *Tensor) *Tensor {
 }
 
 // derivative is the backward of an elementwise op: g·d with d = kop(x),
-// the derivative's kernel charged as name at flops per element (its
-// temporary released before return), then the product charged by Mul.
-// Every elementwise backward goes through it, so each charges its
-// kernels in one place, as unary does for the forward.
-func derivative(name string, kop ops.Unary, flops int64, g, x *Tensor) *Tensor {
-	d := empty(g.outMem(), x.shape, g.dtype)
-	defer d.Release()
-	unaryKernel(kop, d, x)
-	d.charge(name, flops*int64(d.Numel()), x)
-	return g.Mul(d)
+// the derivative's kernel charged as name at flops per element, then the
+// product charged by Mul. Every elementwise backward goes through it, so
+// each charges its kernels in one place, as unary does for the forward.
+//
+// Its memory is PyTorch's. Where PyTorch's formula is one fused kernel
+// (sigmoid_backward, tanh_backward, gelu_backward in
+// tools/autograd/derivatives.yaml: one output, no temporary), fused is
+// true and d is computed into the gradient's own block, then multiplied
+// by g in place: one allocation. Where the formula is two ops (abs:
+// grad * self.sgn()), d is a temporary beside the product, as there.
+// Either way the values are the same bits: g·d, each rounded once.
+func derivative(name string, kop ops.Unary, flops int64, fused bool, g, x *Tensor) *Tensor {
+	if !fused {
+		d := empty(g.outMem(), x.shape, g.dtype)
+		defer d.Release()
+		unaryKernel(kop, d, x)
+		d.charge(name, flops*int64(d.Numel()), x)
+		return g.Mul(d)
+	}
+	g.live(name)
+	out := empty(g.outMem(), x.shape, g.dtype)
+	unaryKernel(kop, out, x)
+	out.charge(name, flops*int64(out.Numel()), x)
+	gb := g.layoutAs(out.shape)
+	binaryKernel(ops.Mul, out, gb, out, 0, false)
+	out.charge("Mul", int64(out.Numel()), g, out)
+	return out
 }
 
 // Add returns t + other, where other is a *Tensor (broadcast with t) or a
@@ -263,7 +280,7 @@ func (t *Tensor) Sqrt() *Tensor {
 func (t *Tensor) Abs() *Tensor {
 	return record(unary("Abs", ops.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("AbsBackward", ops.Sign, 1, g, saved[0])}
+			return []*Tensor{derivative("AbsBackward", ops.Sign, 1, false, g, saved[0])}
 		})
 }
 
@@ -273,7 +290,7 @@ func (t *Tensor) Sigmoid() *Tensor {
 	return record(out, "SigmoidBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·y·(1-y)
-			return []*Tensor{derivative("SigmoidBackward", ops.SigmoidDeriv, 1, g, saved[0])}
+			return []*Tensor{derivative("SigmoidBackward", ops.SigmoidDeriv, 1, true, g, saved[0])}
 		})
 }
 
@@ -283,7 +300,7 @@ func (t *Tensor) Tanh() *Tensor {
 	return record(out, "TanhBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(1-y²)
-			return []*Tensor{derivative("TanhBackward", ops.TanhDeriv, 1, g, saved[0])}
+			return []*Tensor{derivative("TanhBackward", ops.TanhDeriv, 1, true, g, saved[0])}
 		})
 }
 
@@ -293,7 +310,7 @@ func (t *Tensor) Gelu() *Tensor {
 	return record(unary("Gelu", ops.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(Φ(x) + x·φ(x))
-			return []*Tensor{derivative("GeluBackward", ops.GeluDeriv, 20, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluDeriv, 20, true, g, saved[0])}
 		})
 }
 
@@ -318,7 +335,7 @@ func (t *Tensor) GeluTanh() *Tensor {
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("GeluBackward", ops.GeluTanhDeriv, 20, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluTanhDeriv, 20, true, g, saved[0])}
 		})
 }
 
