@@ -177,9 +177,12 @@ func TestHiddenTightCard(t *testing.T) {
 }
 
 // TestHiddenRetriesCost: a card on which the setting that reserves least
-// fits only with a retry, and another fits without one.
+// fits only with a retry, and another fits without one. At batch 10,
+// rounding to powers of two fits with 602 to 615 MiB for the allocator
+// only by retrying, with as little reserved as the default, which needs
+// no retry; at batch 12 no card shows it.
 func TestHiddenRetriesCost(t *testing.T) {
-	s := record(t, hiddenRun(t, 12))
+	s := record(t, hiddenRun(t, 10))
 	options := []string{"roundup_power2_divisions:4", "", "max_split_size_mb:64"}
 	_, high := peaks(t, s, options)
 	const context = 128 * mib
