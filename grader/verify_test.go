@@ -150,18 +150,25 @@ func TestVerifyUncaughtTests(t *testing.T) {
 	assert.Contains(t, out, "1 graded tests no mutant fails")
 }
 
-// TestGradeAgainFindsUnstableTests: a submission whose result depends on
-// chance is caught when each test runs several times; a sound one is not.
-func TestGradeAgainFindsUnstableTests(t *testing.T) {
-	t.Parallel()
+// flakyToy is a grader of the fixture course, its exercise 01-toy, and a
+// submission of it whose Sum is wrong half of the time.
+func flakyToy(t *testing.T) (*Grader, *Exercise, string) {
 	c := fixtureCourse(t)
 	g, _ := newGrader(t, c, SandboxAuto)
 	ex, err := c.Exercise("01-toy")
 	require.NoError(t, err)
 	flaky := t.TempDir()
-	// Wrong half of the time: twelve runs of a test agree with
-	// probability 2^-11.
 	writeFile(t, flaky, "sum.go", "package toy\n\nimport \"time\"\n\nfunc Sum(xs []int) (int, error) {\n\ttotal := int(time.Now().UnixNano()/1000) % 2\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total, nil\n}\n")
+	return g, ex, flaky
+}
+
+// TestGradeAgainFindsUnstableTests: a submission whose result depends on
+// chance is caught when each test runs several times; a sound one is not.
+func TestGradeAgainFindsUnstableTests(t *testing.T) {
+	t.Parallel()
+	g, ex, flaky := flakyToy(t)
+	// Twelve runs of a test that fails half of the time agree with
+	// probability 2^-11.
 	res, err := g.withRuns(12).Grade(context.Background(), ex, flaky)
 	require.NoError(t, err)
 	require.NotEmpty(t, res.unstable)
@@ -178,12 +185,7 @@ func TestGradeAgainFindsUnstableTests(t *testing.T) {
 // on the first run, and a test that passed is never run again.
 func TestGradeAgainIfFailed(t *testing.T) {
 	t.Parallel()
-	c := fixtureCourse(t)
-	g, _ := newGrader(t, c, SandboxAuto)
-	ex, err := c.Exercise("01-toy")
-	require.NoError(t, err)
-	flaky := t.TempDir()
-	writeFile(t, flaky, "sum.go", "package toy\n\nimport \"time\"\n\nfunc Sum(xs []int) (int, error) {\n\ttotal := int(time.Now().UnixNano()/1000) % 2\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}\n\treturn total, nil\n}\n")
+	g, ex, flaky := flakyToy(t)
 	for range 3 {
 		res, err := g.withRunsIfFailed(16).Grade(context.Background(), ex, flaky)
 		require.NoError(t, err)
