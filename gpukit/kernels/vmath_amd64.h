@@ -87,33 +87,49 @@ ymm:
 	HORNER(p, z, t, c2); \
 	HORNER2(p, z, t, c1, c0)
 
+// exp32's steps, shared by EXPF (eight lanes, Y registers) and EXPFZ
+// (sixteen, Z registers): the register arguments are all of one kind.
+// EXPSCALE(x, n): n = x·log₂e, which the caller rounds to an integer
+// (its instruction differs by width). EXPREDUCE(x, n, r, t): r = x − n·ln2,
+// ln2 in two parts. EXPPOLY(n, r, t, r2, p): p = eʳ's polynomial times 2ⁿ,
+// applied in two halves so that |n| up to 255 stays in the exponent's
+// range; clobbers n, t and r2.
+#define EXPSCALE(x, n) \
+	VBROADCASTSS K(LOG2E), n; \
+	VMULPS       n, x, n
+
+#define EXPREDUCE(x, n, r, t) \
+	VMOVAPS      x, r; \
+	VBROADCASTSS K(LN2_HI), t; \
+	VFNMADD231PS t, n, r; \
+	VBROADCASTSS K(LN2_LO), t; \
+	VFNMADD231PS t, n, r
+
+#define EXPPOLY(n, r, t, r2, p) \
+	VBROADCASTSS K(EXP_C7), p; \
+	HORNER3(p, r, t, K(EXP_C6), K(EXP_C5), K(EXP_C4)); \
+	HORNER2(p, r, t, K(EXP_C3), K(EXP_C2)); \
+	VMULPS       r, r, r2; \
+	VFMADD213PS  r, r2, p; \
+	VBROADCASTSS K(ONE), t; \
+	VADDPS       t, p, p; \
+	VCVTPS2DQ    n, n; \
+	VPSRAD       $1, n, t; \
+	VPSUBD       t, n, n; \
+	VPBROADCASTD K(BIAS), r2; \
+	VPADDD       r2, t, t; \
+	VPSLLD       $23, t, t; \
+	VPADDD       r2, n, n; \
+	VPSLLD       $23, n, n; \
+	VMULPS       t, p, p; \
+	VMULPS       n, p, p
+
 // EXPF: Y0 = exp32(Y0). Clobbers Y1-Y5.
 #define EXPF \
-	VBROADCASTSS K(LOG2E), Y1; \
-	VMULPS       Y1, Y0, Y1; \
+	EXPSCALE(Y0, Y1); \
 	VROUNDPS     $0, Y1, Y1; \
-	VMOVAPS      Y0, Y3; \
-	VBROADCASTSS K(LN2_HI), Y2; \
-	VFNMADD231PS Y2, Y1, Y3; \
-	VBROADCASTSS K(LN2_LO), Y2; \
-	VFNMADD231PS Y2, Y1, Y3; \
-	VBROADCASTSS K(EXP_C7), Y5; \
-	HORNER3(Y5, Y3, Y2, K(EXP_C6), K(EXP_C5), K(EXP_C4)); \
-	HORNER2(Y5, Y3, Y2, K(EXP_C3), K(EXP_C2)); \
-	VMULPS       Y3, Y3, Y4; \
-	VFMADD213PS  Y3, Y4, Y5; \
-	VBROADCASTSS K(ONE), Y2; \
-	VADDPS       Y2, Y5, Y5; \
-	VCVTPS2DQ    Y1, Y1; \
-	VPSRAD       $1, Y1, Y2; \
-	VPSUBD       Y2, Y1, Y1; \
-	VPBROADCASTD K(BIAS), Y4; \
-	VPADDD       Y4, Y2, Y2; \
-	VPSLLD       $23, Y2, Y2; \
-	VPADDD       Y4, Y1, Y1; \
-	VPSLLD       $23, Y1, Y1; \
-	VMULPS       Y2, Y5, Y5; \
-	VMULPS       Y1, Y5, Y5; \
+	EXPREDUCE(Y0, Y1, Y3, Y2); \
+	EXPPOLY(Y1, Y3, Y2, Y4, Y5); \
 	VBROADCASTSS K(EXP_MAX), Y2; \
 	VCMPPS       $0x1e, Y2, Y0, Y3; \
 	VBROADCASTSS K(INF), Y2; \
@@ -134,31 +150,10 @@ ymm:
 // gives 0, as VANDNPS did: the move keeps the lanes where
 // !(x < EXP_MIN), predicate NLT_UQ, NaN included). Clobbers Z1-Z5, K3.
 #define EXPFZ \
-	VBROADCASTSS K(LOG2E), Z1; \
-	VMULPS       Z1, Z0, Z1; \
+	EXPSCALE(Z0, Z1); \
 	VRNDSCALEPS  $0, Z1, Z1; \
-	VMOVAPS      Z0, Z3; \
-	VBROADCASTSS K(LN2_HI), Z2; \
-	VFNMADD231PS Z2, Z1, Z3; \
-	VBROADCASTSS K(LN2_LO), Z2; \
-	VFNMADD231PS Z2, Z1, Z3; \
-	VBROADCASTSS K(EXP_C7), Z5; \
-	HORNER3(Z5, Z3, Z2, K(EXP_C6), K(EXP_C5), K(EXP_C4)); \
-	HORNER2(Z5, Z3, Z2, K(EXP_C3), K(EXP_C2)); \
-	VMULPS       Z3, Z3, Z4; \
-	VFMADD213PS  Z3, Z4, Z5; \
-	VBROADCASTSS K(ONE), Z2; \
-	VADDPS       Z2, Z5, Z5; \
-	VCVTPS2DQ    Z1, Z1; \
-	VPSRAD       $1, Z1, Z2; \
-	VPSUBD       Z2, Z1, Z1; \
-	VPBROADCASTD K(BIAS), Z4; \
-	VPADDD       Z4, Z2, Z2; \
-	VPSLLD       $23, Z2, Z2; \
-	VPADDD       Z4, Z1, Z1; \
-	VPSLLD       $23, Z1, Z1; \
-	VMULPS       Z2, Z5, Z5; \
-	VMULPS       Z1, Z5, Z5; \
+	EXPREDUCE(Z0, Z1, Z3, Z2); \
+	EXPPOLY(Z1, Z3, Z2, Z4, Z5); \
 	VBROADCASTSS K(EXP_MAX), Z2; \
 	VCMPPS       $0x1e, Z2, Z0, K3; \
 	VBROADCASTSS K(INF), Z2; \
