@@ -7,28 +7,31 @@
 // (vmath_amd64.go), each the Go function of vmath.go it is named after,
 // operation for operation, through phiGauss's parts below. Each also has
 // an AVX-512 loop, sixteen lanes a step, where useAVX512Math is set: the
-// same operations, through the Z forms of the macros (ERFPZ and the
-// others, after the Y forms), with the lane masks in K registers.
+// same operations, through ERFP and ERFCXR with Z registers and the Z
+// forms of the other macros (PHISMALLZ and the rest, after the Y forms),
+// with the lane masks in K registers.
 
-// ERFP: Y11 = erfP(zreg). Clobbers Y1.
-#define ERFP(zreg) \
-	VBROADCASTSS K(ERF_P8), Y11; \
-	HORNER3(Y11, zreg, Y1, K(ERF_P7), K(ERF_P6), K(ERF_P5)); \
-	HORNER3(Y11, zreg, Y1, K(ERF_P4), K(ERF_P3), K(ERF_P2)); \
-	HORNER2(Y11, zreg, Y1, K(ERF_P1), K(ERF_P0))
+// ERFP(p, z, t): p = erfP(z). Clobbers t. ERFCXR(coff, x, u, one, c, r):
+// r = erfcxR(x, K(coff)). Clobbers u, one and c. Their register arguments
+// are all Y (the loops below) or all Z (the AVX-512 loops): the same
+// instructions on eight or sixteen lanes.
+#define ERFP(p, z, t) \
+	VBROADCASTSS K(ERF_P8), p; \
+	HORNER3(p, z, t, K(ERF_P7), K(ERF_P6), K(ERF_P5)); \
+	HORNER3(p, z, t, K(ERF_P4), K(ERF_P3), K(ERF_P2)); \
+	HORNER2(p, z, t, K(ERF_P1), K(ERF_P0))
 
-// ERFCXR: Y4 = erfcxR(Y9, K(coff)). Clobbers Y1-Y4.
-#define ERFCXR(coff) \
-	VBROADCASTSS K(coff), Y1; \
-	VBROADCASTSS K(ONE), Y2; \
-	VFMADD213PS  Y2, Y9, Y1; \
-	VDIVPS       Y1, Y2, Y1; \
-	VBROADCASTSS K(ERFC_C0), Y3; \
-	VSUBPS       Y3, Y1, Y1; \
-	VBROADCASTSS K(ERFC_R9), Y4; \
-	HORNER3(Y4, Y1, Y3, K(ERFC_R8), K(ERFC_R7), K(ERFC_R6)); \
-	HORNER3(Y4, Y1, Y3, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
-	HORNER3(Y4, Y1, Y3, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
+#define ERFCXR(coff, x, u, one, c, r) \
+	VBROADCASTSS K(coff), u; \
+	VBROADCASTSS K(ONE), one; \
+	VFMADD213PS  one, x, u; \
+	VDIVPS       u, one, u; \
+	VBROADCASTSS K(ERFC_C0), c; \
+	VSUBPS       c, u, u; \
+	VBROADCASTSS K(ERFC_R9), r; \
+	HORNER3(r, u, c, K(ERFC_R8), K(ERFC_R7), K(ERFC_R6)); \
+	HORNER3(r, u, c, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
+	HORNER3(r, u, c, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
 
 // GELU's Φ (phiGauss), in parts. PHISMALL: from x in Y8, Y9 = |x|,
 // Y12 = x²/2 (rounded), Y13 = its low part, Y11 = Φ by the polynomial
@@ -46,7 +49,7 @@
 	VMULPS       Y1, Y13, Y13; \
 	VBROADCASTSS K(SQRT_HALF), Y1; \
 	VMULPS       Y1, Y8, Y10; \
-	ERFP(Y12); \
+	ERFP(Y11, Y12, Y1); \
 	VFMADD213PS  Y10, Y10, Y11; \
 	VBROADCASTSS K(HALF), Y1; \
 	VFMADD213PS  Y1, Y1, Y11; \
@@ -66,7 +69,7 @@
 	VANDNPS      Y0, Y2, Y14
 
 #define PHILARGE \
-	ERFCXR(PHI_T); \
+	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4); \
 	VBROADCASTSS K(HALF), Y1; \
 	VMULPS       Y1, Y14, Y1; \
 	VMULPS       Y4, Y1, Y1; \
@@ -86,26 +89,6 @@
 // clear) is v moved with zeroing under the negated predicate (NGE_UQ,
 // 0x19, for GE_OQ, 0x1d: true for NaN, which VANDNPS also kept).
 
-// ERFPZ: Z11 = erfP(zreg). Clobbers Z1.
-#define ERFPZ(zreg) \
-	VBROADCASTSS K(ERF_P8), Z11; \
-	HORNER3(Z11, zreg, Z1, K(ERF_P7), K(ERF_P6), K(ERF_P5)); \
-	HORNER3(Z11, zreg, Z1, K(ERF_P4), K(ERF_P3), K(ERF_P2)); \
-	HORNER2(Z11, zreg, Z1, K(ERF_P1), K(ERF_P0))
-
-// ERFCXRZ: Z4 = erfcxR(Z9, K(coff)). Clobbers Z1-Z4.
-#define ERFCXRZ(coff) \
-	VBROADCASTSS K(coff), Z1; \
-	VBROADCASTSS K(ONE), Z2; \
-	VFMADD213PS  Z2, Z9, Z1; \
-	VDIVPS       Z1, Z2, Z1; \
-	VBROADCASTSS K(ERFC_C0), Z3; \
-	VSUBPS       Z3, Z1, Z1; \
-	VBROADCASTSS K(ERFC_R9), Z4; \
-	HORNER3(Z4, Z1, Z3, K(ERFC_R8), K(ERFC_R7), K(ERFC_R6)); \
-	HORNER3(Z4, Z1, Z3, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
-	HORNER3(Z4, Z1, Z3, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
-
 // PHISMALLZ is PHISMALL, the small lanes in K1. Clobbers Z1, Z2, K2.
 #define PHISMALLZ \
 	VBROADCASTSS K(ABS_MASK), Z1; \
@@ -118,7 +101,7 @@
 	VMULPS       Z1, Z13, Z13; \
 	VBROADCASTSS K(SQRT_HALF), Z1; \
 	VMULPS       Z1, Z8, Z10; \
-	ERFPZ(Z12); \
+	ERFP(Z11, Z12, Z1); \
 	VFMADD213PS  Z10, Z10, Z11; \
 	VBROADCASTSS K(HALF), Z1; \
 	VFMADD213PS  Z1, Z1, Z11; \
@@ -140,7 +123,7 @@
 
 // PHILARGEZ is PHILARGE: Z10 = Φ (needs Z14 and K1). Clobbers Z0-Z5, K2.
 #define PHILARGEZ \
-	ERFCXRZ(PHI_T); \
+	ERFCXR(PHI_T, Z9, Z1, Z2, Z3, Z4); \
 	VBROADCASTSS K(HALF), Z1; \
 	VMULPS       Z1, Z14, Z1; \
 	VMULPS       Z4, Z1, Z1; \
