@@ -42,6 +42,9 @@ func ApplyBinary[T Float](op ops.Binary, x, y T) T {
 	case ops.LessEqual:
 		return b2f[T](x <= y)
 	}
+	if u, ok := op.Derivative(); ok {
+		return x * ApplyUnary(u, y)
+	}
 	panic("kernels: unknown " + op.String())
 }
 
@@ -60,9 +63,18 @@ func Binary[T Float](op ops.Binary, dst, a, b []T) {
 		panic(fmt.Sprintf("kernels: Binary %v: lengths dst=%d a=%d b=%d differ", op, len(dst), len(a), len(b)))
 	}
 	stream := len(dst) >= streamFloats
-	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
+	parallelFor(len(dst), workers(len(dst), binaryMinPer(op)), 16, func(lo, hi int) {
 		binaryVVStream(op, dst[lo:hi], a[lo:hi], b[lo:hi], stream)
 	})
+}
+
+// binaryMinPer is how many elements are worth one goroutine: a backward
+// op evaluates its derivative, and splits where its Unary op would.
+func binaryMinPer(op ops.Binary) int {
+	if u, ok := op.Derivative(); ok {
+		return unaryMinPer(u)
+	}
+	return parallelThreshold / 2
 }
 
 // BinaryScalar computes dst[i] = op(a[i], s).
@@ -71,7 +83,7 @@ func BinaryScalar[T Float](op ops.Binary, dst, a []T, s T) {
 		panic(fmt.Sprintf("kernels: BinaryScalar %v: lengths dst=%d a=%d differ", op, len(dst), len(a)))
 	}
 	stream := len(dst) >= streamFloats
-	parallelFor(len(dst), workers(len(dst), parallelThreshold/2), 16, func(lo, hi int) {
+	parallelFor(len(dst), workers(len(dst), binaryMinPer(op)), 16, func(lo, hi int) {
 		binaryVSStream(op, dst[lo:hi], a[lo:hi], s, stream)
 	})
 }
@@ -93,7 +105,7 @@ func BinaryStrided[T Float](op ops.Binary, shape []int, dst, a, b Strided[T]) {
 	}
 	l := coalesce(shape, dst.Strides, a.Strides, b.Strides)
 	off := [3]int{dst.Offset, a.Offset, b.Offset}
-	parallelFor(total, workers(total, parallelThreshold/2), 16, func(lo, hi int) {
+	parallelFor(total, workers(total, binaryMinPer(op)), 16, func(lo, hi int) {
 		l.rows(off, lo, hi, func(n int, o, s [3]int) {
 			binaryRow(op, n, dst.Data, o[0], s[0], a.Data, o[1], s[1], b.Data, o[2], s[2])
 		})
@@ -152,6 +164,10 @@ func binaryVV[T Float](op ops.Binary, d, a, b []T) {
 // the rest in binaryVVGo.
 func binaryVVStream[T Float](op ops.Binary, d, a, b []T, stream bool) {
 	a, b = a[:len(d)], b[:len(d)]
+	if u, ok := op.Derivative(); ok {
+		backwardLoop(unaryImplOf(u), d, a, b, stream)
+		return
+	}
 	if op.Arithmetic() && useAVX && len(d) >= 32 {
 		if d32, ok := any(d).([]float32); ok {
 			lo, hi := vectorSpan(d32, stream)
@@ -162,6 +178,27 @@ func binaryVVStream[T Float](op ops.Binary, d, a, b []T, stream bool) {
 		}
 	}
 	binaryVVGo(op, d, a, b)
+}
+
+// backwardChunk is how many elements a backward op (GeluBackward, …)
+// takes at a time: the derivative of b's chunk goes to a buffer on the
+// stack, and is multiplied by a's chunk while both are in the first-level
+// cache. The op reads a and b and writes d once, where a derivative op and
+// then a Mul would write and read a whole temporary again; and d may be a
+// or b itself, since each chunk of both is read before d's is written.
+const backwardChunk = 512
+
+// backwardLoop computes d = a·f′(b), f′ being im; the same roundings as
+// the Unary op into a temporary and a Mul (f′(b) rounded to T, then the
+// product).
+func backwardLoop[T Float](im *unaryImpl, d, a, b []T, stream bool) {
+	var buf [backwardChunk]T
+	for lo := 0; lo < len(d); lo += backwardChunk {
+		hi := min(lo+backwardChunk, len(d))
+		f := buf[:hi-lo]
+		unaryContig(im, f, b[lo:hi])
+		binaryVVStream(ops.Mul, d[lo:hi], a[lo:hi], f, stream)
+	}
 }
 
 // vectorSpan is the part [lo, hi) of d (at least 32 long) the vector

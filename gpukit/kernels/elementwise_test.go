@@ -308,3 +308,63 @@ func assertClose[T Float](t testing.TB, got, want []T, tol float64) {
 		t.Fatalf("[%d] = %v, want %v", i, got[i], want[i])
 	}
 }
+
+// TestBackwardOps checks each backward op (GeluBackward, …) bit for bit
+// against its derivative's Unary kernel into a temporary and a Mul, the
+// two kernels it fuses: lengths around its chunk, misaligned starts,
+// streamed stores, special values, and the result written over the
+// gradient or over the input, in float32 and float64.
+func TestBackwardOps(t *testing.T) {
+	testBackwardOps[float32](t)
+	testBackwardOps[float64](t)
+}
+
+func testBackwardOps[T Float](t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 5))
+	special := []T{T(math.NaN()), T(math.Inf(1)), T(math.Inf(-1)), 0, T(math.Copysign(0, -1)), 1e-40, -0.75, 9}
+	var backward []ops.Binary
+	for _, op := range ops.Binaries() {
+		if _, ok := op.Derivative(); ok {
+			backward = append(backward, op)
+		}
+	}
+	if len(backward) != 4 {
+		t.Fatalf("backward ops %v", backward)
+	}
+	for _, n := range []int{1, 31, backwardChunk - 1, backwardChunk, backwardChunk + 1, 3*backwardChunk + 40} {
+		for _, skip := range []int{0, 1} {
+			g, x := make([]T, n+skip)[skip:], make([]T, n+skip)[skip:]
+			for i := range g {
+				g[i], x[i] = T(r.NormFloat64()), T(3*r.NormFloat64())
+			}
+			for i := 0; i < n; i += 1 + r.IntN(17) {
+				g[i] = special[r.IntN(len(special))]
+				x[(i*5)%n] = special[r.IntN(len(special))]
+			}
+			for _, op := range backward {
+				u, _ := op.Derivative()
+				want := make([]T, n)
+				Unary(u, want, x)
+				Binary(ops.Mul, want, g, want)
+				same := func(what string, got []T) {
+					t.Helper()
+					for i := range got {
+						if got[i] != want[i] && !(got[i] != got[i] && want[i] != want[i]) {
+							t.Fatalf("%v n=%d skip=%d %s: [%d] = %v, want %v", op, n, skip, what, i, got[i], want[i])
+						}
+					}
+				}
+				for _, stream := range []bool{false, true} {
+					got := make([]T, n)
+					binaryVVStream(op, got, g, x, stream)
+					same(fmt.Sprint("stream ", stream), got)
+				}
+				overG, overX := append([]T(nil), g...), append([]T(nil), x...)
+				Binary(op, overG, overG, x)
+				same("over the gradient", overG)
+				Binary(op, overX, g, overX)
+				same("over the input", overX)
+			}
+		}
+	}
+}

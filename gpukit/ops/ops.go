@@ -104,6 +104,16 @@ const (
 	ThresholdBackward
 	GreaterEqual // 1 if a >= b else 0
 	LessEqual    // 1 if a <= b else 0
+	// The activations' backward passes, a·f′(b) in one pass over memory:
+	// a is the gradient, b what the derivative is taken of (the input for
+	// the GELUs, the output for sigmoid and tanh). f′(b) is the Unary op
+	// Derivative names, rounded to the dtype the op computes in, then
+	// multiplied by a, as PyTorch's gelu_backward, sigmoid_backward and
+	// tanh_backward are one kernel each (tools/autograd/derivatives.yaml).
+	GeluBackward     // a·GeluDeriv(b)
+	GeluTanhBackward // a·GeluTanhDeriv(b)
+	SigmoidBackward  // a·SigmoidDeriv(b)
+	TanhBackward     // a·TanhDeriv(b)
 )
 
 // binary is each binary op's name and kind.
@@ -124,6 +134,10 @@ var binary = [...]struct {
 	ThresholdBackward: {"ThresholdBackward", false, false},
 	GreaterEqual:      {"GreaterEqual", false, true},
 	LessEqual:         {"LessEqual", false, true},
+	GeluBackward:      {"GeluBackward", false, false},
+	GeluTanhBackward:  {"GeluTanhBackward", false, false},
+	SigmoidBackward:   {"SigmoidBackward", false, false},
+	TanhBackward:      {"TanhBackward", false, false},
 }
 
 // Binaries lists the binary ops in order.
@@ -146,6 +160,21 @@ func (op Binary) Arithmetic() bool { return op.Valid() && binary[op].arithmetic 
 // Comparison reports whether op is a comparison (1 or 0), which may write
 // a Bool result from operands of another dtype.
 func (op Binary) Comparison() bool { return op.Valid() && binary[op].comparison }
+
+// derivatives are the backward ops' derivatives.
+var derivatives = map[Binary]Unary{
+	GeluBackward:     GeluDeriv,
+	GeluTanhBackward: GeluTanhDeriv,
+	SigmoidBackward:  SigmoidDeriv,
+	TanhBackward:     TanhDeriv,
+}
+
+// Derivative is the Unary op whose value a backward op multiplies the
+// gradient by (GeluDeriv for GeluBackward), and false for the other ops.
+func (op Binary) Derivative() (Unary, bool) {
+	d, ok := derivatives[op]
+	return d, ok
+}
 
 // Reduce selects the combining function of a reduction.
 type Reduce uint8

@@ -47,6 +47,26 @@ func TestProperties(t *testing.T) {
 	for _, op := range []ops.Unary{ops.Exp, ops.Log, ops.Tanh, ops.Gelu, ops.GeluDeriv} {
 		assert.True(t, op.Transcendental(), op.String())
 	}
+	backward := map[ops.Binary]ops.Unary{}
+	for _, op := range append(ops.Binaries(), ops.Binary(200)) {
+		if d, ok := op.Derivative(); ok {
+			backward[op] = d
+		}
+	}
+	assert.Equal(t, map[ops.Binary]ops.Unary{
+		ops.GeluBackward: ops.GeluDeriv, ops.GeluTanhBackward: ops.GeluTanhDeriv,
+		ops.SigmoidBackward: ops.SigmoidDeriv, ops.TanhBackward: ops.TanhDeriv,
+	}, backward)
+}
+
+func ExampleBinary_Derivative() {
+	d, ok := ops.GeluBackward.Derivative()
+	fmt.Println(d, ok)
+	_, ok = ops.Mul.Derivative()
+	fmt.Println(ok)
+	// Output:
+	// GeluDeriv true
+	// false
 }
 
 func ExampleBinary_Comparison() {

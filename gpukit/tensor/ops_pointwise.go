@@ -86,13 +86,17 @@ func unary(name string, kop ops.Unary, a *Tensor) *Tensor {
 //
 // Its memory is PyTorch's. Where PyTorch's formula is one fused kernel
 // (sigmoid_backward, tanh_backward, gelu_backward in
-// tools/autograd/derivatives.yaml: one output, no temporary), fused is
-// true and d is computed into the gradient's own block, then multiplied
-// by g in place: one allocation. Where the formula is two ops (abs:
-// grad * self.sgn()), d is a temporary beside the product, as there.
-// Either way the values are the same bits: g·d, each rounded once.
-func derivative(name string, kop ops.Unary, flops int64, fused bool, g, x *Tensor) *Tensor {
-	if !fused {
+// tools/autograd/derivatives.yaml: one output, no temporary), bop is that
+// kernel (ops.GeluBackward, whose Derivative is kop), run for float32 and
+// float64: one pass over memory, one block. Other dtypes (the 16-bit
+// floats compute in float32) and a gradient whose dtype is not x's compute
+// d into the gradient's own block, rounded to its dtype, then multiply by
+// g in place. Where the formula is two ops (abs: grad * self.sgn(); bop is
+// ops.Mul), d is a temporary beside the product, as there. Either way the
+// values are the same bits, g·d with d rounded to the dtype, and the
+// simulated card is charged the same two kernels.
+func derivative(name string, bop ops.Binary, kop ops.Unary, flops int64, g, x *Tensor) *Tensor {
+	if bop == ops.Mul {
 		d := empty(g.outMem(), x.shape, g.dtype)
 		defer d.Release()
 		unaryKernel(kop, d, x)
@@ -101,10 +105,14 @@ func derivative(name string, kop ops.Unary, flops int64, fused bool, g, x *Tenso
 	}
 	g.live(name)
 	out := empty(g.outMem(), x.shape, g.dtype)
-	unaryKernel(kop, out, x)
-	out.charge(name, flops*int64(out.Numel()), x)
 	gb := g.layoutAs(out.shape)
-	binaryKernel(ops.Mul, out, gb, out, 0, false)
+	if (out.dtype == Float32 || out.dtype == Float64) && x.dtype == out.dtype {
+		binaryKernel(bop, out, gb, x, 0, false)
+	} else {
+		unaryKernel(kop, out, x)
+		binaryKernel(ops.Mul, out, gb, out, 0, false)
+	}
+	out.charge(name, flops*int64(out.Numel()), x)
 	out.charge("Mul", int64(out.Numel()), g, out)
 	return out
 }
@@ -280,7 +288,7 @@ func (t *Tensor) Sqrt() *Tensor {
 func (t *Tensor) Abs() *Tensor {
 	return record(unary("Abs", ops.Abs, t), "AbsBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("AbsBackward", ops.Sign, 1, false, g, saved[0])}
+			return []*Tensor{derivative("AbsBackward", ops.Mul, ops.Sign, 1, g, saved[0])}
 		})
 }
 
@@ -290,7 +298,7 @@ func (t *Tensor) Sigmoid() *Tensor {
 	return record(out, "SigmoidBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·y·(1-y)
-			return []*Tensor{derivative("SigmoidBackward", ops.SigmoidDeriv, 1, true, g, saved[0])}
+			return []*Tensor{derivative("SigmoidBackward", ops.SigmoidBackward, ops.SigmoidDeriv, 1, g, saved[0])}
 		})
 }
 
@@ -300,7 +308,7 @@ func (t *Tensor) Tanh() *Tensor {
 	return record(out, "TanhBackward0", []*Tensor{t}, []*Tensor{out},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(1-y²)
-			return []*Tensor{derivative("TanhBackward", ops.TanhDeriv, 1, true, g, saved[0])}
+			return []*Tensor{derivative("TanhBackward", ops.TanhBackward, ops.TanhDeriv, 1, g, saved[0])}
 		})
 }
 
@@ -310,7 +318,7 @@ func (t *Tensor) Gelu() *Tensor {
 	return record(unary("Gelu", ops.Gelu, t), "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
 			// g·(Φ(x) + x·φ(x))
-			return []*Tensor{derivative("GeluBackward", ops.GeluDeriv, 20, true, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluBackward, ops.GeluDeriv, 20, g, saved[0])}
 		})
 }
 
@@ -335,7 +343,7 @@ func (t *Tensor) GeluTanh() *Tensor {
 	out.charge(op, int64(out.Numel()), t)
 	return record(out, "GeluBackward0", []*Tensor{t}, []*Tensor{t},
 		func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-			return []*Tensor{derivative("GeluBackward", ops.GeluTanhDeriv, 20, true, g, saved[0])}
+			return []*Tensor{derivative("GeluBackward", ops.GeluTanhBackward, ops.GeluTanhDeriv, 20, g, saved[0])}
 		})
 }
 

@@ -177,7 +177,13 @@ func unaryMatches(op ops.Unary, dt dtypes.Dtype, got, want []byte, i int, x floa
 	if exactUnary[op] {
 		return sameElement(dt, got, want, i)
 	}
-	tol, floor := tolerance(dt)
+	tol, floor := unaryTolerance(op, dt, x)
+	return closeElement(dt, got, want, i, tol, floor)
+}
+
+// unaryTolerance is tolerance for the transcendental op at x.
+func unaryTolerance(op ops.Unary, dt dtypes.Dtype, x float64) (tol, floor float64) {
+	tol, floor = tolerance(dt)
 	gelu := op == ops.Gelu || op == ops.GeluDeriv || op == ops.GeluTanhApprox || op == ops.GeluTanhDeriv
 	if gelu && dt == dtypes.Float32 {
 		// e^(-x²/2) and e^(2u) of an argument rounded to float32 are off
@@ -188,7 +194,7 @@ func unaryMatches(op ops.Unary, dt dtypes.Dtype, got, want []byte, i int, x floa
 			floor = 0.25 // Φ + x·φ cancels near x = −0.75: the terms' size
 		}
 	}
-	return closeElement(dt, got, want, i, tol, floor)
+	return tol, floor
 }
 
 // binaryMatches reports whether got[i], op(x, y) computed by the device
@@ -198,6 +204,12 @@ func binaryMatches(op ops.Binary, in, out dtypes.Dtype, got []byte, i int, x, y 
 	rv := binaryRef(op, in, x, y)
 	want := make([]byte, len(got))
 	dtypes.Store(out, want, i, rv)
+	if u, ok := op.Derivative(); ok && !exactUnary[u] {
+		// x times a transcendental derivative at y: its tolerance, scaled
+		// by the gradient x.
+		tol, floor := unaryTolerance(u, in, y)
+		return closeElement(out, got, want, i, tol, floor*math.Abs(x)), rv
+	}
 	if op != ops.Pow {
 		return sameElement(out, got, want, i), rv
 	}

@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"unsafe"
@@ -219,6 +220,22 @@ var binaryExpr = map[ops.Binary]string{
 	ops.ThresholdBackward: "b <= (TC)0 ? (TC)0 : a", // a NaN in b passes a
 	ops.GreaterEqual:      "a >= b ? (TC)1 : (TC)0",
 	ops.LessEqual:         "a <= b ? (TC)1 : (TC)0",
+	// The backward ops, a times the derivative's expression in b, the
+	// derivative rounded to TC first (kernels.ApplyBinary).
+	ops.GeluBackward:     backwardExpr(ops.GeluBackward),
+	ops.GeluTanhBackward: backwardExpr(ops.GeluTanhBackward),
+	ops.SigmoidBackward:  backwardExpr(ops.SigmoidBackward),
+	ops.TanhBackward:     backwardExpr(ops.TanhBackward),
+}
+
+// unaryArg is the operand x of an expression of unaryExpr.
+var unaryArg = regexp.MustCompile(`\bx\b`)
+
+// backwardExpr is a backward op's expression: a · (TC)(f′(b)), f′ being
+// unaryExpr's expression of its Derivative with b for x.
+func backwardExpr(op ops.Binary) string {
+	u, _ := op.Derivative()
+	return "a * (TC)(" + unaryArg.ReplaceAllString(unaryExpr[u], "b") + ")"
 }
 
 // unaryEntry, binaryEntry and copyEntry name the entry points of the
