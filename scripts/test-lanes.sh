@@ -14,8 +14,9 @@
 # against the go lane's 762 s); without that the lessons lane executes
 # the notebooks too and is the longer one.
 #
-# Each lane runs its steps in turn; their lines are interleaved as they come,
-# each with its lane's name. Exits 1 if either lane fails, after both end.
+# Each lane runs its steps in turn, saying how long each took; their lines
+# are interleaved as they come, each with its lane's name. Exits 1 if
+# either lane fails, after both end.
 #
 #   scripts/test-lanes.sh [MAKE]
 set -uo pipefail
@@ -27,10 +28,18 @@ export GPUKIT_SPIN=${GPUKIT_SPIN:-0}
 start=$SECONDS
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-lane() { # lane NAME TARGET...: runs make TARGET... with NAME before each line
+lane() { # lane NAME TARGET...: runs make TARGET in turn, NAME before each line
 	local name=$1 status
 	shift
-	"$make" --no-print-directory "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
+	steps() {
+		local step t0
+		for step in "$@"; do
+			t0=$SECONDS
+			"$make" --no-print-directory "$step" || return
+			echo "test: make $step took $((SECONDS - t0)) s"
+		done
+	}
+	steps "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
 	status=${PIPESTATUS[0]}
 	echo "test: the $name lane ended after $((SECONDS - start)) s (exit status $status)"
 	return "$status"
