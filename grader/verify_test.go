@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,11 +194,20 @@ func TestGradeAgainIfFailed(t *testing.T) {
 			assert.Regexp(t, `^TestSum(Empty)? failed on run 1 and passed on run \d+: `, u)
 		}
 		for _, tr := range res.Tests {
-			if !tr.Passed() {
-				// Sixteen runs of a test that fails half of the time
-				// agree with probability 2^-15.
-				assert.NotEmpty(t, res.unstable, "%s failed on run 1 and was not run again", tr.Name)
+			if tr.Passed() {
+				continue
 			}
+			if !strings.HasPrefix(tr.Name, "TestSum") {
+				// TestReverse does not depend on the flaky Sum; on a
+				// machine loaded enough to fail it (a timeout), it may
+				// fail every run, which is no instability.
+				t.Logf("%s failed: %s", tr.Name, tr.Output)
+				continue
+			}
+			// TestSum and TestSumEmpty fail half of the time: sixteen
+			// runs agree with probability 2^-15.
+			again := slices.ContainsFunc(res.unstable, func(u string) bool { return strings.HasPrefix(u, tr.Name+" ") })
+			assert.True(t, again, "%s failed on run 1 and was not run again (unstable: %q)", tr.Name, res.unstable)
 		}
 	}
 }
