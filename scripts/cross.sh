@@ -11,6 +11,13 @@
 #  1b. The grader's runner for macOS (sandbox_other.go and the files beside
 #     it), built on Linux through a go build -overlay that swaps it in for
 #     the Linux sandbox, grades a reference 10/10 (about 12 s of CPU).
+#  1c. The grader's runner for Windows: the sandbox package's Windows
+#     tests (a timeout kills the test's whole process tree, through its job
+#     object), built for windows/amd64 and run under Wine when a Wine that
+#     runs Go 1.26's binaries is here (Wine ≥ 9: Debian 12's Wine 8 has no
+#     bcryptprimitives.dll): $WINE, or the one installed in the trixie
+#     chroot of scripts/trixie-torch.sh (apt-get install wine64 there);
+#     otherwise one SKIP line. About 10 s.
 #  2. On linux/arm64, under qemu-user-static through binfmt_misc (installed
 #     and registered here when missing and this runs as root; otherwise one
 #     SKIP line, and only this step is skipped):
@@ -76,6 +83,23 @@ fi
 echo "cross: the grader's off-Linux runner, on Linux through an overlay: grade 10/10 ok"
 
 # --- linux/arm64 under qemu ------------------------------------------------
+trixie=${TRIXIE_TORCH:-/var/cache/gpumem/trixie-torch}
+GOOS=windows "$go" test -trimpath -c -o "$tmp/sandbox.exe" ./grader/sandbox
+if [ -n "${WINE:-}" ]; then
+	WINEDEBUG=-all "$WINE" "$tmp/sandbox.exe" -test.v >"$tmp/wine.txt" 2>&1 || { cat "$tmp/wine.txt"; exit 1; }
+	echo "cross: windows/amd64 under $WINE: the grader's sandbox tests ok"
+elif [ "$(id -u)" = 0 ] && [ -x "$trixie/usr/lib/wine/wine64" ] && [ ! -L "$trixie" ]; then
+	run=$(mktemp -d "$trixie/tmp/cross-XXXXXX")
+	cp "$tmp/sandbox.exe" "$run/"
+	bash scripts/trixie-torch.sh run env -i HOME=/root WINEDEBUG=-all WINEPREFIX=/root/.wine-gpumem-cross \
+		/usr/lib/wine/wine64 "${run#"$trixie"}/sandbox.exe" -test.v >"$tmp/wine.txt" 2>&1 || { cat "$tmp/wine.txt"; rm -rf "$run"; exit 1; }
+	rm -rf "$run"
+	grep -q '^--- PASS: TestTimeoutKillsTheTree' "$tmp/wine.txt" || { cat "$tmp/wine.txt"; exit 1; }
+	echo "cross: windows/amd64 under Wine (the trixie chroot's): the grader's sandbox tests ok"
+else
+	echo "cross: SKIP the Windows sandbox tests: no Wine that runs Go 1.26's binaries (set WINE, or apt-get install wine64 in the chroot of scripts/trixie-torch.sh)"
+fi
+
 binfmt=/proc/sys/fs/binfmt_misc
 conf=/usr/lib/binfmt.d/qemu-aarch64.conf
 arm64_ready() { [ "$(head -n 1 "$binfmt/qemu-aarch64" 2>/dev/null)" = enabled ]; }

@@ -116,17 +116,19 @@ func (s *Sandbox) Run(ctx context.Context, r Run) (Outcome, error) {
 	}
 	var out Outcome
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	kill, release, err := startLimited(cmd, r.Limits)
+	if err != nil {
 		closeAll()
 		return Outcome{}, fmt.Errorf("sandbox: starting the test process: %w", err)
 	}
+	defer release()
 	// The child's ends.
 	for _, f := range []*os.File{pw, secretR, reportW} {
 		if f != nil {
 			f.Close()
 		}
 	}
-	if err := supervise(ctx, cmd, r, start, pr, secretW, reportR, func() { killProcess(cmd) }, nil, &out); err != nil {
+	if err := supervise(ctx, cmd, r, start, pr, secretW, reportR, kill, nil, &out); err != nil {
 		if err == ctx.Err() {
 			return Outcome{}, err
 		}
