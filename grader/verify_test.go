@@ -194,14 +194,10 @@ func TestGradeAgainIfFailed(t *testing.T) {
 			assert.Regexp(t, `^TestSum(Empty)? failed on run 1 and passed on run \d+: `, u)
 		}
 		for _, tr := range res.Tests {
-			if tr.Passed() {
-				continue
-			}
-			if !strings.HasPrefix(tr.Name, "TestSum") {
-				// TestReverse does not depend on the flaky Sum; on a
-				// machine loaded enough to fail it (a timeout), it may
-				// fail every run, which is no instability.
-				t.Logf("%s failed: %s", tr.Name, tr.Output)
+			if tr.Passed() || !strings.HasPrefix(tr.Name, "TestSum") {
+				// The flaky submission holds only sum.go: TestReverse
+				// grades the stub's Reverse and fails on every run,
+				// which is no instability.
 				continue
 			}
 			// TestSum and TestSumEmpty fail half of the time: sixteen
