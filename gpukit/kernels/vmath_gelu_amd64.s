@@ -186,3 +186,65 @@ small:
 	VMULPS       Y1, Y14, Y0
 	VFMADD213PS  Y10, Y8, Y0
 	EPILOGUE
+
+// geluLanes are the lane numbers 0 to 7, as int32.
+DATA geluLanes<>+0(SB)/4, $0
+DATA geluLanes<>+4(SB)/4, $1
+DATA geluLanes<>+8(SB)/4, $2
+DATA geluLanes<>+12(SB)/4, $3
+DATA geluLanes<>+16(SB)/4, $4
+DATA geluLanes<>+20(SB)/4, $5
+DATA geluLanes<>+24(SB)/4, $6
+DATA geluLanes<>+28(SB)/4, $7
+GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
+
+// func geluSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
+//
+// geluVec's first half, for geluSplit (vmath_amd64.go): dst[i] = x·Φ(x)
+// with Φ by PHISMALL's polynomial, which is gelu32(x) for the lanes it
+// serves (-1.2374 < x < 2.1213); each other lane's index i goes to
+// large and its x to xs, in order, and their count is the result. Eight
+// lanes a step (n is a multiple of 8), with no branch but the loop's: the
+// other lanes' mask m selects the row pack[m] (the numbers of m's set
+// bits, lowest first), which VPERMPS and VPERMD use to move those lanes'
+// x and index to the front of a register; all eight are stored at the
+// lists' ends, and the count grows by the number of bits of m.
+TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
+	ARGS
+	MOVQ large+24(FP), R8
+	MOVQ xs+32(FP), R11
+	MOVQ pack+40(FP), R12
+	XORQ R9, R9             // large lanes so far
+	XORQ R10, R10           // index of the step's first lane
+	SHRQ $3, CX
+	JZ   smalldone
+
+smallloop:
+	VMOVUPS      (SI), Y8
+	PHISMALL
+	VMULPS       Y11, Y8, Y0
+	VMOVUPS      Y0, (DI)
+	VMOVMSKPS    Y15, AX
+	XORL         $0xff, AX  // the large lanes
+	MOVL         AX, BX
+	SHLL         $5, BX
+	VMOVDQU      (R12)(BX*1), Y7
+	VPERMPS      Y8, Y7, Y5
+	VMOVUPS      Y5, (R11)(R9*4)
+	VMOVD        R10, X6
+	VPBROADCASTD X6, Y6
+	VPADDD       geluLanes<>(SB), Y6, Y6
+	VPERMD       Y6, Y7, Y6
+	VMOVDQU      Y6, (R8)(R9*4)
+	POPCNTL      AX, AX
+	ADDQ         AX, R9
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	ADDQ         $8, R10
+	DECQ         CX
+	JNZ          smallloop
+
+smalldone:
+	MOVQ R9, ret+48(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,70 @@
+//go:build !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestGeluSplit checks geluSplit, the AVX2 GELU that takes apart the
+// lanes needing the erfc form, bit for bit against gelu32: normal values
+// (one lane in eight apart), chunks where most lanes need the erfc form
+// (the chunks geluVec takes whole after them, and the one tried again),
+// values at and around the polynomial's bounds, the special values, the
+// result written over the input, and lengths that end mid-chunk.
+func TestGeluSplit(t *testing.T) {
+	if !useVecMath {
+		t.Skip("no AVX2")
+	}
+	saved := useAVX512Math
+	defer func() { useAVX512Math = saved }()
+	useAVX512Math = false
+	r := rand.New(rand.NewPCG(39, 7))
+	bounds := []float32{phiNeg, phiPos}
+	var edges []float32
+	for _, b := range bounds {
+		for _, v := range []float32{b, math.Nextafter32(b, -10), math.Nextafter32(b, 10)} {
+			edges = append(edges, v)
+		}
+	}
+	special := append(edges, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0,
+		float32(math.Copysign(0, -1)), 1e-45, -1e-45, 16, -16, 3.4e38, -3.4e38)
+	inputs := map[string]func(i int) float32{
+		"normal":  func(int) float32 { return float32(r.NormFloat64()) },
+		"special": func(int) float32 { return special[r.IntN(len(special))] },
+		// geluChunk·(geluSkip+2) values in the erfc form, then normal
+		// ones: the split runs, geluVec takes geluSkip chunks whole, the
+		// split runs again.
+		"large then normal": func(i int) float32 {
+			if i < geluChunk*(geluSkip+2) {
+				return -2 - 3*r.Float32()
+			}
+			return float32(r.NormFloat64())
+		},
+	}
+	for name, gen := range inputs {
+		for _, n := range []int{8, 64, geluChunk, geluChunk + 8, geluChunk*(geluSkip+4) + 72} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				xs := make([]float32, n)
+				for i := range xs {
+					xs[i] = gen(i)
+				}
+				got := make([]float32, n)
+				geluSplit(&got[0], &xs[0], n)
+				inPlace := append([]float32(nil), xs...)
+				geluSplit(&inPlace[0], &inPlace[0], n)
+				for i, x := range xs {
+					want := gelu32(x)
+					for _, g := range []float32{got[i], inPlace[i]} {
+						if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+							t.Fatalf("gelu(%v) [%d] = %v (in place %v), want %v", x, i, got[i], inPlace[i], want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
