@@ -87,7 +87,11 @@ const (
 // three, while one lane in eight needs them (measured on one core here,
 // 16 M normal values: 2.0-2.2 ns an element in geluVec, 1.2-1.6 here;
 // where every lane needs the erfc form, 3.6-4.6 ns against 2.1-2.2, which
-// geluSkip brings to one chunk in eight). Every lane is computed by
+// geluSkip brings to one chunk in eight). GELU's derivative is not split:
+// it needs e^(-x²/2) for every lane anyway, and a split of it
+// (geluGradVec's PHISMALL and GAUSS for all lanes, the erfc form for the
+// listed ones) measured 18.0-22.8 ms against 17.4-19.2 for
+// BenchmarkMemBoundGeluGrad. Every lane is computed by
 // the same operations as in geluVec, so the bits are the same
 // (TestVecMatchesScalar). With AVX-512 (useAVX512Math) it is geluVec.
 func geluSplit(dst, src *float32, n int) {
