@@ -161,8 +161,10 @@ func (op Binary) Arithmetic() bool { return op.Valid() && binary[op].arithmetic 
 // a Bool result from operands of another dtype.
 func (op Binary) Comparison() bool { return op.Valid() && binary[op].comparison }
 
-// derivatives are the backward ops' derivatives.
-var derivatives = map[Binary]Unary{
+// derivatives are the backward ops' derivatives, indexed by op (Identity,
+// the zero value, for the other ops): an array, not a map, since the
+// kernels ask for every contiguous run of every binary op.
+var derivatives = [len(binary)]Unary{
 	GeluBackward:     GeluDeriv,
 	GeluTanhBackward: GeluTanhDeriv,
 	SigmoidBackward:  SigmoidDeriv,
@@ -172,8 +174,10 @@ var derivatives = map[Binary]Unary{
 // Derivative is the Unary op whose value a backward op multiplies the
 // gradient by (GeluDeriv for GeluBackward), and false for the other ops.
 func (op Binary) Derivative() (Unary, bool) {
-	d, ok := derivatives[op]
-	return d, ok
+	if !op.Valid() || derivatives[op] == Identity {
+		return Identity, false
+	}
+	return derivatives[op], true
 }
 
 // Reduce selects the combining function of a reduction.
