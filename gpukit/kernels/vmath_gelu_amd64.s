@@ -216,11 +216,7 @@ TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
 	MOVQ pack+40(FP), R12
 	XORQ R9, R9             // large lanes so far
 	XORQ R10, R10           // index of the step's first lane
-	SHRQ $3, CX
-	JZ   smalldone
-
-smallloop:
-	VMOVUPS      (SI), Y8
+	LOOP8(Y8)
 	PHISMALL
 	VMULPS       Y11, Y8, Y0
 	VMOVUPS      Y0, (DI)
@@ -242,9 +238,9 @@ smallloop:
 	ADDQ         $32, SI
 	ADDQ         $8, R10
 	DECQ         CX
-	JNZ          smallloop
+	JNZ          loop
 
-smalldone:
+done:
 	MOVQ R9, ret+48(FP)
 	VZEROUPPER
 	RET
