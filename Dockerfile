@@ -23,13 +23,32 @@
 #
 # Without a registry (CI, or podman on an isolated network), `make image`
 # builds the two base images locally (scripts/image-base.sh) and passes them
-# as BASE and GO_IMAGE.
+# as BASE, GO_IMAGE and BUILD_GO_IMAGE.
+#
+# Both architectures, linux/amd64 and linux/arm64 (Apple silicon), build from
+# this one file: `make image-multiarch`, or
+#   docker buildx build --platform linux/amd64,linux/arm64 -t gpumem-course -f Dockerfile /tmp/edition
+# Go compiles on the build machine's own architecture (BUILD_GO_IMAGE, for
+# $BUILDPLATFORM) and cross-compiles for the image's ($TARGETARCH): the
+# tools, the warm build cache. Its go, compile and link are static binaries,
+# so they run directly inside the other architecture's build container;
+# only what the image itself runs (apt, the tools' first start, gopls's
+# warm-up below) is emulated by qemu there. The cache it leaves is the one
+# the image's own Go would have made: a release's compiler reports the same
+# version line on every architecture, and that line, not the binary, is in
+# the cache keys.
 
+# (Every FROM names its platform: podman 4.3 neither expands $BUILDPLATFORM
+# there, hence BUILD_GO_PLATFORM, which make image sets, nor keeps the
+# target platform for a stage after one that names another.)
 ARG GO_IMAGE=golang:1.26-trixie
+ARG BUILD_GO_IMAGE=golang:1.26-trixie
+ARG BUILD_GO_PLATFORM=
 ARG BASE=debian:trixie
-FROM ${GO_IMAGE} AS go
+FROM --platform=${TARGETPLATFORM} ${GO_IMAGE} AS go
+FROM --platform=${BUILD_GO_PLATFORM:-$BUILDPLATFORM} ${BUILD_GO_IMAGE} AS build-go
 
-FROM ${BASE}
+FROM --platform=${TARGETPLATFORM} ${BASE}
 ARG NB_USER=jovyan
 ARG NB_UID=1000
 ARG NB_GID=100
@@ -118,8 +137,17 @@ ARG BUILD_GOPROXY=https://proxy.golang.org,direct
 # not the compiler's objects for them, 340 MB, nor the sources of gopls's
 # own modules (a second x/tools, x/text, staticcheck...). A dropped connection
 # is retried twice; setup names the module and the proxy it could not reach.
+# (The RUN steps that compile mount the build machine's Go at /opt/build-go
+# and put it first on PATH, compiling for the image's architecture, with cgo
+# through the image's own gcc as a native build would; an empty TARGETARCH,
+# under a builder that does not set it, leaves Go's default. Not mounted over
+# /usr/local/go: podman 4.3 leaves the mount point empty afterwards. The
+# gonb kernel is registered with the image's own Go on its PATH.)
+ARG TARGETARCH=
 RUN --mount=type=cache,target=/home/${NB_USER}/.cache/go-tools,uid=${NB_UID},gid=${NB_GID} \
-    for try in 1 2 3; do \
+    --mount=type=bind,from=build-go,source=/usr/local/go,target=/opt/build-go \
+    export PATH=/opt/build-go/bin:$PATH GOROOT=/opt/build-go CGO_ENABLED=1 GOARCH=$TARGETARCH KERNEL_GO_DIR=/usr/local/go/bin \
+    && for try in 1 2 3; do \
         GOPROXY=${BUILD_GOPROXY} GOSUMDB=off GOCACHE=/home/${NB_USER}/.cache/go-tools GOPLS_GOMODCACHE=/home/${NB_USER}/.cache/go-tools/mod \
             bash scripts/setup.sh --no-apt && exit 0; \
         [ "$try" = 3 ] || { echo "image: setup failed (attempt $try of 3), retrying in 10 s" >&2; sleep 10; }; \
@@ -146,7 +174,9 @@ RUN if [ -e solutions ] || [ -e grader/hidden ]; then \
     fi
 # A build of every package warms the build cache, so a notebook's first
 # cell compiles in seconds. Nothing is fetched here: setup downloaded it all.
-RUN GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build ./... \
+RUN --mount=type=bind,from=build-go,source=/usr/local/go,target=/opt/build-go \
+    export PATH=/opt/build-go/bin:$PATH GOROOT=/opt/build-go CGO_ENABLED=1 GOARCH=$TARGETARCH \
+    && GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build ./... \
     && GOPROXY=off go build -o /dev/null ./scripts/nbgen
 # And gopls's cache (~/.cache/gopls), so that the first Tab completion of a
 # fresh container answers in seconds: gopls type-checks gpukit's packages

@@ -23,7 +23,7 @@ GOBUILDFLAGS := -trimpath
 export PATH := $(PATH):$(CURDIR)/bin/jupyter-venv/bin
 GOTEST ?= $(GO) test $(GOBUILDFLAGS) -count=1
 
-.PHONY: cross cell-times learner-check lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit unit-gpukit unit-grader fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
+.PHONY: cross cell-times learner-check lab lab-image lab-image-test lab-trixie-test setup test fmt vet nbcheck unit unit-gpukit unit-grader fuzz cuda gpu-bundle gpu-check gpu-check-dry notebooks notebooks-gen bench site grader-verify mutation image image-test image-multiarch image-push image-test-arm64 image-cuda image-cuda-test image-grader chart-hub-test deploy-check hub-test
 
 # JupyterLab where it is installed (Debian 13: setup installs it); Debian 12
 # packages no JupyterLab, so there the classic Notebook serves the course.
@@ -244,6 +244,21 @@ image:
 
 image-test: image
 	@bash scripts/image-test.sh
+
+# Both architectures in one manifest list, gpumem-course:multiarch
+# (linux/amd64 and linux/arm64, the second built under qemu: slow, not in
+# CI; scripts/image-multiarch.sh). image-push pushes the list to
+# REGISTRY (podman login first). image-test-arm64 runs lesson 02 and grader
+# check inside the arm64 image with the network off, under qemu.
+image-multiarch:
+	@bash scripts/image-multiarch.sh
+
+image-push:
+	@[ -n "$(REGISTRY)" ] || { echo "image-push: set REGISTRY, e.g. make image-push REGISTRY=registry.example.org/course" >&2; exit 1; }
+	@PUSH="$(REGISTRY)/gpumem-course:latest" bash scripts/image-multiarch.sh
+
+image-test-arm64:
+	@bash scripts/image-test-arm64.sh
 
 # The GPU variant, gpumem-course:cuda: the same image with Debian's CUDA 11.8
 # headers and gpukit built with -tags cuda. image-cuda-test checks, without a

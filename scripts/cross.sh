@@ -109,29 +109,15 @@ else
 	echo "cross: SKIP the Windows sandbox tests: no Wine that runs Go 1.26's binaries (set WINE, or apt-get install wine64 in the chroot of scripts/trixie-torch.sh)"
 fi
 
-binfmt=/proc/sys/fs/binfmt_misc
-conf=/usr/lib/binfmt.d/qemu-aarch64.conf
-arm64_ready() { [ "$(head -n 1 "$binfmt/qemu-aarch64" 2>/dev/null)" = enabled ]; }
 skip() {
 	echo "cross: SKIP the linux/arm64 tests: $*"
 	echo "cross: ok ($((SECONDS - start)) s; arm64 tests skipped)"
 	exit 0
 }
-if [ "$("$go" env GOHOSTARCH)" != arm64 ] && ! arm64_ready; then
-	[ "$(id -u)" = 0 ] || skip "qemu-aarch64 is not registered with binfmt_misc, and registering it needs root (sudo apt-get install qemu-user-static; sudo mount -t binfmt_misc binfmt_misc $binfmt; then write the line of $conf into $binfmt/register)"
-	if [ ! -f "$conf" ]; then
-		command -v apt-get >/dev/null 2>&1 || skip "no $conf and no apt-get to install qemu-user-static"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static >/dev/null ||
-			skip "apt-get install qemu-user-static failed"
-	fi
-	[ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
-	if ! arm64_ready; then
-		grep -v '^#' "$conf" | grep . | head -n 1 >"$binfmt/register" 2>/dev/null ||
-			skip "writing $conf into $binfmt/register failed (a container without the right to?)"
-	fi
-	arm64_ready || skip "qemu-aarch64 registered but not enabled ($binfmt/qemu-aarch64)"
-	echo "cross: registered qemu-aarch64 with binfmt_misc"
-fi
+# shellcheck source=scripts/binfmt-arm64.sh
+. scripts/binfmt-arm64.sh
+binfmt_arm64 || skip "$binfmt_arm64_why"
+[ -z "$binfmt_arm64_registered" ] || echo "cross: registered qemu-aarch64 with binfmt_misc"
 
 arm_start=$SECONDS
 GOARCH=arm64 "$go" test -trimpath -count=1 -short ./gpukit/kernels

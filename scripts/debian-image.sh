@@ -11,7 +11,11 @@
 # podman's store has it already; a change to any input makes a new image
 # instead of reusing a stale one. It reports through the caller's say and
 # die. Environment: DEBIAN_MIRROR (default: the first URI of this machine's
-# apt sources, else http://deb.debian.org/debian).
+# apt sources, else http://deb.debian.org/debian); DEBIAN_ARCH (default:
+# this machine's, dpkg --print-architecture). Another architecture's image
+# (arm64 on an amd64 machine) is made under qemu-user-static through binfmt
+# (scripts/binfmt-arm64.sh registers it); its tag names the architecture,
+# localhost/NAME:SUITE-ARCH-KEY, and the image's metadata says it.
 
 debian_mirror() {
 	local mirror=${DEBIAN_MIRROR:-}
@@ -31,18 +35,27 @@ debian_image() {
 	shift 2
 	local packages="$*" mirror key rootfs started try
 	mirror=$(debian_mirror)
+	local host_arch arch=${DEBIAN_ARCH:-} arch_tag=
+	host_arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+	arch=${arch:-$host_arch}
 	local debootstrap_args=(--variant=minbase --include=ca-certificates "$suite")
+	# (This machine's architecture goes into neither the arguments nor the
+	# tag, so the images made before DEBIAN_ARCH existed keep their keys.)
+	if [ "$arch" != "$host_arch" ]; then
+		debootstrap_args=(--arch="$arch" "${debootstrap_args[@]}")
+		arch_tag=$arch-
+	fi
 	key=$({
 		printf '%s\n' "$mirror" "${debootstrap_args[*]}" "${debian_image_slim[*]}"
 		[ -z "$packages" ] || printf '%s\n' "$packages"
 		cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
 	} | sha256sum | cut -c1-12)
-	debian_image_tag=localhost/$name:$suite-$key
+	debian_image_tag=localhost/$name:$suite-$arch_tag$key
 	if podman image exists "$debian_image_tag"; then
 		say "$debian_image_tag: present"
 		return
 	fi
-	say "$debian_image_tag: debootstrap $suite from $mirror${packages:+, then $packages}"
+	say "$debian_image_tag: debootstrap $suite ($arch) from $mirror${packages:+, then $packages}"
 	started=$(date +%s)
 	rootfs=$(mktemp -d /var/tmp/gpumem-rootfs.XXXXXX)
 	# shellcheck disable=SC2064 # the folder is known now
@@ -85,7 +98,7 @@ debian_image() {
 	find "$rootfs/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
 	find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
 	rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
-	tar -C "$rootfs" --numeric-owner -c . | podman import --quiet - "$debian_image_tag" >/dev/null ||
+	tar -C "$rootfs" --numeric-owner -c . | podman import --quiet --os linux --arch "$arch" - "$debian_image_tag" >/dev/null ||
 		die "podman import of $debian_image_tag failed."
 	rm -rf "$rootfs" "$rootfs.log"
 	trap - EXIT

@@ -246,7 +246,9 @@ if [ "$os" = Darwin ]; then
 fi
 kernel_json=$data_dir/kernels/gonb/kernel.json
 gonb_path=$here/bin/gonb
-kernel_path="$here/bin:$(dirname "$(command -v go)"):/usr/local/bin:/usr/bin:/bin"
+# (KERNEL_GO_DIR: where the notebooks' go is, when it is not the go that
+# builds here: the Dockerfile compiles with the build machine's Go.)
+kernel_path="$here/bin:${KERNEL_GO_DIR:-$(dirname "$(command -v go)")}:/usr/local/bin:/usr/bin:/bin"
 if [ -f "$kernel_json" ] && grep -qF "\"$gonb_path\"" "$kernel_json" && grep -qF "$kernel_path" "$kernel_json" &&
 	[ "$kernel_json" -nt bin/gonb ]; then
 	say "gonb kernel: present ($kernel_json)"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# image-test-arm64.sh checks the arm64 classroom image (make
+# image-multiarch) the way a student on Apple silicon meets it, with the
+# network off, here under qemu-user-static: the container's machine is
+# aarch64 and its Go builds for arm64; lesson 02 executes top to bottom
+# (scripts/run-notebooks.sh, with the figure check of its prose); `grader
+# check` works. Slow (everything is emulated, roughly ten to twenty times
+# slower than natively) and not in CI; README "The classroom image on
+# arm64" has the time measured.
+#
+# Environment: IMAGE (default gpumem-course:arm64), NOTEBOOKS (default
+# notebooks/02-allocator.ipynb).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+image=${IMAGE:-gpumem-course:arm64}
+books=${NOTEBOOKS:-notebooks/02-allocator.ipynb}
+name=gpumem-image-test-arm64-$$
+failed=0
+start=$(date +%s)
+ok() { printf 'image-test-arm64: ok    %s\n' "$*"; }
+bad() {
+	printf 'image-test-arm64: FAIL  %s\n' "$*"
+	failed=1
+}
+in_box() { podman exec "$name" "$@"; }
+
+# shellcheck source=scripts/binfmt-arm64.sh
+. scripts/binfmt-arm64.sh
+binfmt_arm64 || {
+	echo "image-test-arm64: $binfmt_arm64_why" >&2
+	exit 1
+}
+podman image exists "$image" || {
+	echo "image-test-arm64: no image $image here: make image-multiarch builds it" >&2
+	exit 1
+}
+arch=$(podman image inspect --format '{{.Architecture}}' "$image")
+[ "$arch" = arm64 ] && ok "$image is a linux/arm64 image" || bad "$image is a $arch image, want arm64"
+
+# (runc and the ulimits: as in scripts/image-test.sh.) The container idles;
+# the checks exec into it.
+podman run --runtime runc --ulimit nofile=16384:16384 --ulimit nproc=16384:16384 \
+	-d --rm --name "$name" --network none --platform linux/arm64 "$image" sleep infinity >/dev/null || {
+	echo "image-test-arm64: the container did not start" >&2
+	exit 1
+}
+trap 'podman rm -f -t 2 "$name" >/dev/null 2>&1' EXIT
+
+machine=$(in_box uname -m)
+[ "$machine" = aarch64 ] && ok "the container's machine is aarch64" || bad "the container's machine is $machine"
+goarch=$(in_box go env GOARCH)
+[ "$goarch" = arm64 ] && ok "go env GOARCH is arm64 ($(in_box go env GOVERSION))" || bad "go env GOARCH is $goarch"
+tools=$(in_box bash -c 'for t in bin/gonb bin/gopls bin/goimports; do od -An -tx1 -j18 -N2 "$t"; done' | tr -d ' \n')
+[ "$tools" = b700b700b700 ] && ok "gonb, gopls and goimports are arm64 binaries" || bad "the tools are not all arm64 ELF binaries (e_machine: $tools)"
+
+exercise=$(in_box bash -c 'ls -d exercises/*/ 2>/dev/null | head -n 1 | xargs -r basename')
+check_start=$(date +%s)
+if in_box go run ./grader/cmd/grader check "$exercise" 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "grader check $exercise works offline ($(($(date +%s) - check_start)) s)"
+else
+	bad "grader check $exercise failed (above)"
+fi
+
+book_start=$(date +%s)
+# shellcheck disable=SC2086 # a list of notebooks
+if in_box env NOTEBOOK_CELL_TIMEOUT=3600 bash scripts/run-notebooks.sh $books 2>&1 | sed 's/^/    /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+	ok "$books executed top to bottom offline ($(($(date +%s) - book_start)) s)"
+else
+	bad "$books failed offline (above)"
+fi
+echo "image-test-arm64: $(($(date +%s) - start)) s in all"
+[ "$failed" = 0 ] && echo "image-test-arm64: passed" || echo "image-test-arm64: FAILED"
+exit "$failed"
