@@ -248,8 +248,9 @@ image-test: image
 # Both architectures in one manifest list, gpumem-course:multiarch
 # (linux/amd64 and linux/arm64, the second built under qemu: slow, not in
 # CI; scripts/image-multiarch.sh). image-push pushes the list to
-# REGISTRY (podman login first). image-test-arm64 runs lesson 02 and grader
-# check inside the arm64 image with the network off, under qemu.
+# REGISTRY (podman login first). image-test-arm64 starts the arm64 image's
+# JupyterLab and runs grader check and lesson 02 inside it with the network
+# off, under qemu (about 7 minutes).
 image-multiarch:
 	@bash scripts/image-multiarch.sh
 
