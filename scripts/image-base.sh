@@ -25,7 +25,7 @@
 # made under qemu (scripts/debian-image.sh) and the Go image from the same Go
 # release for that architecture, which the Go module proxy serves as the
 # module golang.org/toolchain (checked against the checksum database, as the
-# go command checks every toolchain it downloads):
+# go command checks every toolchain it downloads, unless GOSUMDB is off):
 #
 #   localhost/gpumem-base:trixie-arm64-<key>
 #   localhost/gpumem-go:<goversion>-slim-arm64
@@ -79,6 +79,9 @@ go_image() {
 		# command does before it runs a downloaded toolchain
 		# (cmd/go/internal/toolchain/select.go), the commands and tools are
 		# made executable and each _go.mod copied back.
+		# (A run killed before its trap ran leaves its folder: those older
+		# than a day go first.)
+		find /var/tmp -maxdepth 1 -name 'gpumem-toolchain.*' -mmin +1440 -exec chmod -R u+w {} + -exec rm -rf {} + 2>/dev/null || true
 		work=$(mktemp -d /var/tmp/gpumem-toolchain.XXXXXX)
 		# shellcheck disable=SC2064 # the folder is known now
 		trap "chmod -R u+w '$work'; rm -rf '$work'" EXIT

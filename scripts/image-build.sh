@@ -12,7 +12,7 @@
 # adds Debian's CUDA headers; make image-cuda), IMAGE_ARCH (default: this
 # machine's; arm64 on an amd64 machine builds under qemu-user-static, which
 # scripts/binfmt-arm64.sh registers: every RUN step is emulated, so it takes
-# far longer, README "The classroom image on arm64"). The build fetches Go
+# far longer, docs/instructors.md, "Both architectures"). The build fetches Go
 # modules through this machine's `go env GOPROXY` and Debian packages from
 # the base image's mirror; this machine's extra CA certificates are in the
 # base image (image-base.sh), never in the Dockerfile.

@@ -12,7 +12,7 @@
 #
 # The arm64 build emulates every RUN step (apt, the Go tools, the warm
 # build cache) with qemu-user-static: it takes far longer than the amd64
-# one (README, "The classroom image on arm64", has the time measured) and
+# one (docs/instructors.md, "Both architectures", has the time measured) and
 # is not part of CI. It needs an amd64 machine and root (binfmt_misc).
 # Environment: PUSH=REGISTRY/NAME:TAG pushes the list there afterwards
 # (podman manifest push --all; log in first with podman login);

@@ -5,9 +5,9 @@
 # aarch64 and its Go builds for arm64; its default command serves
 # JupyterLab, which lists the gonb kernel; lesson 02 executes top to bottom
 # (scripts/run-notebooks.sh, with the figure check of its prose); `grader
-# check` works. Slow (everything is emulated, roughly ten to twenty times
-# slower than natively) and not in CI; README "The classroom image on
-# arm64" has the time measured.
+# check` works. Slow (everything is emulated, about eleven times slower
+# than natively here) and not in CI; docs/instructors.md, "Both
+# architectures", has the time measured.
 #
 # Environment: IMAGE (default gpumem-course:arm64), NOTEBOOKS (default
 # notebooks/02-allocator.ipynb).
