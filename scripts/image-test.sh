@@ -3,6 +3,7 @@
 # running container with the network off (--network none):
 #
 #   - it runs as uid 1000, not root (the container's user and Jupyter's process);
+#   - `go version` is the image's own Go, for its architecture;
 #   - JupyterLab serves on 8888, refuses requests without its token, and lists
 #     the gonb kernel in /api/kernelspecs;
 #   - gopls is on the gonb kernel's PATH;
@@ -92,6 +93,17 @@ uid=$(in_box id -u)
 [ "$uid" = 1000 ] && ok "exec runs as uid 1000" || bad "exec runs as uid $uid, want 1000"
 server_uid=$(in_box awk '/^Uid:/ { print $2 }' /proc/1/status)
 [ "$server_uid" = 1000 ] && ok "Jupyter (pid 1) runs as uid 1000" || bad "Jupyter runs as uid $server_uid, want 1000"
+
+# The image's own Go, for the image's architecture, on PATH: the build
+# compiles with the build machine's Go mounted beside it (Dockerfile), which
+# must leave nothing behind, and /usr/local/go must survive the mounts.
+go_version=$(in_box go version 2>&1)
+image_arch=$(podman image inspect --format '{{.Architecture}}' "$image")
+if [[ $go_version == "go version go"*" linux/$image_arch" ]] && ! in_box test -e /opt/build-go; then
+	ok "the image's Go runs: $go_version"
+else
+	bad "the image's Go for linux/$image_arch is not what runs (go version: $go_version; /opt/build-go: $(in_box ls -d /opt/build-go 2>&1))"
+fi
 
 lab=$(api /lab "$token")
 if [ "$(head -n 1 <<<"$lab")" = 200 ] && grep -Eq '"appName": *"JupyterLab"' <<<"$lab"; then
