@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -781,16 +782,23 @@ func TestOutputCostsLittle(t *testing.T) {
 	// once scored it 0 for a timeout).
 	ex.Spec.TimeoutSeconds = 60
 	subs := hostileSubmissions(t, c, []hostileCase{{name: "output-4mib"}})
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "output-4mib"))
-	require.NoError(t, err)
-	runtime.ReadMemStats(&after)
-	require.Equal(t, 3, res.Score, "%+v", res)
-	assert.Contains(t, res.Tests[0].Output, "bytes cut")
-	allocated := after.TotalAlloc - before.TotalAlloc
-	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB", allocated>>20)
+	// TotalAlloc counts the whole process: whatever an earlier test left
+	// running (a reaper, a pipe being drained) adds to one measurement
+	// (a CI run once read 53 MiB where the grading alone takes 32), never
+	// takes away, so the least of three gradings is the one compared.
+	allocated := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		res, err := g.Grade(context.Background(), ex, filepath.Join(subs, "output-4mib"))
+		require.NoError(t, err)
+		runtime.ReadMemStats(&after)
+		require.Equal(t, 3, res.Score, "%+v", res)
+		assert.Contains(t, res.Tests[0].Output, "bytes cut")
+		allocated = min(allocated, after.TotalAlloc-before.TotalAlloc)
+	}
+	t.Logf("grading 2 tests printing 4 MiB each allocated %d MiB (the least of three gradings)", allocated>>20)
 	assert.Less(t, allocated, uint64(48<<20)) // about 200 MiB when it kept and copied the whole output
 }
 
