@@ -15,9 +15,10 @@ binfmt_arm64() {
 	local binfmt=/proc/sys/fs/binfmt_misc conf=/usr/lib/binfmt.d/qemu-aarch64.conf
 	binfmt_arm64_why=
 	binfmt_arm64_registered=
-	ready() { [ "$(head -n 1 "$binfmt/qemu-aarch64" 2>/dev/null)" = enabled ]; }
+	# (A function defined here is global in bash: the name says whose it is.)
+	binfmt_arm64_ready() { [ "$(head -n 1 "$binfmt/qemu-aarch64" 2>/dev/null)" = enabled ]; }
 	case $(uname -m) in aarch64 | arm64) return 0 ;; esac
-	ready && return 0
+	binfmt_arm64_ready && return 0
 	if [ "$(id -u)" != 0 ]; then
 		binfmt_arm64_why="qemu-aarch64 is not registered with binfmt_misc, and registering it needs root (sudo apt-get install qemu-user-static; sudo mount -t binfmt_misc binfmt_misc $binfmt; then write the line of $conf into $binfmt/register)"
 		return 1
@@ -36,13 +37,13 @@ binfmt_arm64() {
 	# Registered but disabled (echo 0 > the entry): enable it; else register.
 	if [ -e "$binfmt/qemu-aarch64" ]; then
 		echo 1 >"$binfmt/qemu-aarch64" 2>/dev/null || true
-	elif ! ready; then
+	elif ! binfmt_arm64_ready; then
 		grep -v '^#' "$conf" | grep . | head -n 1 >"$binfmt/register" 2>/dev/null || {
 			binfmt_arm64_why="writing $conf into $binfmt/register failed (a container without the right to?)"
 			return 1
 		}
 	fi
-	ready || {
+	binfmt_arm64_ready || {
 		binfmt_arm64_why="qemu-aarch64 registered but not enabled ($binfmt/qemu-aarch64)"
 		return 1
 	}

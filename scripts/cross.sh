@@ -82,7 +82,7 @@ if ! grep -q '^score 10/10 ' "$tmp/other.txt" || ! grep -q 'tests run without a 
 fi
 echo "cross: the grader's off-Linux runner, on Linux through an overlay: grade 10/10 ok"
 
-# --- linux/arm64 under qemu ------------------------------------------------
+# --- windows/amd64 under Wine: the grader's sandbox tests -------------------
 trixie=${TRIXIE_TORCH:-/var/cache/gpumem/trixie-torch}
 wine=""
 if [ -n "${WINE:-}" ]; then
@@ -109,6 +109,7 @@ else
 	echo "cross: SKIP the Windows sandbox tests: no Wine that runs Go 1.26's binaries (set WINE, or apt-get install wine64 in the chroot of scripts/trixie-torch.sh)"
 fi
 
+# --- linux/arm64 under qemu ------------------------------------------------
 skip() {
 	echo "cross: SKIP the linux/arm64 tests: $*"
 	echo "cross: ok ($((SECONDS - start)) s; arm64 tests skipped)"
