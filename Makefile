@@ -248,9 +248,9 @@ image-test: image
 # Both architectures in one manifest list, gpumem-course:multiarch
 # (linux/amd64 and linux/arm64, the second built under qemu: slow, not in
 # CI; scripts/image-multiarch.sh). image-push pushes the list to
-# REGISTRY (podman login first). image-test-arm64 starts the arm64 image's
-# JupyterLab and runs grader check and lesson 02 inside it with the network
-# off, under qemu (about 7 minutes).
+# REGISTRY (podman login first). image-test-arm64 is make image-test's
+# checks on the arm64 image, under qemu (scripts/image-test.sh: those that
+# check the image, with lesson 02 for the notebooks; about 7 minutes).
 image-multiarch:
 	@bash scripts/image-multiarch.sh
 
@@ -259,7 +259,7 @@ image-push:
 	@PUSH="$(REGISTRY)/gpumem-course:latest" bash scripts/image-multiarch.sh
 
 image-test-arm64:
-	@bash scripts/image-test-arm64.sh
+	@IMAGE=gpumem-course:arm64 bash scripts/image-test.sh
 
 # The GPU variant, gpumem-course:cuda: the same image with Debian's CUDA 11.8
 # headers and gpukit built with -tags cuda. image-cuda-test checks, without a
