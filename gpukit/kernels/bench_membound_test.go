@@ -60,6 +60,14 @@ func BenchmarkMemBoundGeluGrad(b *testing.B) {
 	benchLoop(b, 8*n, func() { Unary(ops.GeluDeriv, d, x) })
 }
 
+// BenchmarkMemBoundGeluBackward is GELU's backward, dy·GELU'(x), one
+// pass (backwardLoop): what autograd runs for a Gelu.
+func BenchmarkMemBoundGeluBackward(b *testing.B) {
+	const n = 4096 * 4096
+	x, dy, d := randBench(n), randBench(n), randBench(n)
+	benchLoop(b, 12*n, func() { Binary(ops.GeluBackward, d, dy, x) })
+}
+
 func BenchmarkMemBoundSoftmax(b *testing.B) {
 	const rows, n = 4096, 4096
 	x, d := randBench(rows*n), randBench(rows*n)

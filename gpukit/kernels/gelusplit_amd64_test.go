@@ -9,12 +9,14 @@ import (
 	"testing"
 )
 
-// TestGeluSplit checks geluSplit, the AVX2 GELU that takes apart the
-// lanes needing the erfc form, bit for bit against gelu32: normal values
-// (one lane in eight apart), chunks where most lanes need the erfc form
-// (the chunks geluVec takes whole after them, and the one tried again),
-// values at and around the polynomial's bounds, the special values, the
-// result written over the input, and lengths that end mid-chunk.
+// TestGeluSplit checks geluSplit and geluGradSplit, the AVX2 GELU and
+// its derivative that take apart the lanes needing the erfc form, bit for
+// bit against gelu32 and geluGrad32: normal values (one lane in eight
+// apart), chunks where most lanes need the erfc form (the chunks geluVec
+// and geluGradVec take whole after them, and the one tried again), values
+// at and around the polynomial's bounds, the special values, the result
+// written over the input, and lengths that end mid-chunk, in the middle
+// of a step of sixteen and after one.
 func TestGeluSplit(t *testing.T) {
 	if !useVecMath {
 		t.Skip("no AVX2")
@@ -45,26 +47,36 @@ func TestGeluSplit(t *testing.T) {
 			return float32(r.NormFloat64())
 		},
 	}
-	for name, gen := range inputs {
-		for _, n := range []int{8, 64, geluChunk, geluChunk + 8, geluChunk*(geluSkip+4) + 72} {
-			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
-				xs := make([]float32, n)
-				for i := range xs {
-					xs[i] = gen(i)
-				}
-				got := make([]float32, n)
-				geluSplit(&got[0], &xs[0], n)
-				inPlace := append([]float32(nil), xs...)
-				geluSplit(&inPlace[0], &inPlace[0], n)
-				for i, x := range xs {
-					want := gelu32(x)
-					for _, g := range []float32{got[i], inPlace[i]} {
-						if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
-							t.Fatalf("gelu(%v) [%d] = %v (in place %v), want %v", x, i, got[i], inPlace[i], want)
+	funcs := []struct {
+		name  string
+		split func(dst, src *float32, n int)
+		ref   func(float32) float32
+	}{
+		{"gelu", geluSplit, gelu32},
+		{"geluGrad", geluGradSplit, geluGrad32},
+	}
+	for _, f := range funcs {
+		for name, gen := range inputs {
+			for _, n := range []int{8, 16, 24, 64, geluChunk, geluChunk + 8, geluChunk*(geluSkip+4) + 72} {
+				t.Run(fmt.Sprintf("%s/%s/%d", f.name, name, n), func(t *testing.T) {
+					xs := make([]float32, n)
+					for i := range xs {
+						xs[i] = gen(i)
+					}
+					got := make([]float32, n)
+					f.split(&got[0], &xs[0], n)
+					inPlace := append([]float32(nil), xs...)
+					f.split(&inPlace[0], &inPlace[0], n)
+					for i, x := range xs {
+						want := f.ref(x)
+						for _, g := range []float32{got[i], inPlace[i]} {
+							if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+								t.Fatalf("%s(%v) [%d] = %v (in place %v), want %v", f.name, x, i, got[i], inPlace[i], want)
+							}
 						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "unsafe"
+import (
+	"sync"
+	"unsafe"
+)
 
 // The AVX2+FMA forms of vmath.go's functions, eight lanes at a time (some
 // with an AVX-512 loop before: useAVX512Math, below), one .s file per
@@ -16,8 +19,8 @@ import "unsafe"
 //     eight-interval tables of vmath_tables.go (VPERMPS lookups);
 //   - vmath_gelu_amd64.s: GELU and its derivative, x·Φ(x) through
 //     phiGauss's parts (erfP, erfcxR and e^(-x²/2)); without AVX-512,
-//     GELU runs as geluSplit (below), its polynomial lanes apart from the
-//     others (geluSmallVec).
+//     they run as geluSplit and geluGradSplit (below), their polynomial
+//     lanes apart from the others (geluSmallVec, geluGradSmallVec).
 //
 // Each function is the Go loop under the same name in vmath_other.go, bit
 // for bit (TestVecMatchesScalar): the same operations in the same order,
@@ -86,15 +89,11 @@ const (
 // step where any one needs them, which for normal inputs is two steps in
 // three, while one lane in eight needs them (measured on one core here,
 // 16 M normal values: 2.0-2.2 ns an element in geluVec, 1.2-1.6 here
-// with geluSmallVec a vector a step, 0.95 with two;
-// where every lane needs the erfc form, 3.6-4.6 ns against 2.1-2.2, which
-// geluSkip brings to one chunk in eight). GELU's derivative is not split:
-// it needs e^(-x²/2) for every lane anyway, and a split of it
-// (geluGradVec's PHISMALL and GAUSS for all lanes, the erfc form for the
-// listed ones) measured 18.0-22.8 ms against 17.4-19.2 for
-// BenchmarkMemBoundGeluGrad. Every lane is computed by
-// the same operations as in geluVec, so the bits are the same
-// (TestVecMatchesScalar). With AVX-512 (useAVX512Math) it is geluVec.
+// with geluSmallVec a vector a step, 0.95 with two; where every lane
+// needs the erfc form, 3.6-4.6 ns against 2.1-2.2, which geluSkip brings
+// to one chunk in eight). Every lane is computed by the same operations
+// as in geluVec, so the bits are the same (TestVecMatchesScalar,
+// TestGeluSplit). With AVX-512 (useAVX512Math) it is geluVec.
 func geluSplit(dst, src *float32, n int) {
 	if useAVX512Math {
 		geluVec(dst, src, n)
@@ -132,4 +131,87 @@ func geluSplit(dst, src *float32, n int) {
 	}
 }
 
-func init() { vecGelu.vec = geluSplit }
+// gaussVec and geluGradSmallVec are geluGradSplit's passes
+// (vmath_gelu_amd64.s): e^(-x²/2) for every lane, as geluGradVec's GAUSS;
+// then GELU's derivative by the polynomial of Φ, two vectors a step, with
+// the other lanes listed as geluSmallVec lists them, and their
+// e^(-x²/2) beside them.
+//
+//go:noescape
+func gaussVec(dst, src *float32, n int)
+
+//go:noescape
+func geluGradSmallVec(dst, src *float32, n int, gauss *float32, large *int32, xs, gs *float32, pack *[256][8]int32) int
+
+// geluGradLargeVec is GELU's derivative by the erfc form, for the lanes
+// geluGradSmallVec lists, from their e^(-x²/2) (gauss).
+//
+//go:noescape
+func geluGradLargeVec(dst, src, gauss *float32, n int)
+
+// geluGradLists are geluGradSplit's lists, 8 KiB, from a pool:
+// GeluBackward calls it once a chunk (backwardLoop), and Go zeroes arrays
+// on the stack at every call (with chunks of 512 that was a third of its
+// time). skip, the chunks still to go to geluGradVec whole, carries over
+// from call to call with them (a pool mostly hands a goroutine back what
+// it put).
+type geluGradLists struct {
+	gauss, xs, gs [geluChunk]float32
+	large         [geluChunk]int32
+	skip          int
+}
+
+var geluGradScratch = sync.Pool{New: func() any { return new(geluGradLists) }}
+
+// geluGradSplit is geluGradVec taken apart as geluSplit takes geluVec:
+// per chunk, e^(-x²/2) for every lane (gaussVec), then the derivative by
+// the polynomial of Φ for every lane with the others listed
+// (geluGradSmallVec), then the erfc form for the listed x, eight to a
+// step (geluGradLargeVec), written back. geluGradVec's one long step (the
+// polynomial, the exponential and, where any lane needs it, the erfc
+// form) left the core waiting on its chains, and its jump on the erfc
+// form goes either way for normal inputs: on one core here, 16 M normal
+// values, BenchmarkMemBoundGeluGrad -cpu 1 took 33.4 ms a call in
+// geluGradVec and 25.5 ms here; where most lanes need the erfc form
+// (normal values of deviation 3), 33.6 against 34.4, after geluSkip.
+// Every lane gets geluGradVec's operations, so the bits are the same
+// (TestVecMatchesScalar, TestGeluSplit).
+func geluGradSplit(dst, src *float32, n int) {
+	if useAVX512Math {
+		geluGradVec(dst, src, n)
+		return
+	}
+	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
+	scratch := geluGradScratch.Get().(*geluGradLists)
+	defer geluGradScratch.Put(scratch)
+	gauss, large, xs, gs := &scratch.gauss, &scratch.large, &scratch.xs, &scratch.gs
+	for lo := 0; lo < n; lo += geluChunk {
+		hi := min(lo+geluChunk, n)
+		if scratch.skip > 0 {
+			geluGradVec(&d[lo], &s[lo], hi-lo)
+			scratch.skip--
+			continue
+		}
+		gaussVec(&gauss[0], &s[lo], hi-lo)
+		k := geluGradSmallVec(&d[lo], &s[lo], hi-lo, &gauss[0], &large[0], &xs[0], &gs[0], &lanePack)
+		if k == 0 {
+			continue
+		}
+		if 2*k > hi-lo {
+			scratch.skip = geluSkip
+		}
+		k8 := (k + 7) &^ 7
+		for j := k; j < k8; j++ {
+			xs[j] = 3 // a lane of the erfc form, computed and dropped
+		}
+		geluGradLargeVec(&xs[0], &xs[0], &gs[0], k8)
+		for j, i := range large[:k] {
+			d[lo+int(i)] = xs[j]
+		}
+	}
+}
+
+func init() {
+	vecGelu.vec = geluSplit
+	vecGeluGrad.vec = geluGradSplit
+}

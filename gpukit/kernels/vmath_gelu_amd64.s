@@ -279,6 +279,17 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
+// PACKGAUSS(mask, off): the lanes of gauss at off(R13) not set in mask
+// go to the list at R14, at the count R9 (PACKLARGE, which comes after,
+// moves their x and index and adds their number). Clobbers AX, BX, Y5, Y7.
+#define PACKGAUSS(mask, off) \
+	VMOVMSKPS mask, AX; \
+	XORL      $0xff, AX; \
+	SHLL      $5, AX; \
+	VMOVDQU   (R12)(AX*1), Y7; \
+	VPERMPS   off(R13), Y7, Y5; \
+	VMOVUPS   Y5, (R14)(R9*4)
+
 TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
 	ARGS
 	MOVQ large+24(FP), R8
@@ -324,3 +335,225 @@ done:
 	MOVQ R9, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func gaussVec(dst, src *float32, n int)
+//
+// geluGradSplit's first pass (vmath_amd64.go): dst[i] = e^(-x²/2), 0 for
+// |x| ≥ 16, as geluGradVec's GAUSS computes it from x²/2 in two parts (as
+// PHISMALL makes them). Two vectors a step, each instruction of EXPF
+// written twice, once per vector, in EXPF's order, with the constants
+// broadcast once for both (Y12); a last vector alone by GAUSS itself.
+TEXT ·gaussVec(SB), NOSPLIT, $0-24
+	ARGS
+	MOVQ CX, DX
+	SHRQ $4, DX
+	JZ   gaussone
+
+gausstwo:
+	VMOVUPS      (SI), Y14
+	VMOVUPS      32(SI), Y15
+	VMULPS       Y14, Y14, Y0 // x², and its low part
+	VMULPS       Y15, Y15, Y6
+	VMOVAPS      Y0, Y5
+	VMOVAPS      Y6, Y11
+	VFMSUB231PS  Y14, Y14, Y5
+	VFMSUB231PS  Y15, Y15, Y11
+	VBROADCASTSS K(HALF), Y12
+	VMULPS       Y12, Y0, Y0
+	VMULPS       Y12, Y6, Y6
+	VMULPS       Y12, Y5, Y5
+	VMULPS       Y12, Y11, Y11
+	VBROADCASTSS K(SIGN_MASK), Y12
+	VXORPS       Y12, Y0, Y0  // -x²/2: EXPF's argument
+	VXORPS       Y12, Y6, Y6
+	VBROADCASTSS K(LOG2E), Y12 // EXPSCALE, rounded
+	VMULPS       Y12, Y0, Y1
+	VMULPS       Y12, Y6, Y7
+	VROUNDPS     $0, Y1, Y1
+	VROUNDPS     $0, Y7, Y7
+	VMOVAPS      Y0, Y2       // EXPREDUCE
+	VMOVAPS      Y6, Y8
+	VBROADCASTSS K(LN2_HI), Y12
+	VFNMADD231PS Y12, Y1, Y2
+	VFNMADD231PS Y12, Y7, Y8
+	VBROADCASTSS K(LN2_LO), Y12
+	VFNMADD231PS Y12, Y1, Y2
+	VFNMADD231PS Y12, Y7, Y8
+	VBROADCASTSS K(EXP_C7), Y4 // EXPPOLY
+	VMOVAPS      Y4, Y10
+	VBROADCASTSS K(EXP_C6), Y12
+	VFMADD213PS  Y12, Y2, Y4
+	VFMADD213PS  Y12, Y8, Y10
+	VBROADCASTSS K(EXP_C5), Y12
+	VFMADD213PS  Y12, Y2, Y4
+	VFMADD213PS  Y12, Y8, Y10
+	VBROADCASTSS K(EXP_C4), Y12
+	VFMADD213PS  Y12, Y2, Y4
+	VFMADD213PS  Y12, Y8, Y10
+	VBROADCASTSS K(EXP_C3), Y12
+	VFMADD213PS  Y12, Y2, Y4
+	VFMADD213PS  Y12, Y8, Y10
+	VBROADCASTSS K(EXP_C2), Y12
+	VFMADD213PS  Y12, Y2, Y4
+	VFMADD213PS  Y12, Y8, Y10
+	VMULPS       Y2, Y2, Y3
+	VMULPS       Y8, Y8, Y9
+	VFMADD213PS  Y2, Y3, Y4
+	VFMADD213PS  Y8, Y9, Y10
+	VBROADCASTSS K(ONE), Y12
+	VADDPS       Y12, Y4, Y4
+	VADDPS       Y12, Y10, Y10
+	VCVTPS2DQ    Y1, Y1
+	VCVTPS2DQ    Y7, Y7
+	VPSRAD       $1, Y1, Y2
+	VPSRAD       $1, Y7, Y8
+	VPSUBD       Y2, Y1, Y1
+	VPSUBD       Y8, Y7, Y7
+	VPBROADCASTD K(BIAS), Y12
+	VPADDD       Y12, Y2, Y2
+	VPADDD       Y12, Y8, Y8
+	VPSLLD       $23, Y2, Y2
+	VPSLLD       $23, Y8, Y8
+	VPADDD       Y12, Y1, Y1
+	VPADDD       Y12, Y7, Y7
+	VPSLLD       $23, Y1, Y1
+	VPSLLD       $23, Y7, Y7
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y8, Y10, Y10
+	VMULPS       Y1, Y4, Y4
+	VMULPS       Y7, Y10, Y10
+	VBROADCASTSS K(EXP_MAX), Y12 // EXPF's ends of the range
+	VCMPPS       $0x1e, Y12, Y0, Y3
+	VCMPPS       $0x1e, Y12, Y6, Y9
+	VBROADCASTSS K(INF), Y12
+	VBLENDVPS    Y3, Y12, Y4, Y4
+	VBLENDVPS    Y9, Y12, Y10, Y10
+	VBROADCASTSS K(EXP_MIN), Y12
+	VCMPPS       $0x11, Y12, Y0, Y3
+	VCMPPS       $0x11, Y12, Y6, Y9
+	VANDNPS      Y4, Y3, Y0
+	VANDNPS      Y10, Y9, Y6
+	VFNMADD231PS Y5, Y0, Y0   // GAUSS: the low part, and 0 for |x| ≥ 16
+	VFNMADD231PS Y11, Y6, Y6
+	VBROADCASTSS K(ABS_MASK), Y12
+	VANDPS       Y12, Y14, Y1
+	VANDPS       Y12, Y15, Y7
+	VBROADCASTSS K(PHI_HUGE), Y12
+	VCMPPS       $0x1d, Y12, Y1, Y2
+	VCMPPS       $0x1d, Y12, Y7, Y8
+	VANDNPS      Y0, Y2, Y0
+	VANDNPS      Y6, Y8, Y6
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y6, 32(DI)
+	ADDQ         $64, DI
+	ADDQ         $64, SI
+	DECQ         DX
+	JNZ          gausstwo
+
+gaussone:
+	ANDQ $15, CX
+	LOOP8(Y8)
+	VBROADCASTSS K(ABS_MASK), Y1
+	VANDPS       Y1, Y8, Y9
+	VMULPS       Y8, Y8, Y12
+	VMOVAPS      Y12, Y13
+	VFMSUB231PS  Y8, Y8, Y13
+	VBROADCASTSS K(HALF), Y1
+	VMULPS       Y1, Y12, Y12
+	VMULPS       Y1, Y13, Y13
+	GAUSS
+	VMOVAPS      Y14, Y0
+	EPILOGUE
+
+// func geluGradSmallVec(dst, src *float32, n int, gauss *float32, large *int32, xs, gs *float32, pack *[256][8]int32) int
+//
+// geluGradSplit's second pass: dst[i] = Φ(x) + x·φ(x), GELU's derivative,
+// with Φ by PHISMALL's polynomial and φ = gauss[i]/√(2π) (gaussVec),
+// which is geluGrad32(x) for the lanes the polynomial serves; the other
+// lanes are listed as geluSmallVec lists them, their e^(-x²/2) in gs
+// beside their x, and their count is the result. Two vectors a step
+// (SMALL2), a last one alone (PHISMALL): each lane's operations are
+// geluGradVec's, in its order.
+TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-72
+	ARGS
+	MOVQ gauss+24(FP), R13
+	MOVQ large+32(FP), R8
+	MOVQ xs+40(FP), R11
+	MOVQ gs+48(FP), R14
+	MOVQ pack+56(FP), R12
+	XORQ R9, R9
+	XORQ R10, R10
+	MOVQ CX, DX
+	SHRQ $4, DX
+	JZ   gone
+
+gtwo:
+	VMOVUPS      (SI), Y8
+	VMOVUPS      32(SI), Y9
+	SMALL2
+	VBROADCASTSS K(INV_SQRT2PI), Y1
+	VMULPS       (R13), Y1, Y12
+	VMULPS       32(R13), Y1, Y13
+	VFMADD213PS  Y11, Y8, Y12
+	VFMADD213PS  Y4, Y9, Y13
+	VMOVUPS      Y12, (DI)
+	VMOVUPS      Y13, 32(DI)
+	PACKGAUSS(Y15, 0)
+	PACKLARGE(Y15, Y8)
+	ADDQ         $8, R10
+	PACKGAUSS(Y3, 32)
+	PACKLARGE(Y3, Y9)
+	ADDQ         $8, R10
+	ADDQ         $64, DI
+	ADDQ         $64, SI
+	ADDQ         $64, R13
+	DECQ         DX
+	JNZ          gtwo
+
+gone:
+	ANDQ $15, CX
+	SHRQ $3, CX
+	JZ   gdone
+	VMOVUPS      (SI), Y8
+	PHISMALL
+	VBROADCASTSS K(INV_SQRT2PI), Y1
+	VMULPS       (R13), Y1, Y0
+	VFMADD213PS  Y11, Y8, Y0
+	VMOVUPS      Y0, (DI)
+	PACKGAUSS(Y15, 0)
+	PACKLARGE(Y15, Y8)
+
+gdone:
+	MOVQ R9, ret+64(FP)
+	VZEROUPPER
+	RET
+
+// func geluGradLargeVec(dst, src, gauss *float32, n int)
+//
+// geluGradSplit's last pass, for the listed lanes: dst[i] = Φ(x) + x·φ(x)
+// with Φ by the erfc form (PHILARGE's, from e^(-x²/2) = gauss[i]), which
+// is geluGrad32(x) where PHISMALL's polynomial does not serve: the
+// operations geluGradVec gives those lanes, in its order.
+TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ gauss+16(FP), R13
+	MOVQ n+24(FP), CX
+	LOOP8(Y8)
+	VMOVUPS      (R13), Y14
+	VBROADCASTSS K(ABS_MASK), Y1
+	VANDPS       Y1, Y8, Y9
+	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4)
+	VBROADCASTSS K(HALF), Y1
+	VMULPS       Y1, Y14, Y1
+	VMULPS       Y4, Y1, Y1
+	VBROADCASTSS K(ONE), Y2
+	VSUBPS       Y1, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VCMPPS       $0x1e, Y3, Y8, Y3
+	VBLENDVPS    Y3, Y2, Y1, Y10
+	VBROADCASTSS K(INV_SQRT2PI), Y1
+	VMULPS       Y1, Y14, Y0
+	VFMADD213PS  Y10, Y8, Y0
+	ADDQ         $32, R13
+	EPILOGUE
