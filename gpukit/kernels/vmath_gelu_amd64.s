@@ -279,16 +279,26 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
-// PACKGAUSS(mask, off): the lanes of gauss at off(R13) not set in mask
-// go to the list at R14, at the count R9 (PACKLARGE, which comes after,
-// moves their x and index and adds their number). Clobbers AX, BX, Y5, Y7.
-#define PACKGAUSS(mask, off) \
-	VMOVMSKPS mask, AX; \
-	XORL      $0xff, AX; \
-	SHLL      $5, AX; \
-	VMOVDQU   (R12)(AX*1), Y7; \
-	VPERMPS   off(R13), Y7, Y5; \
-	VMOVUPS   Y5, (R14)(R9*4)
+// PACKLARGEG(mask, x, off) is PACKLARGE(mask, x) that also moves the
+// same lanes of the gauss vector at off(R13) to the list at R14, with the
+// same row of pack.
+#define PACKLARGEG(mask, x, off) \
+	VMOVMSKPS    mask, AX; \
+	XORL         $0xff, AX; \
+	MOVL         AX, BX; \
+	SHLL         $5, BX; \
+	VMOVDQU      (R12)(BX*1), Y7; \
+	VPERMPS      off(R13), Y7, Y5; \
+	VMOVUPS      Y5, (R14)(R9*4); \
+	VPERMPS      x, Y7, Y5; \
+	VMOVUPS      Y5, (R11)(R9*4); \
+	VMOVD        R10, X6; \
+	VPBROADCASTD X6, Y6; \
+	VPADDD       geluLanes<>(SB), Y6, Y6; \
+	VPERMD       Y6, Y7, Y6; \
+	VMOVDQU      Y6, (R8)(R9*4); \
+	POPCNTL      AX, AX; \
+	ADDQ         AX, R9
 
 TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
 	ARGS
@@ -498,11 +508,9 @@ gtwo:
 	VFMADD213PS  Y4, Y9, Y13
 	VMOVUPS      Y12, (DI)
 	VMOVUPS      Y13, 32(DI)
-	PACKGAUSS(Y15, 0)
-	PACKLARGE(Y15, Y8)
+	PACKLARGEG(Y15, Y8, 0)
 	ADDQ         $8, R10
-	PACKGAUSS(Y3, 32)
-	PACKLARGE(Y3, Y9)
+	PACKLARGEG(Y3, Y9, 32)
 	ADDQ         $8, R10
 	ADDQ         $64, DI
 	ADDQ         $64, SI
@@ -520,8 +528,7 @@ gone:
 	VMULPS       (R13), Y1, Y0
 	VFMADD213PS  Y11, Y8, Y0
 	VMOVUPS      Y0, (DI)
-	PACKGAUSS(Y15, 0)
-	PACKLARGE(Y15, Y8)
+	PACKLARGEG(Y15, Y8, 0)
 
 gdone:
 	MOVQ R9, ret+64(FP)
