@@ -136,6 +136,29 @@ ztail:
 
 ymm:
 	VBROADCASTSS m+24(FP), Y6
+	MOVQ         CX, DX
+	SHRQ         $4, DX
+	JZ           one
+
+	// Two vectors a step (EXPF2), their sums added in order; a last
+	// vector alone.
+two:
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y7
+	VSUBPS       Y6, Y0, Y0
+	VSUBPS       Y6, Y7, Y7
+	EXPF2(Y0, Y1, Y2, Y3, Y4, Y7, Y8, Y9, Y10, Y11, Y12)
+	VMOVUPS      Y0, (DI)
+	VMOVUPS      Y7, 32(DI)
+	WIDEN_ADD(X0, Y0, Y14, Y15)
+	WIDEN_ADD(X7, Y7, Y14, Y15)
+	ADDQ         $64, DI
+	ADDQ         $64, SI
+	DECQ         DX
+	JNZ          two
+
+one:
+	ANDQ         $15, CX
 	SHRQ         $3, CX
 	JZ           done
 

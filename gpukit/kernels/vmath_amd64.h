@@ -138,6 +138,82 @@ ymm:
 	VCMPPS       $0x11, Y2, Y0, Y3; \
 	VANDNPS      Y5, Y3, Y0
 
+// EXPF2(xa, na, ra, sa, pa, xb, nb, rb, sb, pb, t): xa = exp32(xa) and
+// xb = exp32(xb), EXPF's instructions each written twice, once per
+// vector, in EXPF's order (the integer temporary of 2ⁿ is r, BIAS and
+// the constants are broadcast once into t for both): the same bits as
+// two EXPFs, with two independent chains for the core to overlap where
+// one vector a step left it waiting on one. Clobbers n, r, s, p and t
+// of both.
+#define EXPF2(xa, na, ra, sa, pa, xb, nb, rb, sb, pb, t) \
+	VBROADCASTSS K(LOG2E), t; \
+	VMULPS       t, xa, na; \
+	VMULPS       t, xb, nb; \
+	VROUNDPS     $0, na, na; \
+	VROUNDPS     $0, nb, nb; \
+	VMOVAPS      xa, ra; \
+	VMOVAPS      xb, rb; \
+	VBROADCASTSS K(LN2_HI), t; \
+	VFNMADD231PS t, na, ra; \
+	VFNMADD231PS t, nb, rb; \
+	VBROADCASTSS K(LN2_LO), t; \
+	VFNMADD231PS t, na, ra; \
+	VFNMADD231PS t, nb, rb; \
+	VBROADCASTSS K(EXP_C7), pa; \
+	VMOVAPS      pa, pb; \
+	VBROADCASTSS K(EXP_C6), t; \
+	VFMADD213PS  t, ra, pa; \
+	VFMADD213PS  t, rb, pb; \
+	VBROADCASTSS K(EXP_C5), t; \
+	VFMADD213PS  t, ra, pa; \
+	VFMADD213PS  t, rb, pb; \
+	VBROADCASTSS K(EXP_C4), t; \
+	VFMADD213PS  t, ra, pa; \
+	VFMADD213PS  t, rb, pb; \
+	VBROADCASTSS K(EXP_C3), t; \
+	VFMADD213PS  t, ra, pa; \
+	VFMADD213PS  t, rb, pb; \
+	VBROADCASTSS K(EXP_C2), t; \
+	VFMADD213PS  t, ra, pa; \
+	VFMADD213PS  t, rb, pb; \
+	VMULPS       ra, ra, sa; \
+	VMULPS       rb, rb, sb; \
+	VFMADD213PS  ra, sa, pa; \
+	VFMADD213PS  rb, sb, pb; \
+	VBROADCASTSS K(ONE), t; \
+	VADDPS       t, pa, pa; \
+	VADDPS       t, pb, pb; \
+	VCVTPS2DQ    na, na; \
+	VCVTPS2DQ    nb, nb; \
+	VPSRAD       $1, na, ra; \
+	VPSRAD       $1, nb, rb; \
+	VPSUBD       ra, na, na; \
+	VPSUBD       rb, nb, nb; \
+	VPBROADCASTD K(BIAS), t; \
+	VPADDD       t, ra, ra; \
+	VPADDD       t, rb, rb; \
+	VPSLLD       $23, ra, ra; \
+	VPSLLD       $23, rb, rb; \
+	VPADDD       t, na, na; \
+	VPADDD       t, nb, nb; \
+	VPSLLD       $23, na, na; \
+	VPSLLD       $23, nb, nb; \
+	VMULPS       ra, pa, pa; \
+	VMULPS       rb, pb, pb; \
+	VMULPS       na, pa, pa; \
+	VMULPS       nb, pb, pb; \
+	VBROADCASTSS K(EXP_MAX), t; \
+	VCMPPS       $0x1e, t, xa, sa; \
+	VCMPPS       $0x1e, t, xb, sb; \
+	VBROADCASTSS K(INF), t; \
+	VBLENDVPS    sa, t, pa, pa; \
+	VBLENDVPS    sb, t, pb, pb; \
+	VBROADCASTSS K(EXP_MIN), t; \
+	VCMPPS       $0x11, t, xa, sa; \
+	VCMPPS       $0x11, t, xb, sb; \
+	VANDNPS      pa, sa, xa; \
+	VANDNPS      pb, sb, xb
+
 // ALLSETZ(k) sets the carry flag when every lane of the mask k is set
 // (JCS jumps then): ALLSET's test on sixteen lanes.
 #define ALLSETZ(k) \

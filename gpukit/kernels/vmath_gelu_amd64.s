@@ -350,9 +350,8 @@ done:
 //
 // geluGradSplit's first pass (vmath_amd64.go): dst[i] = e^(-x²/2), 0 for
 // |x| ≥ 16, as geluGradVec's GAUSS computes it from x²/2 in two parts (as
-// PHISMALL makes them). Two vectors a step, each instruction of EXPF
-// written twice, once per vector, in EXPF's order, with the constants
-// broadcast once for both (Y12); a last vector alone by GAUSS itself.
+// PHISMALL makes them). Two vectors a step (EXPF2); a last vector alone
+// by GAUSS itself.
 TEXT ·gaussVec(SB), NOSPLIT, $0-24
 	ARGS
 	MOVQ CX, DX
@@ -376,73 +375,7 @@ gausstwo:
 	VBROADCASTSS K(SIGN_MASK), Y12
 	VXORPS       Y12, Y0, Y0  // -x²/2: EXPF's argument
 	VXORPS       Y12, Y6, Y6
-	VBROADCASTSS K(LOG2E), Y12 // EXPSCALE, rounded
-	VMULPS       Y12, Y0, Y1
-	VMULPS       Y12, Y6, Y7
-	VROUNDPS     $0, Y1, Y1
-	VROUNDPS     $0, Y7, Y7
-	VMOVAPS      Y0, Y2       // EXPREDUCE
-	VMOVAPS      Y6, Y8
-	VBROADCASTSS K(LN2_HI), Y12
-	VFNMADD231PS Y12, Y1, Y2
-	VFNMADD231PS Y12, Y7, Y8
-	VBROADCASTSS K(LN2_LO), Y12
-	VFNMADD231PS Y12, Y1, Y2
-	VFNMADD231PS Y12, Y7, Y8
-	VBROADCASTSS K(EXP_C7), Y4 // EXPPOLY
-	VMOVAPS      Y4, Y10
-	VBROADCASTSS K(EXP_C6), Y12
-	VFMADD213PS  Y12, Y2, Y4
-	VFMADD213PS  Y12, Y8, Y10
-	VBROADCASTSS K(EXP_C5), Y12
-	VFMADD213PS  Y12, Y2, Y4
-	VFMADD213PS  Y12, Y8, Y10
-	VBROADCASTSS K(EXP_C4), Y12
-	VFMADD213PS  Y12, Y2, Y4
-	VFMADD213PS  Y12, Y8, Y10
-	VBROADCASTSS K(EXP_C3), Y12
-	VFMADD213PS  Y12, Y2, Y4
-	VFMADD213PS  Y12, Y8, Y10
-	VBROADCASTSS K(EXP_C2), Y12
-	VFMADD213PS  Y12, Y2, Y4
-	VFMADD213PS  Y12, Y8, Y10
-	VMULPS       Y2, Y2, Y3
-	VMULPS       Y8, Y8, Y9
-	VFMADD213PS  Y2, Y3, Y4
-	VFMADD213PS  Y8, Y9, Y10
-	VBROADCASTSS K(ONE), Y12
-	VADDPS       Y12, Y4, Y4
-	VADDPS       Y12, Y10, Y10
-	VCVTPS2DQ    Y1, Y1
-	VCVTPS2DQ    Y7, Y7
-	VPSRAD       $1, Y1, Y2
-	VPSRAD       $1, Y7, Y8
-	VPSUBD       Y2, Y1, Y1
-	VPSUBD       Y8, Y7, Y7
-	VPBROADCASTD K(BIAS), Y12
-	VPADDD       Y12, Y2, Y2
-	VPADDD       Y12, Y8, Y8
-	VPSLLD       $23, Y2, Y2
-	VPSLLD       $23, Y8, Y8
-	VPADDD       Y12, Y1, Y1
-	VPADDD       Y12, Y7, Y7
-	VPSLLD       $23, Y1, Y1
-	VPSLLD       $23, Y7, Y7
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y8, Y10, Y10
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y7, Y10, Y10
-	VBROADCASTSS K(EXP_MAX), Y12 // EXPF's ends of the range
-	VCMPPS       $0x1e, Y12, Y0, Y3
-	VCMPPS       $0x1e, Y12, Y6, Y9
-	VBROADCASTSS K(INF), Y12
-	VBLENDVPS    Y3, Y12, Y4, Y4
-	VBLENDVPS    Y9, Y12, Y10, Y10
-	VBROADCASTSS K(EXP_MIN), Y12
-	VCMPPS       $0x11, Y12, Y0, Y3
-	VCMPPS       $0x11, Y12, Y6, Y9
-	VANDNPS      Y4, Y3, Y0
-	VANDNPS      Y10, Y9, Y6
+	EXPF2(Y0, Y1, Y2, Y3, Y4, Y6, Y7, Y8, Y9, Y10, Y12)
 	VFNMADD231PS Y5, Y0, Y0   // GAUSS: the low part, and 0 for |x| ≥ 16
 	VFNMADD231PS Y11, Y6, Y6
 	VBROADCASTSS K(ABS_MASK), Y12
