@@ -57,6 +57,12 @@ var useAVX512Math = useVecMath && useAVX512
 //go:noescape
 func geluSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
 
+// geluLargeVec is gelu32 by the erfc form, for the lanes geluSmallVec
+// lists (vmath_gelu_amd64.s).
+//
+//go:noescape
+func geluLargeVec(dst, src *float32, n int)
+
 // lanePack[m] lists the set bits of the lane mask m, lowest first (the
 // rest of the row is 0): the permutation that moves those lanes of a
 // vector to its front.
@@ -83,8 +89,9 @@ const (
 
 // geluSplit is geluVec, the lanes of each chunk that need the
 // exponential and the erfc form taken apart: geluSmallVec computes every
-// lane by the polynomial and lists the others, geluVec computes the
-// listed x together, eight to a step, and they are written back. geluVec
+// lane by the polynomial and lists the others, geluLargeVec computes the
+// listed x together by the erfc form, eight to a step, and they are
+// written back. geluVec
 // computes the exponential and the erfc form for all eight lanes of a
 // step where any one needs them, which for normal inputs is two steps in
 // three, while one lane in eight needs them (measured on one core here,
@@ -124,7 +131,7 @@ func geluSplit(dst, src *float32, n int) {
 		for j := k; j < k8; j++ {
 			xs[j] = 3 // a lane of the erfc form, computed and dropped
 		}
-		geluVec(&xs[0], &xs[0], k8)
+		geluLargeVec(&xs[0], &xs[0], k8)
 		for j, i := range large[:k] {
 			d[lo+int(i)] = xs[j]
 		}

@@ -497,3 +497,34 @@ TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
 	VFMADD213PS  Y10, Y8, Y0
 	ADDQ         $32, R13
 	EPILOGUE
+
+// func geluLargeVec(dst, src *float32, n int)
+//
+// geluSplit's last pass, for the listed lanes: dst[i] = x·Φ(x) with Φ by
+// the erfc form (GAUSS, then PHILARGE's erfc lanes), which is gelu32(x)
+// where PHISMALL's polynomial does not serve: the operations geluVec
+// gives those lanes, in its order, without the polynomial they do not
+// use.
+TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
+	ARGS
+	LOOP8(Y8)
+	VBROADCASTSS K(ABS_MASK), Y1
+	VANDPS       Y1, Y8, Y9
+	VMULPS       Y8, Y8, Y12
+	VMOVAPS      Y12, Y13
+	VFMSUB231PS  Y8, Y8, Y13
+	VBROADCASTSS K(HALF), Y1
+	VMULPS       Y1, Y12, Y12
+	VMULPS       Y1, Y13, Y13
+	GAUSS
+	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4)
+	VBROADCASTSS K(HALF), Y1
+	VMULPS       Y1, Y14, Y1
+	VMULPS       Y4, Y1, Y1
+	VBROADCASTSS K(ONE), Y2
+	VSUBPS       Y1, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VCMPPS       $0x1e, Y3, Y8, Y3
+	VBLENDVPS    Y3, Y2, Y1, Y10
+	VMULPS       Y10, Y8, Y0
+	EPILOGUE
