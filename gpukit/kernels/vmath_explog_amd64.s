@@ -9,11 +9,30 @@
 // a step (EXPFZ), where useAVX512Math is set.
 
 // func expVec(dst, src *float32, n int)
+//
+// The AVX2 loop takes two vectors a step (EXPF2), a last one alone.
 TEXT ·expVec(SB), NOSPLIT, $0-24
 	ARGS
 	ZPROLOGUE(Z0)
 	EXPFZ
 	ZEPILOGUE
+	MOVQ    CX, DX
+	SHRQ    $4, DX
+	JZ      one
+
+two:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y6
+	EXPF2(Y0, Y1, Y2, Y3, Y4, Y6, Y7, Y8, Y9, Y10, Y12)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y6, 32(DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	DECQ    DX
+	JNZ     two
+
+one:
+	ANDQ    $15, CX
 	LOOP8(Y0)
 	EXPF
 	EPILOGUE
