@@ -46,6 +46,15 @@ func BenchmarkMemBoundAdd(b *testing.B) {
 	benchLoop(b, 12*n, func() { Binary(ops.Add, d, x, y) })
 }
 
+// BenchmarkMemBoundAddStrided is BenchmarkMemBoundAdd through
+// BinaryStrided, the path of the tensor package's ops.
+func BenchmarkMemBoundAddStrided(b *testing.B) {
+	const n = 4096 * 4096
+	x, y, d := randBench(n), randBench(n), randBench(n)
+	view := func(s []float32) Strided[float32] { return Strided[float32]{Data: s, Strides: []int{4096, 1}} }
+	benchLoop(b, 12*n, func() { BinaryStrided(ops.Add, []int{4096, 4096}, view(d), view(x), view(y)) })
+}
+
 func BenchmarkMemBoundGelu(b *testing.B) {
 	const n = 4096 * 4096
 	x, d := randBench(n), randBench(n)

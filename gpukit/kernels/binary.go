@@ -105,24 +105,29 @@ func BinaryStrided[T Float](op ops.Binary, shape []int, dst, a, b Strided[T]) {
 	}
 	l := coalesce(shape, dst.Strides, a.Strides, b.Strides)
 	off := [3]int{dst.Offset, a.Offset, b.Offset}
+	stream := total >= streamFloats
 	parallelFor(total, workers(total, binaryMinPer(op)), 16, func(lo, hi int) {
 		l.rows(off, lo, hi, func(n int, o, s [3]int) {
-			binaryRow(op, n, dst.Data, o[0], s[0], a.Data, o[1], s[1], b.Data, o[2], s[2])
+			binaryRow(op, n, stream, dst.Data, o[0], s[0], a.Data, o[1], s[1], b.Data, o[2], s[2])
 		})
 	})
 }
 
 // binaryRow dispatches one run of n elements to the tightest loop its
 // strides allow: vector⊕vector, vector⊕scalar, scalar⊕vector, or general.
-func binaryRow[T Float](op ops.Binary, n int, d []T, do, ds int, a []T, ao, as int, b []T, bo, bs int) {
+// stream is the whole operation's (streamFloats): the run is a piece of
+// it, often a goroutine's share, and judged alone it would not stream
+// (BinaryStrided's add of 16 M floats took 7 ms in the tensor package
+// where Binary takes 3.8; BenchmarkMemBoundAddStrided).
+func binaryRow[T Float](op ops.Binary, n int, stream bool, d []T, do, ds int, a []T, ao, as int, b []T, bo, bs int) {
 	if ds == 1 {
 		dd := d[do : do+n]
 		switch {
 		case as == 1 && bs == 1:
-			binaryVV(op, dd, a[ao:ao+n], b[bo:bo+n])
+			binaryVVStream(op, dd, a[ao:ao+n], b[bo:bo+n], stream)
 			return
 		case as == 1 && bs == 0:
-			binaryVS(op, dd, a[ao:ao+n], b[bo])
+			binaryVSStream(op, dd, a[ao:ao+n], b[bo], stream)
 			return
 		case as == 0 && bs == 1:
 			binarySV(op, dd, a[ao], b[bo:bo+n])

@@ -117,6 +117,40 @@ func TestBinaryStrided(t *testing.T) {
 	}
 }
 
+// TestBinaryStridedStreams runs BinaryStrided on results of streamFloats
+// and more, which it writes with non-temporal stores in every piece
+// (binaryRow), through views whose rows start off the 32-byte grid: rows
+// of a vector and a vector, and of a vector and a broadcast scalar.
+func TestBinaryStridedStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB of operands")
+	}
+	r := rand.New(rand.NewPCG(5, 39))
+	shape := []int{4, streamFloats/4 + 3}
+	rows := shape[1] + 5 // padded rows: every row starts elsewhere
+	view := func(off int) Strided[float32] {
+		return Strided[float32]{Data: randSlice(r, off+shape[0]*rows), Offset: off, Strides: []int{rows, 1}}
+	}
+	for _, op := range []ops.Binary{ops.Add, ops.Mul} {
+		a, dst := view(1), view(3)
+		for _, b := range []Strided[float32]{view(2), {Data: []float32{0, -1.75}, Offset: 1, Strides: []int{0, 0}}} {
+			want := append([]float32(nil), dst.Data...)
+			for i := range shape[0] {
+				for j := range shape[1] {
+					bv := b.Data[b.Offset+i*b.Strides[0]+j*b.Strides[1]]
+					want[dst.Offset+i*rows+j] = ApplyBinary(op, a.Data[a.Offset+i*rows+j], bv)
+				}
+			}
+			BinaryStrided(op, shape, dst, a, b)
+			for i := range want {
+				if math.Float32bits(dst.Data[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v, b strides %v: [%d] = %v, want %v", op, b.Strides, i, dst.Data[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func TestBinaryContiguous(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 15, 17, 1000, 200001} {
