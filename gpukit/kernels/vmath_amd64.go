@@ -91,14 +91,13 @@ const (
 // exponential and the erfc form taken apart: geluSmallVec computes every
 // lane by the polynomial and lists the others, geluLargeVec computes the
 // listed x together by the erfc form, eight to a step, and they are
-// written back. geluVec
-// computes the exponential and the erfc form for all eight lanes of a
-// step where any one needs them, which for normal inputs is two steps in
-// three, while one lane in eight needs them (measured on one core here,
-// 16 M normal values: 2.0-2.2 ns an element in geluVec, 1.2-1.6 here
-// with geluSmallVec a vector a step, 0.95 with two; where every lane
-// needs the erfc form, 3.6-4.6 ns against 2.1-2.2, which geluSkip brings
-// to one chunk in eight). Every lane is computed by the same operations
+// written back. geluVec computes the exponential and the erfc form for
+// all eight lanes of a step where any one needs them, which for normal
+// inputs is two steps in three, while one lane in eight needs them
+// (measured on one core here, 16 M normal values: 2.0-2.2 ns an element
+// in geluVec, 1.2-1.6 here with geluSmallVec a vector a step, 0.95 with
+// two; where every lane needs the erfc form, 3.6-4.6 ns against
+// 2.1-2.2, which geluSkip brings to one chunk in eight). Every lane is computed by the same operations
 // as in geluVec, so the bits are the same (TestVecMatchesScalar,
 // TestGeluSplit). With AVX-512 (useAVX512Math) it is geluVec.
 func geluSplit(dst, src *float32, n int) {
