@@ -106,3 +106,28 @@ rows:
 
 	VZEROUPPER
 	RET
+
+// func packRows16AVX(dst *float32, src *float32, lds int, n int)
+//
+// Copies 16 float32 values of each of n rows (row p at src + p·lds) to
+// dst[p·16 : p·16+16]: the AVX2 kernel's whole B slivers, two loads and
+// two stores a row where copy called memmove for each (8 % of lesson
+// 07's GPT step). n ≥ 1.
+TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds+16(FP), R8
+	MOVQ n+24(FP), CX
+	SHLQ $2, R8             // bytes between two rows of src
+
+rows16:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     rows16
+	VZEROUPPER
+	RET

@@ -318,7 +318,8 @@ func packB(dst []float32, tB bool, b []float32, ldb, p0, kc, j0, nc int) {
 // packRows copies the first width values of n rows of src (row p at
 // src[p·lds:]) into d as groups of ld, d[p·ld+j] = src[p·lds+j], and zeros
 // each group's lanes from width to ld. With AVX-512 (ld ≤ 32) each row is
-// two masked moves (packRowsAVX512); otherwise a copy per row.
+// two masked moves (packRowsAVX512), with AVX2 whole rows of 16 two moves
+// (packRows16AVX); otherwise a copy per row.
 func packRows(d []float32, ld int, src []float32, lds, width, n int) {
 	d = d[:n*ld]
 	if n == 0 {
@@ -334,6 +335,14 @@ func packRows(d []float32, ld int, src []float32, lds, width, n int) {
 		lanes := func(k int) uint16 { return uint16(1<<min(max(k, 0), 16) - 1) }
 		masks := [4]uint16{lanes(width), lanes(width - 16), lanes(ld), lanes(ld - 16)}
 		packRowsAVX512(&d[0], ld, unsafe.SliceData(src), lds, n, &masks)
+		return
+	}
+	if useAVX && width == 16 && ld == 16 {
+		// The AVX2 kernel's whole slivers: two moves a row, where copy
+		// called memmove for each (packRows16AVX). Prove the ranges the
+		// assembly reads and writes first.
+		_ = src[(n-1)*lds+15]
+		packRows16AVX(&d[0], unsafe.SliceData(src), lds, n)
 		return
 	}
 	for p := 0; p < n; p++ {

@@ -61,6 +61,15 @@ func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int) {
 	}
 }
 
+// packRows16AVX writes dst[p·16+j] = src[p·lds+j] for j < 16, p < n
+// (n ≥ 1).
+func packRows16AVX(dst *float32, src *float32, lds int, n int) {
+	d, s := unsafe.Slice(dst, n*16), unsafe.Slice(src, (n-1)*lds+16)
+	for p := range n {
+		copy(d[p*16:p*16+16], s[p*lds:])
+	}
+}
+
 // packRowsAVX512 writes, for p < n, the width = popcount(masks[0]) +
 // popcount(masks[1]) values of row p (src[p·lds:]) to dst[p·ldd:] and
 // zeros the row's lanes from width to ldd.
