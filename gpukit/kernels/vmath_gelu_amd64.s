@@ -33,12 +33,10 @@
 	HORNER3(r, u, c, K(ERFC_R5), K(ERFC_R4), K(ERFC_R3)); \
 	HORNER3(r, u, c, K(ERFC_R2), K(ERFC_R1), K(ERFC_R0))
 
-// GELU's Φ (phiGauss), in parts. PHISMALL: from x in Y8, Y9 = |x|,
-// Y12 = x²/2 (rounded), Y13 = its low part, Y11 = Φ by the polynomial
-// and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
-// e^(-x²/2), 0 for |x| ≥ 16. PHILARGE: Y10 = Φ, Y11 in the small lanes and
-// the erfc form in the others (needs Y14). They clobber Y0-Y5.
-#define PHISMALL \
+// HALFSQUARE: from x in Y8, Y9 = |x| and x²/2 in two parts, Y12 = x²/2
+// rounded and Y13 its low part (the exact split of x², halved), as
+// phiGauss begins. Clobbers Y1.
+#define HALFSQUARE \
 	VBROADCASTSS K(ABS_MASK), Y1; \
 	VANDPS       Y1, Y8, Y9; \
 	VMULPS       Y8, Y8, Y12; \
@@ -46,7 +44,15 @@
 	VFMSUB231PS  Y8, Y8, Y13; \
 	VBROADCASTSS K(HALF), Y1; \
 	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13; \
+	VMULPS       Y1, Y13, Y13
+
+// GELU's Φ (phiGauss), in parts. PHISMALL: from x in Y8, Y9 = |x|,
+// Y12 = x²/2 (rounded), Y13 = its low part, Y11 = Φ by the polynomial
+// and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
+// e^(-x²/2), 0 for |x| ≥ 16. PHILARGE: Y10 = Φ, Y11 in the small lanes and
+// the erfc form in the others (needs Y14). They clobber Y0-Y5.
+#define PHISMALL \
+	HALFSQUARE; \
 	VBROADCASTSS K(SQRT_HALF), Y1; \
 	VMULPS       Y1, Y8, Y10; \
 	ERFP(Y11, Y12, Y1); \
@@ -396,14 +402,7 @@ gausstwo:
 gaussone:
 	ANDQ $15, CX
 	LOOP8(Y8)
-	VBROADCASTSS K(ABS_MASK), Y1
-	VANDPS       Y1, Y8, Y9
-	VMULPS       Y8, Y8, Y12
-	VMOVAPS      Y12, Y13
-	VFMSUB231PS  Y8, Y8, Y13
-	VBROADCASTSS K(HALF), Y1
-	VMULPS       Y1, Y12, Y12
-	VMULPS       Y1, Y13, Y13
+	HALFSQUARE
 	GAUSS
 	VMOVAPS      Y14, Y0
 	EPILOGUE
@@ -508,14 +507,7 @@ TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
 TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
 	ARGS
 	LOOP8(Y8)
-	VBROADCASTSS K(ABS_MASK), Y1
-	VANDPS       Y1, Y8, Y9
-	VMULPS       Y8, Y8, Y12
-	VMOVAPS      Y12, Y13
-	VFMSUB231PS  Y8, Y8, Y13
-	VBROADCASTSS K(HALF), Y1
-	VMULPS       Y1, Y12, Y12
-	VMULPS       Y1, Y13, Y13
+	HALFSQUARE
 	GAUSS
 	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4)
 	VBROADCASTSS K(HALF), Y1
