@@ -268,13 +268,17 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 
 // PACKLARGE(mask, x): the lanes of x not set in mask go to the lists: x
 // to (R11)(R9*4), their indices (R10 + lane) to (R8)(R9*4); R9 += their
-// number. R12 is pack. Clobbers AX, BX, Y5-Y7.
-#define PACKLARGE(mask, x) \
+// number. R12 is pack. Clobbers AX, BX, Y5-Y7. PACKROW loads the row of
+// pack (Y7) and keeps the lanes' mask in AX; PACKREST moves x and the
+// indices and counts.
+#define PACKROW(mask) \
 	VMOVMSKPS    mask, AX; \
 	XORL         $0xff, AX; \
 	MOVL         AX, BX; \
 	SHLL         $5, BX; \
-	VMOVDQU      (R12)(BX*1), Y7; \
+	VMOVDQU      (R12)(BX*1), Y7
+
+#define PACKREST(x) \
 	VPERMPS      x, Y7, Y5; \
 	VMOVUPS      Y5, (R11)(R9*4); \
 	VMOVD        R10, X6; \
@@ -285,26 +289,18 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
+#define PACKLARGE(mask, x) \
+	PACKROW(mask); \
+	PACKREST(x)
+
 // PACKLARGEG(mask, x, off) is PACKLARGE(mask, x) that also moves the
 // same lanes of the gauss vector at off(R13) to the list at R14, with the
 // same row of pack.
 #define PACKLARGEG(mask, x, off) \
-	VMOVMSKPS    mask, AX; \
-	XORL         $0xff, AX; \
-	MOVL         AX, BX; \
-	SHLL         $5, BX; \
-	VMOVDQU      (R12)(BX*1), Y7; \
+	PACKROW(mask); \
 	VPERMPS      off(R13), Y7, Y5; \
 	VMOVUPS      Y5, (R14)(R9*4); \
-	VPERMPS      x, Y7, Y5; \
-	VMOVUPS      Y5, (R11)(R9*4); \
-	VMOVD        R10, X6; \
-	VPBROADCASTD X6, Y6; \
-	VPADDD       geluLanes<>(SB), Y6, Y6; \
-	VPERMD       Y6, Y7, Y6; \
-	VMOVDQU      Y6, (R8)(R9*4); \
-	POPCNTL      AX, AX; \
-	ADDQ         AX, R9
+	PACKREST(x)
 
 TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
 	ARGS
