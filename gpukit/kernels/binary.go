@@ -298,12 +298,8 @@ func binaryVVGo[T Float](op ops.Binary, d, a, b []T) {
 	}
 }
 
-// binaryVS is the vector⊕scalar kernel.
-func binaryVS[T Float](op ops.Binary, d, a []T, s T) {
-	binaryVSStream(op, d, a, s, len(d) >= streamFloats)
-}
-
-// binaryVSStream is binaryVS in AVX as binaryVVStream is binaryVV.
+// binaryVSStream is the vector⊕scalar kernel, in AVX where binaryVVStream
+// runs in AVX, streaming its stores when stream is set.
 func binaryVSStream[T Float](op ops.Binary, d, a []T, s T, stream bool) {
 	a = a[:len(d)]
 	if op.Arithmetic() && useAVX && len(d) >= 32 {
