@@ -87,6 +87,13 @@ ymm:
 	HORNER(p, z, t, c2); \
 	HORNER2(p, z, t, c1, c0)
 
+// HORNER2V(c, t, za, pa, zb, pb) is HORNER on two vectors, the constant
+// broadcast once: pa = fma32(pa, za, c), pb = fma32(pb, zb, c).
+#define HORNER2V(c, t, za, pa, zb, pb) \
+	VBROADCASTSS c, t; \
+	VFMADD213PS  t, za, pa; \
+	VFMADD213PS  t, zb, pb
+
 // exp32's steps, shared by EXPF (eight lanes, Y registers) and EXPFZ
 // (sixteen, Z registers): the register arguments are all of one kind.
 // EXPSCALE(x, n): n = x·log₂e, which the caller rounds to an integer
@@ -161,21 +168,11 @@ ymm:
 	VFNMADD231PS t, nb, rb; \
 	VBROADCASTSS K(EXP_C7), pa; \
 	VMOVAPS      pa, pb; \
-	VBROADCASTSS K(EXP_C6), t; \
-	VFMADD213PS  t, ra, pa; \
-	VFMADD213PS  t, rb, pb; \
-	VBROADCASTSS K(EXP_C5), t; \
-	VFMADD213PS  t, ra, pa; \
-	VFMADD213PS  t, rb, pb; \
-	VBROADCASTSS K(EXP_C4), t; \
-	VFMADD213PS  t, ra, pa; \
-	VFMADD213PS  t, rb, pb; \
-	VBROADCASTSS K(EXP_C3), t; \
-	VFMADD213PS  t, ra, pa; \
-	VFMADD213PS  t, rb, pb; \
-	VBROADCASTSS K(EXP_C2), t; \
-	VFMADD213PS  t, ra, pa; \
-	VFMADD213PS  t, rb, pb; \
+	HORNER2V(K(EXP_C6), t, ra, pa, rb, pb); \
+	HORNER2V(K(EXP_C5), t, ra, pa, rb, pb); \
+	HORNER2V(K(EXP_C4), t, ra, pa, rb, pb); \
+	HORNER2V(K(EXP_C3), t, ra, pa, rb, pb); \
+	HORNER2V(K(EXP_C2), t, ra, pa, rb, pb); \
 	VMULPS       ra, ra, sa; \
 	VMULPS       rb, rb, sb; \
 	VFMADD213PS  ra, sa, pa; \

@@ -46,6 +46,21 @@
 	VMULPS       Y1, Y12, Y12; \
 	VMULPS       Y1, Y13, Y13
 
+// PHIERFC(d): d = Φ by the erfc form, ½·e^(-x²/2)·erfcxR on the negative
+// side and 1 minus it on the positive, from x in Y8, |x| in Y9 and
+// e^(-x²/2) in Y14 (PHILARGE's lanes outside the polynomial's interval,
+// and geluLargeVec's and geluGradLargeVec's). Clobbers Y1-Y4.
+#define PHIERFC(d) \
+	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4); \
+	VBROADCASTSS K(HALF), Y1; \
+	VMULPS       Y1, Y14, Y1; \
+	VMULPS       Y4, Y1, Y1; \
+	VBROADCASTSS K(ONE), Y2; \
+	VSUBPS       Y1, Y2, Y2; \
+	VXORPS       Y3, Y3, Y3; \
+	VCMPPS       $0x1e, Y3, Y8, Y3; \
+	VBLENDVPS    Y3, Y2, Y1, d
+
 // GELU's Φ (phiGauss), in parts. PHISMALL: from x in Y8, Y9 = |x|,
 // Y12 = x²/2 (rounded), Y13 = its low part, Y11 = Φ by the polynomial
 // and Y15 = the lanes it serves (-1.2374 < x < 2.1213). GAUSS: Y14 =
@@ -75,15 +90,7 @@
 	VANDNPS      Y0, Y2, Y14
 
 #define PHILARGE \
-	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4); \
-	VBROADCASTSS K(HALF), Y1; \
-	VMULPS       Y1, Y14, Y1; \
-	VMULPS       Y4, Y1, Y1; \
-	VBROADCASTSS K(ONE), Y2; \
-	VSUBPS       Y1, Y2, Y2; \
-	VXORPS       Y3, Y3, Y3; \
-	VCMPPS       $0x1e, Y3, Y8, Y3; \
-	VBLENDVPS    Y3, Y2, Y1, Y1; \
+	PHIERFC(Y1); \
 	VBLENDVPS    Y15, Y11, Y1, Y10
 
 // The Z forms: the macros above on sixteen lanes, Zn for Yn, the same
@@ -228,11 +235,6 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 // their lanes' masks (-1.2374 < x < 2.1213) in Y15 and Y3. x²/2 is in
 // Y12 and Y13, x·√½ in Y10 and Y14 (PHISMALL's low part of x², which
 // only GAUSS reads, is left out). Clobbers Y1, Y2.
-#define HORNERS2(c) \
-	VBROADCASTSS c, Y1; \
-	VFMADD213PS  Y1, Y12, Y11; \
-	VFMADD213PS  Y1, Y13, Y4
-
 #define SMALL2 \
 	VMULPS       Y8, Y8, Y12; \
 	VMULPS       Y9, Y9, Y13; \
@@ -244,14 +246,14 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	VMULPS       Y1, Y9, Y14; \
 	VBROADCASTSS K(ERF_P8), Y11; \
 	VMOVAPS      Y11, Y4; \
-	HORNERS2(K(ERF_P7)); \
-	HORNERS2(K(ERF_P6)); \
-	HORNERS2(K(ERF_P5)); \
-	HORNERS2(K(ERF_P4)); \
-	HORNERS2(K(ERF_P3)); \
-	HORNERS2(K(ERF_P2)); \
-	HORNERS2(K(ERF_P1)); \
-	HORNERS2(K(ERF_P0)); \
+	HORNER2V(K(ERF_P7), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P6), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P5), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P4), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P3), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P2), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P1), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(ERF_P0), Y1, Y12, Y11, Y13, Y4); \
 	VFMADD213PS  Y10, Y10, Y11; \
 	VFMADD213PS  Y14, Y14, Y4; \
 	VBROADCASTSS K(HALF), Y1; \
@@ -478,15 +480,7 @@ TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
 	VMOVUPS      (R13), Y14
 	VBROADCASTSS K(ABS_MASK), Y1
 	VANDPS       Y1, Y8, Y9
-	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4)
-	VBROADCASTSS K(HALF), Y1
-	VMULPS       Y1, Y14, Y1
-	VMULPS       Y4, Y1, Y1
-	VBROADCASTSS K(ONE), Y2
-	VSUBPS       Y1, Y2, Y2
-	VXORPS       Y3, Y3, Y3
-	VCMPPS       $0x1e, Y3, Y8, Y3
-	VBLENDVPS    Y3, Y2, Y1, Y10
+	PHIERFC(Y10)
 	VBROADCASTSS K(INV_SQRT2PI), Y1
 	VMULPS       Y1, Y14, Y0
 	VFMADD213PS  Y10, Y8, Y0
@@ -505,14 +499,6 @@ TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
 	LOOP8(Y8)
 	HALFSQUARE
 	GAUSS
-	ERFCXR(PHI_T, Y9, Y1, Y2, Y3, Y4)
-	VBROADCASTSS K(HALF), Y1
-	VMULPS       Y1, Y14, Y1
-	VMULPS       Y4, Y1, Y1
-	VBROADCASTSS K(ONE), Y2
-	VSUBPS       Y1, Y2, Y2
-	VXORPS       Y3, Y3, Y3
-	VCMPPS       $0x1e, Y3, Y8, Y3
-	VBLENDVPS    Y3, Y2, Y1, Y10
+	PHIERFC(Y10)
 	VMULPS       Y10, Y8, Y0
 	EPILOGUE
