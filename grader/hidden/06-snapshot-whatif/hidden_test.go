@@ -140,6 +140,25 @@ func peaks(t *testing.T, s *snapshot.Snapshot, options []string) (lowAllocated, 
 	return lowAllocated, highReserved
 }
 
+// findCard returns memory for the allocator, in steps of 4 MiB from high
+// down, on which ok holds: hint first, the card the scan finds today, so
+// that a grading replays the snapshot on one card where the scan replays
+// it on a dozen or thirty (most of this exercise's grading time went to
+// those scans); the scan runs only when the hint no longer holds (after a
+// change to the allocator's replay, say). Neither depends on the
+// submission: only the grader's own replay decides the card.
+func findCard(high, hint int64, ok func(usable int64) bool) (int64, bool) {
+	if hint <= high && ok(hint) {
+		return hint, true
+	}
+	for usable := high &^ (4*mib - 1); usable > 0; usable -= 4 * mib {
+		if ok(usable) {
+			return usable, true
+		}
+	}
+	return 0, false
+}
+
 func TestHiddenRoomyCard(t *testing.T) {
 	s := record(t, hiddenRun(t, 12))
 	p, err := device.LookupProfile("h100-80gb")
@@ -160,20 +179,17 @@ func TestHiddenTightCard(t *testing.T) {
 	unlimited := replay(t, s, 0, 0, options)
 	_, high := peaks(t, s, options)
 	const context = 128 * mib
-	for usable := high &^ (4*mib - 1); usable > 0; usable -= 4 * mib {
-		p := card(t, usable+context, context)
-		want := expected(t, s, p, options)
+	usable, ok := findCard(high, 664*mib, func(usable int64) bool {
+		want := expected(t, s, card(t, usable+context, context), options)
 		fails, retried := false, false
 		for i, r := range want.Rows {
 			fails = fails || !r.Fits
 			retried = retried || (r.Fits && r.Retries > 0 && unlimited[i].PeakReserved > usable)
 		}
-		if fails && retried {
-			check(t, s, p, options)
-			return
-		}
-	}
-	t.Fatal("the test found no card that is tight enough")
+		return fails && retried
+	})
+	require.True(t, ok, "the test found no card that is tight enough")
+	check(t, s, card(t, usable+context, context), options)
 }
 
 // TestHiddenRetriesCost: a card on which the setting that reserves least
@@ -186,21 +202,18 @@ func TestHiddenRetriesCost(t *testing.T) {
 	options := []string{"roundup_power2_divisions:4", "", "max_split_size_mb:64"}
 	_, high := peaks(t, s, options)
 	const context = 128 * mib
-	for usable := high &^ (4*mib - 1); usable > 0; usable -= 4 * mib {
-		p := card(t, usable+context, context)
-		want := expected(t, s, p, options)
+	usable, ok := findCard(high, 612*mib, func(usable int64) bool {
+		want := expected(t, s, card(t, usable+context, context), options)
 		least := -1
 		for i, r := range want.Rows {
 			if r.Fits && (least < 0 || r.PeakReserved < want.Rows[least].PeakReserved) {
 				least = i
 			}
 		}
-		if least >= 0 && want.Best >= 0 && want.Rows[least].Retries > 0 && want.Rows[want.Best].Retries == 0 {
-			check(t, s, p, options)
-			return
-		}
-	}
-	t.Fatal("the test found no card on which a retry decides")
+		return least >= 0 && want.Best >= 0 && want.Rows[least].Retries > 0 && want.Rows[want.Best].Retries == 0
+	})
+	require.True(t, ok, "the test found no card on which a retry decides")
+	check(t, s, card(t, usable+context, context), options)
 }
 
 // TestHiddenContextCounts: a card whose CUDA context changes the choice.
@@ -209,14 +222,11 @@ func TestHiddenContextCounts(t *testing.T) {
 	options := fourOptions()
 	_, high := peaks(t, s, options)
 	const context = 128 * mib
-	for usable := high &^ (4*mib - 1); usable > 0; usable -= 4 * mib {
-		p := card(t, usable+context, context)
-		if expected(t, s, p, options).Best != expected(t, s, card(t, usable+context, 0), options).Best {
-			check(t, s, p, options)
-			return
-		}
-	}
-	t.Fatal("the test found no card on which the context decides")
+	usable, ok := findCard(high, 592*mib, func(usable int64) bool {
+		return expected(t, s, card(t, usable+context, context), options).Best != expected(t, s, card(t, usable+context, 0), options).Best
+	})
+	require.True(t, ok, "the test found no card on which the context decides")
+	check(t, s, card(t, usable+context, context), options)
 }
 
 // TestHiddenChoosesByReserved: the first option allocates no more than the
