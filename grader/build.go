@@ -258,9 +258,10 @@ const buildUID = sandbox.BuildUID
 
 // builder compiles packages into test binaries in a temporary module.
 type builder struct {
-	course *Course
-	goCmd  string
-	limits BuildLimits
+	course  *Course
+	goCmd   string
+	limits  BuildLimits
+	exports *onceCache[map[string]string] // the grader's, shared by its builders; nil: none
 }
 
 // errBuildLimit says that a build went past its limits.

@@ -28,7 +28,8 @@ type Grader struct {
 	// againIfFailed: runAgain reruns only a test that failed (verify's
 	// mutants: that the mutant's failure is no accident is what counts).
 	againIfFailed bool
-	hidden        *hiddenCache // the hidden tests as compiled; nil: rewritten for every submission
+	hidden        *onceCache[*hiddenTests]      // the hidden tests as compiled; nil: rewritten for every submission
+	exports       *onceCache[map[string]string] // export data by import list (builder.exportData); nil: go list for every type check
 }
 
 // New returns a grader for course with a sandbox of the given mode; the
@@ -47,7 +48,7 @@ func New(course *Course, mode sandbox.Mode, notices io.Writer) (*Grader, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Grader{Course: course, Sandbox: sb, hidden: &hiddenCache{}}, nil
+	return &Grader{Course: course, Sandbox: sb, hidden: &onceCache[*hiddenTests]{}, exports: &onceCache[map[string]string]{}}, nil
 }
 
 func (g *Grader) builder() *builder {
@@ -59,7 +60,7 @@ func (g *Grader) builder() *builder {
 	if limits == (BuildLimits{}) {
 		limits = DefaultBuildLimits
 	}
-	return &builder{course: g.Course, goCmd: goCmd, limits: limits}
+	return &builder{course: g.Course, goCmd: goCmd, limits: limits, exports: g.exports}
 }
 
 // limitsFor is what one test process of spec may use.

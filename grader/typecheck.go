@@ -43,17 +43,29 @@ func (b *builder) importer(ctx context.Context, fset *token.FileSet, files []*as
 // exportData runs go list -export in the course's module for the import
 // paths and their dependencies, and returns each package's export data
 // file. A path that does not resolve has none (the type check then fails
-// on it).
+// on it). The answer for a list of paths is kept for the grader's run:
+// the submissions of an exercise import the same packages, and go list
+// was a quarter of a small exercise's grading (it hashes every source
+// file of every dependency to find the export data in the build cache).
 func (b *builder) exportData(ctx context.Context, paths map[string]bool) (map[string]string, error) {
-	exports := map[string]string{}
 	if len(paths) == 0 {
-		return exports, nil
+		return map[string]string{}, nil
 	}
 	list := make([]string, 0, len(paths))
 	for p := range paths {
 		list = append(list, p)
 	}
 	sort.Strings(list)
+	// The key quotes each path: a path is the student's (strconv.Unquote
+	// of their import), and a separator it may contain could make two
+	// lists one key, one student's failed list another's in a batch.
+	key := fmt.Sprintf("%q", list)
+	return b.exports.get(key, func() (map[string]string, error) { return b.goListExport(ctx, list) })
+}
+
+// goListExport is exportData's go list, for the sorted import paths list.
+func (b *builder) goListExport(ctx context.Context, list []string) (map[string]string, error) {
+	exports := map[string]string{}
 	args := append([]string{"list", "-e", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", "--"}, list...)
 	cmd := exec.CommandContext(ctx, b.goCmd, args...)
 	cmd.Dir = b.course.Root
