@@ -16,10 +16,6 @@
 # alone on the same machine fuzz took 119 s and cross 279 s, so fuzz went
 # from the go lane, then the longer by about 400 s, to this one.
 #
-# In CI the classroom image's checks run beside both lanes (.ci/run), and
-# make site, which renders the notebooks the image executed, goes last
-# in the lessons lane and waits for them (NOTEBOOKS_AFTER, below).
-#
 # Each lane runs its steps in turn, saying how long each took; their lines
 # are interleaved as they come, each with its lane's name. Exits 1 if
 # either lane fails, after both end.
@@ -44,33 +40,12 @@ cpu_seconds() {
 	times >"$f"
 	awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%d\n", t }' "$f"
 }
-# wait_notebooks waits for NOTEBOOKS_AFTER (above), saying so once a
-# minute.
-wait_notebooks() {
-	local t0=$SECONDS next=$((SECONDS + 60))
-	echo "test: make site waits for the classroom image's notebooks ($NOTEBOOKS_AFTER)"
-	until [ -e "$NOTEBOOKS_AFTER" ]; do
-		if [ -n "${NOTEBOOKS_AFTER_PID:-}" ] && ! kill -0 "$NOTEBOOKS_AFTER_PID" 2>/dev/null; then
-			break
-		fi
-		sleep 2
-		if ((SECONDS >= next)); then
-			echo "test: still waiting for the classroom image's notebooks ($((SECONDS - t0)) s)"
-			next=$((next + 60))
-		fi
-	done
-	echo "test: the classroom image's lane ended (status $(cat "$NOTEBOOKS_AFTER" 2>/dev/null || echo unknown)) after $((SECONDS - t0)) s of waiting"
-}
 lane() { # lane NAME TARGET...: runs make TARGET in turn, NAME before each line
 	local name=$1 status
 	shift
 	steps() {
 		local step t0
 		for step in "$@"; do
-			if [ "$step" = wait-notebooks ]; then
-				wait_notebooks
-				continue
-			fi
 			t0=$SECONDS
 			cpu_seconds >"$logs/cpu0.$BASHPID"
 			"$make" --no-print-directory "$step" || return
@@ -96,14 +71,6 @@ failures() { # failures NAME
 }
 go_steps=(unit-gpukit unit-grader cross)
 lessons_steps=(site grader-verify cuda fuzz)
-# NOTEBOOKS_AFTER=FILE (CI: .ci/run builds and checks the classroom image
-# beside the lanes, and its notebooks come out for make site): make site
-# goes last in its lane, and first waits until FILE exists (the image's
-# lane wrote its exit status there) or the process NOTEBOOKS_AFTER_PID
-# has ended.
-if [ -n "${NOTEBOOKS_AFTER:-}" ]; then
-	lessons_steps=(grader-verify cuda fuzz wait-notebooks site)
-fi
 lane go "${go_steps[@]}" &
 go_pid=$!
 lane lessons "${lessons_steps[@]}" &
