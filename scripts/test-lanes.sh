@@ -30,27 +30,27 @@ export GPUKIT_SPIN=${GPUKIT_SPIN:-0}
 start=$SECONDS
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-# cpu_seconds is the user and system time of this shell's finished
-# children, whole seconds: a step's CPU time, beside its wall time, says
-# what it costs a machine whose cores the other lane shares. (times runs
-# in this shell, its output to a file: in a pipe or $(...) it would run
-# in a child, which has no children yet.)
+# cpu_seconds VAR sets VAR to the user and system time of this shell's
+# finished children, whole seconds: a step's CPU time, beside its wall
+# time, says what it costs a machine whose cores the other lane shares.
+# (times runs in this shell, its output to a file: in a pipe or $(...) it
+# would run in a child, which has no children yet.)
 cpu_seconds() {
 	local f=$logs/times.$BASHPID
 	times >"$f"
-	awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%d\n", t }' "$f"
+	printf -v "$1" '%d' "$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%d", t }' "$f")"
 }
 lane() { # lane NAME TARGET...: runs make TARGET in turn, NAME before each line
 	local name=$1 status
 	shift
 	steps() {
-		local step t0
+		local step t0 cpu0 cpu1
 		for step in "$@"; do
 			t0=$SECONDS
-			cpu_seconds >"$logs/cpu0.$BASHPID"
+			cpu_seconds cpu0
 			"$make" --no-print-directory "$step" || return
-			cpu_seconds >"$logs/cpu1.$BASHPID"
-			echo "test: make $step took $((SECONDS - t0)) s ($(($(<"$logs/cpu1.$BASHPID") - $(<"$logs/cpu0.$BASHPID"))) s of CPU)"
+			cpu_seconds cpu1
+			echo "test: make $step took $((SECONDS - t0)) s ($((cpu1 - cpu0)) s of CPU)"
 		done
 	}
 	steps "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
