@@ -408,18 +408,40 @@ const bigCacheEntry = 32 << 20
 // each batch (TrimBuildCache), the entries used longest ago going first.
 const MaxBuildCache = 2 << 30
 
-// removeCacheEntries removes the regular files of the build cache dir that
-// drop says to; it follows no symlink.
-func removeCacheEntries(dir string, drop func(fs.FileInfo) bool) {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
+// removeNewCacheEntries removes the regular files larger than
+// bigCacheEntry that the build cache dir gained since since; it follows
+// no symlink. It reads only the folders changed since then: the go
+// command creates each entry in one of the cache's 256 folders (00 to
+// ff), which changes that folder's time, and rewrites none in place. A
+// class's cache holds about 30,000 entries; reading them all after every
+// build took 0.17 s (0.45 s in the grader's tests under -race), more
+// than the link of a small exercise.
+func removeNewCacheEntries(dir string, since time.Time) {
+	folders, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, folder := range folders {
+		if !folder.IsDir() { // a link is not a folder here: not followed
+			continue
 		}
-		if info, err := d.Info(); err == nil && drop(info) {
-			os.Remove(p)
+		if info, err := folder.Info(); err != nil || info.ModTime().Before(since) {
+			continue
 		}
-		return nil
-	})
+		path := filepath.Join(dir, folder.Name())
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			if info, err := e.Info(); err == nil && !info.ModTime().Before(since) && info.Size() > bigCacheEntry {
+				os.Remove(filepath.Join(path, e.Name()))
+			}
+		}
+	}
 }
 
 // TrimBuildCache trims the grader's own build cache (root's, the one its

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -67,9 +66,7 @@ func (b *builder) runGo(ctx context.Context, dir string, own []string, tmp strin
 		// course comes near it): never used again, it goes.
 		defer func() {
 			if cache, err := buildCache(); err == nil {
-				removeCacheEntries(cache, func(info fs.FileInfo) bool {
-					return !info.ModTime().Before(started.Add(-time.Second)) && info.Size() > bigCacheEntry
-				})
+				removeNewCacheEntries(cache, started.Add(-time.Second))
 			}
 		}()
 	}
