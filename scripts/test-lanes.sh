@@ -2,20 +2,21 @@
 # make test's checks in two lanes at once on the build machine's cores:
 #
 #   [go]       make unit-gpukit unit-grader      gpukit's and the grader's
-#              cross                             tests, the other platforms'
-#                                                builds
-#   [lessons]  make site grader-verify cuda      the notebooks, the site, the
-#              fuzz                              exercises' verification, the
-#                                                cuda build, fuzzing
+#              cross cuda                        tests, the other platforms'
+#                                                builds, the cuda build
+#   [lessons]  make site grader-verify fuzz      the notebooks, the site, the
+#                                                exercises' verification,
+#                                                fuzzing
 #
 # The lanes take about as long as each other when CI has executed the
 # notebooks in the classroom image first (NOTEBOOKS_EXECUTED); without
 # that the lessons lane executes the notebooks too and is the longer one.
-# Measured on a clean clone (2 cores, both lanes at once): unit-gpukit
-# 277 s, unit-grader 234 s, site 43 s, grader-verify 505 s, cuda 67 s;
-# alone on the same machine fuzz took 119 s and cross 279 s, so fuzz went
-# from the go lane, then the longer by about 400 s, to this one.
-#
+# Measured on a clean clone (2 cores, both lanes at once, 2026-11-30):
+# unit-gpukit 182 s, unit-grader 247 s, cross 106 s; site 49 s,
+# grader-verify 398 s, cuda 80 s, fuzz 47 s. Then unit-grader's builds
+# stopped reading the whole build cache (grader/build.go,
+# removeNewCacheEntries; its tests 211 → 119 s alone), and cuda went to
+# this lane from the lessons lane, by then the longer.
 # Each lane runs its steps in turn, saying how long each took; their lines
 # are interleaved as they come, each with its lane's name. Exits 1 if
 # either lane fails, after both end.
@@ -69,8 +70,8 @@ failures() { # failures NAME
 	echo "test: the $1 lane's last lines:"
 	tail -n 15 "$log" | sed "s/^/[$1] /"
 }
-go_steps=(unit-gpukit unit-grader cross)
-lessons_steps=(site grader-verify cuda fuzz)
+go_steps=(unit-gpukit unit-grader cross cuda)
+lessons_steps=(site grader-verify fuzz)
 lane go "${go_steps[@]}" &
 go_pid=$!
 lane lessons "${lessons_steps[@]}" &
