@@ -342,16 +342,49 @@ func checkAll(ctx context.Context, c *common, stdout, stderr io.Writer, strict b
 		}
 	}
 	fmt.Fprintf(stdout, "Checking %d exercises with their public tests (a minute or more the first time)...\n", len(names))
+	// Several exercises at once, each line printed in order as soon as
+	// it and those before it are done: a check is mostly a build and a
+	// test run of one process, so two at a time on two cores take about
+	// half as long (the check of all 17 stubs, warm, here: 14.3–15.5 → 7.9–9.9 s). At most
+	// four: each build may use hundreds of MB.
+	type checked struct {
+		res *grader.Result
+		err error
+	}
+	results := make([]chan checked, len(names))
+	for i := range results {
+		results[i] = make(chan checked, 1)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slots := make(chan struct{}, min(runtime.NumCPU(), 4))
+	go func() {
+		for i, name := range names {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				results[i] <- checked{err: ctx.Err()}
+				continue
+			}
+			go func() {
+				defer func() { <-slots }()
+				ex, err := g.Course.Exercise(name)
+				if err != nil {
+					results[i] <- checked{err: err}
+					return
+				}
+				res, err := g.Check(ctx, ex, "")
+				results[i] <- checked{res, err}
+			}()
+		}
+	}()
 	done, failing := 0, 0
-	for _, name := range names {
-		ex, err := g.Course.Exercise(name)
-		if err != nil {
-			return err
+	for i, name := range names {
+		c := <-results[i]
+		if c.err != nil {
+			return c.err // the deferred cancel stops the others
 		}
-		res, err := g.Check(ctx, ex, "")
-		if err != nil {
-			return err
-		}
+		res := c.res
 		passed := res.PassedTests()
 		mark := "✓"
 		if passed < len(res.Tests) {

@@ -170,3 +170,35 @@ func TestOSGateCommands(t *testing.T) {
 	assert.NotContains(t, errb.String(), "sandbox needs Linux")
 	assert.NotEqual(t, 0, code, errb.String())
 }
+
+// check --all checks several exercises at once and still prints one line
+// per exercise in the exercises' order, each with its own result: here
+// three copies of the fixture's toy exercise, the middle one solved.
+func TestCheckAllInOrder(t *testing.T) {
+	root := t.TempDir()
+	fixture := filepath.Join("..", "..", "testdata", "course")
+	require.NoError(t, os.CopyFS(root, os.DirFS(fixture)))
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(courseRoot, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, f), data, 0o644))
+	}
+	toy := os.DirFS(filepath.Join(fixture, "exercises", "01-toy"))
+	for _, name := range []string{"02-toy", "03-toy"} {
+		require.NoError(t, os.CopyFS(filepath.Join(root, "exercises", name), toy))
+	}
+	for _, f := range []string{"sum.go", "reverse.go"} {
+		data, err := os.ReadFile(filepath.Join(fixture, "solutions", "01-toy", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "exercises", "02-toy", f), data, 0o644))
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"check", "--all", "--course", root}, &out, &errb)
+	require.Equal(t, 0, code, "%s%s", out.String(), errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 5, out.String())
+	assert.Regexp(t, `^  ✗ 01-toy +0/\d+ public tests pass$`, lines[1])
+	assert.Regexp(t, `^  ✓ 02-toy +(\d+)/\d+ public tests pass$`, lines[2])
+	assert.Regexp(t, `^  ✗ 03-toy +0/\d+ public tests pass$`, lines[3])
+	assert.Equal(t, "1 of 3 exercises pass all their public tests; grading also runs hidden tests (see each README).", lines[4])
+}
