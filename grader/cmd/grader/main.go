@@ -345,8 +345,8 @@ func checkAll(ctx context.Context, c *common, stdout, stderr io.Writer, strict b
 	// Several exercises at once, each line printed in order as soon as
 	// it and those before it are done: a check is mostly a build and a
 	// test run of one process, so two at a time on two cores take about
-	// half as long (the check of all 17 stubs, warm, here: 14.3–15.5 → 7.9–9.9 s). At most
-	// four: each build may use hundreds of MB.
+	// half as long (all 17 stubs, warm, here: 14.3–15.5 → 7.9–9.9 s).
+	// At most four: each build may use hundreds of MB.
 	type checked struct {
 		res *grader.Result
 		err error
