@@ -90,15 +90,18 @@ nbcheck:
 # nothing, and it cost a second a package.
 unit: unit-gpukit unit-grader
 
-# gpukit under the race detector. The tests that replay whole recordings
-# or decode whole snapshots (alloc/snapshot, internal/pickle) or simulate
-# hundreds of meta cards (distributed) are one goroutine's work: they skip
-# themselves under -race (gpukit/internal/racetest) and run in the second,
-# plain pass of their packages (on a loaded two-core machine: 337, 422 and
-# 430 s under -race, 10, 33 and 12 s without).
+# gpukit under the race detector where its code can run concurrently
+# (scripts/race-packages.sh: a package that imports sync, starts a
+# goroutine or runs tests in parallel), the other packages plainly. The
+# tests that replay whole recordings or decode whole snapshots
+# (alloc/snapshot, internal/pickle) or simulate hundreds of meta cards
+# (distributed) are one goroutine's work: they skip themselves under
+# -race (gpukit/internal/racetest) and run in the second, plain pass of
+# their packages (on a loaded two-core machine: 337, 422 and 430 s under
+# -race, 10, 33 and 12 s without).
 unit-gpukit:
-	GORACE=atexit_sleep_ms=0 $(GOTEST) -race -timeout 30m ./gpukit/...
-	$(GOTEST) ./gpukit/alloc/snapshot/ ./gpukit/internal/pickle/ ./gpukit/distributed/
+	GORACE=atexit_sleep_ms=0 $(GOTEST) -race -timeout 30m $$(bash scripts/race-packages.sh race ./gpukit/...)
+	$(GOTEST) $$(bash scripts/race-packages.sh plain ./gpukit/...) ./gpukit/alloc/snapshot/ ./gpukit/internal/pickle/ ./gpukit/distributed/
 	$(GOTEST) $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
