@@ -212,8 +212,8 @@ leaks=$(in_box bash -c 'ls -d solutions grader/hidden 2>/dev/null; find / -xdev 
 # Every exercise checks offline, and from the image's build cache: a check
 # that compiled gpukit and the standard library anew (without the image's
 # warm-up, 17 to 22 s for a student's first check in a fresh container)
-# would grow the cache by 78 MB or more; a warm check of all 17 grows it by
-# about 13 MB (each exercise's own package and tests).
+# would grow the cache by 78 MB or more; a warm check of all 17 grew it by
+# 13-18 MB here (each exercise's own package and tests).
 if in_box test -d grader/cmd/grader; then
 	check_start=$(date +%s)
 	cache_kb() { in_box bash -c 'du -sk "$(go env GOCACHE)" | cut -f1'; }
