@@ -392,7 +392,14 @@ func checkAll(ctx context.Context, c *common, stdout, stderr io.Writer, strict b
 	for i, name := range names {
 		c := <-results[i]
 		if c.err != nil {
-			return c.err // the deferred cancel stops the others
+			// The others stop, and each removes its build's folders
+			// before the command returns: every exercise gets one
+			// result, theirs a canceled context's error.
+			cancel()
+			for _, rest := range results[i+1:] {
+				<-rest
+			}
+			return c.err
 		}
 		res := c.res
 		passed := res.PassedTests()

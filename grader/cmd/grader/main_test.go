@@ -175,18 +175,7 @@ func TestOSGateCommands(t *testing.T) {
 // per exercise in the exercises' order, each with its own result: here
 // three copies of the fixture's toy exercise, the middle one solved.
 func TestCheckAllInOrder(t *testing.T) {
-	root := t.TempDir()
-	fixture := filepath.Join("..", "..", "testdata", "course")
-	require.NoError(t, os.CopyFS(root, os.DirFS(fixture)))
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(courseRoot, f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(root, f), data, 0o644))
-	}
-	toy := os.DirFS(filepath.Join(fixture, "exercises", "01-toy"))
-	for _, name := range []string{"02-toy", "03-toy"} {
-		require.NoError(t, os.CopyFS(filepath.Join(root, "exercises", name), toy))
-	}
+	root, fixture := toyCourse(t)
 	for _, f := range []string{"sum.go", "reverse.go"} {
 		data, err := os.ReadFile(filepath.Join(fixture, "solutions", "01-toy", f))
 		require.NoError(t, err)
@@ -201,4 +190,54 @@ func TestCheckAllInOrder(t *testing.T) {
 	assert.Regexp(t, `^  ✓ 02-toy +(\d+)/\d+ public tests pass$`, lines[2])
 	assert.Regexp(t, `^  ✗ 03-toy +0/\d+ public tests pass$`, lines[3])
 	assert.Equal(t, "1 of 3 exercises pass all their public tests; grading also runs hidden tests (see each README).", lines[4])
+}
+
+// When one exercise cannot be checked, check --all says why and returns
+// only after the checks running beside it have stopped and removed their
+// builds' folders: here 03-toy has no public tests, and 04-toy's, which
+// start when 03-toy's check ends, are still running (one sleeps) when
+// 02-toy's check ends.
+func TestCheckAllStopsCleanly(t *testing.T) {
+	root, _ := toyCourse(t, "04-toy")
+	require.NoError(t, os.Remove(filepath.Join(root, "exercises", "03-toy", "toy_test.go")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "exercises", "04-toy", "slow_test.go"),
+		[]byte("package toy\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(2 * time.Second) }\n"), 0o644))
+	// The builds' folders go to TMPDIR (which root's grader needs open to
+	// the sandbox's uids: 0711).
+	tmp, err := os.MkdirTemp("", "checkall-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	require.NoError(t, os.Chmod(tmp, 0o711))
+	t.Setenv("TMPDIR", tmp)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"check", "--all", "--course", root}, &out, &errb)
+	assert.Equal(t, 1, code, "%s%s", out.String(), errb.String())
+	assert.Contains(t, errb.String(), "has no public tests")
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	assert.Empty(t, names, "left in TMPDIR after check --all returned")
+}
+
+// toyCourse is the grader's fixture course with its toy exercise copied
+// as 02-toy, 03-toy and the more exercises named, and the course's go.mod
+// and go.sum; it returns the course's folder and the fixture's.
+func toyCourse(t *testing.T, more ...string) (root, fixture string) {
+	t.Helper()
+	root = t.TempDir()
+	fixture = filepath.Join("..", "..", "testdata", "course")
+	require.NoError(t, os.CopyFS(root, os.DirFS(fixture)))
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(courseRoot, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, f), data, 0o644))
+	}
+	toy := os.DirFS(filepath.Join(fixture, "exercises", "01-toy"))
+	for _, name := range append([]string{"02-toy", "03-toy"}, more...) {
+		require.NoError(t, os.CopyFS(filepath.Join(root, "exercises", name), toy))
+	}
+	return root, fixture
 }
