@@ -16,7 +16,9 @@
 # grader-verify 398 s, cuda 80 s, fuzz 47 s. Then unit-grader's builds
 # stopped reading the whole build cache (grader/build.go,
 # removeNewCacheEntries; its tests 211 → 119 s alone), and cuda went to
-# this lane from the lessons lane, by then the longer.
+# this lane from the lessons lane, by then the longer: on the next clean
+# clone the go lane took 439 s, the lessons lane 410 s.
+#
 # Each lane runs its steps in turn, saying how long each took; their lines
 # are interleaved as they come, each with its lane's name. Exits 1 if
 # either lane fails, after both end.
