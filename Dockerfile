@@ -205,11 +205,23 @@ COPY --from=deps --chown=${NB_UID}:${NB_GID} /tmp/deps.txt /tmp/check-deps.txt /
 # library and the other modules its tests import (testify), so that the
 # check of every exercise after the course is copied compiles only the
 # course's own packages.
+# Each step that compiles dates the build cache entries it made 2100 (the
+# find at its end). The go command rewrites the time of an entry it uses
+# an hour or more after that time, and deletes entries older than five
+# days at its daily trim (cmd/go/internal/cache/cache.go: mtimeInterval,
+# trimLimit); gopls does the same with its own cache (gopls/internal/
+# filecache). In an image, a rewrite copies the whole file up into the
+# layer that made it (the course step, built two hours after this one,
+# grew by 326 MB) or into each student's container (220 entries in one
+# make image-test), and a trim a week after the build would make every
+# container compile gpukit anew. Dated in the future, an entry is neither:
+# make image-test checks both.
 RUN --mount=type=bind,from=build-go,source=/usr/local/go,target=/opt/build-go \
     export PATH=/opt/build-go/bin:$PATH GOROOT=/opt/build-go CGO_ENABLED=1 GOARCH=$TARGETARCH \
     && GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build $(cat /tmp/deps.txt) \
     && CGO_ENABLED=0 GOPROXY=off GOFLAGS=-trimpath go build $(cat /tmp/check-deps.txt) \
-    && rm /tmp/deps.txt /tmp/check-deps.txt
+    && rm /tmp/deps.txt /tmp/check-deps.txt \
+    && find "$GOCACHE" -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
 
 COPY --chown=${NB_UID}:${NB_GID} . .
 RUN if [ -e solutions ] || [ -e grader/hidden ]; then \
@@ -228,7 +240,8 @@ RUN --mount=type=bind,from=build-go,source=/usr/local/go,target=/opt/build-go \
     export PATH=/opt/build-go/bin:$PATH GOROOT=/opt/build-go CGO_ENABLED=1 GOARCH=$TARGETARCH \
     && GOPROXY=off GOFLAGS=${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS}} go build ./... \
     && GOPROXY=off go build -o /dev/null ./scripts/nbgen \
-    && GOPROXY=off go run ./grader/cmd/grader check --all >/dev/null
+    && GOPROXY=off go run ./grader/cmd/grader check --all >/dev/null \
+    && find "$GOCACHE" -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
 # And gopls's cache (~/.cache/gopls), so that the first Tab completion of a
 # fresh container answers in seconds: gopls type-checks gpukit's packages
 # once here, from a scratch module made as each notebook's first cell makes
@@ -243,7 +256,8 @@ RUN export GOPROXY=off GOSUMDB=off && d=$(mktemp -d) && cd "$d" && go mod init g
             grep -v /internal/ | sed 's/.*/import _ "&"/'); \
          echo 'func main() {}'; } >main.go \
     && /home/${NB_USER}/course/bin/gopls check main.go \
-    && cd / && rm -rf "$d" && du -sh /home/${NB_USER}/.cache/gopls
+    && cd / && rm -rf "$d" && du -sh /home/${NB_USER}/.cache/gopls \
+    && find "$GOCACHE" /home/${NB_USER}/.cache/gopls -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
 
 # Offline from here on: Go uses the module cache only, and the checksums it
 # verified while downloading (GOSUMDB=off spares the notebooks' scratch

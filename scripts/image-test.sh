@@ -11,6 +11,8 @@
 #   - gopls is on the gonb kernel's PATH;
 #   - jupyterhub-singleuser (what a hub, deploy/k8s, starts per student) runs;
 #   - no solutions and no hidden tests anywhere in it (the student edition);
+#   - the image's build caches (Go's, gopls's) are dated 2100, and
+#     nothing the container compiles rewrites their entries;
 #   - `grader check` works inside;
 #   - every notebook executes top to bottom (scripts/run-notebooks.sh);
 #   - in headless Chromium, run in the container's network namespace, a
@@ -209,6 +211,22 @@ leaks=$(in_box bash -c 'ls -d solutions grader/hidden 2>/dev/null; find / -xdev 
 [ -z "$leaks" ] && ok "the image holds no solutions/, no grader/hidden/, no hidden test or grade.json anywhere" ||
 	bad "the image holds what only the grader may: $leaks"
 
+# The image's build caches, Go's and gopls's, are dated 2100 (the
+# Dockerfile): each tool rewrites the time of an entry it uses an hour or
+# more after that time, which copies the whole file up into the layer or
+# container that uses it (a course layer built two hours after its deps
+# layer grew by 326 MB), and deletes entries older than five days, so a
+# week-old image would compile gpukit anew in every container
+# (cmd/go/internal/cache/cache.go: mtimeInterval, trimLimit; gopls's
+# internal/filecache). Checked before anything compiles here; after the
+# checks, the notebooks and the browser session below, podman diff shows
+# whether any of the image's entries was rewritten.
+caches='"$(go env GOCACHE)" "$HOME/.cache/gopls"'
+cache_old=$(in_box bash -c "find $caches -mindepth 2 ! -newermt 2099-01-01 | wc -l")
+cache_all=$(in_box bash -c "find $caches -mindepth 2 | wc -l")
+[ "$cache_old" = 0 ] && [ "$cache_all" -gt 0 ] && ok "the image's $cache_all build cache entries (Go's, gopls's) are dated 2100: neither tool will rewrite or delete them" ||
+	bad "$cache_old of the image's $cache_all build cache entries (Go's, gopls's) are dated before 2099: the go command and gopls copy them up when they use them an hour later and delete them after five days (Dockerfile)"
+
 # Every exercise checks offline, and from the image's build cache: a check
 # that compiled gpukit and the standard library anew (without the image's
 # warm-up, 17 to 22 s for a student's first check in a fresh container)
@@ -285,6 +303,30 @@ elif [ "${CI:-}" = true ]; then
 	bad "chromium is not installed, and CI must run the browser test (apt-get install chromium)"
 else
 	echo "image-test: SKIP  the browser test: chromium not installed (apt-get install chromium)"
+fi
+
+# The checks, the notebooks and the browser session above compiled from
+# the image's build caches: none of the image's entries may have been
+# copied into the container for a new time (podman diff: C, changed, is a
+# copy-up; the folders that hold entries change as new entries go in).
+# The tools do rewrite a few small index entries (gopls's, of 32 bytes;
+# 86 entries, 3 KB, here), which is no cost; the image's outputs copied up
+# would be megabytes (295 entries before the Dockerfile dated them 2100).
+go_cache=$(in_box go env GOCACHE)
+gopls_cache=$(in_box bash -c 'echo "$HOME/.cache/gopls"')
+rewritten=$(podman diff "$name" | awk -v go="$go_cache/" -v gopls="$gopls_cache/" '
+	$1 != "C" { next }
+	index($2, go) == 1 && split(substr($2, length(go) + 1), p, "/") >= 2 { print $2 }
+	index($2, gopls) == 1 && split(substr($2, length(gopls) + 1), p, "/") >= 3 { print $2 }')
+rewritten_n=$(grep -c . <<<"$rewritten")
+rewritten_kb=0
+if [ "$rewritten_n" -gt 0 ]; then
+	rewritten_kb=$(podman exec -i "$name" xargs -r du -sb <<<"$rewritten" | awk '{ b += $1 } END { printf "%d", b / 1024 }')
+fi
+if [ "$rewritten_kb" -lt 1024 ]; then
+	ok "the container copied up none of the image's build cache outputs (podman diff: $rewritten_n small entries rewritten, $rewritten_kb KB)"
+else
+	bad "the container copied $rewritten_n of the image's build cache entries, $((rewritten_kb / 1024)) MB, into its own layer (podman diff): $(head -n 5 <<<"$rewritten" | tr '\n' ' ')"
 fi
 
 # make lab-image: the same image serving this working tree (seconds).
