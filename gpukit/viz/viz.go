@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"time"
 
 	"github.com/janpfeifer/gonb/gonbui"
 	"gonum.org/v1/plot"
@@ -210,12 +211,41 @@ func Show(p *plot.Plot) error {
 		return err
 	}
 	gonbui.DisplayPNG(png)
-	return nil
+	return syncDisplay()
 }
 
 // ShowHTML displays html in the notebook. Outside a notebook it does nothing.
 func ShowHTML(html string) {
+	if !gonbui.IsNotebook {
+		return
+	}
 	gonbui.DisplayHTML(html)
+	syncDisplay()
+}
+
+// syncTimeout bounds the wait for GoNB in syncDisplay.
+const syncTimeout = 30 * time.Second
+
+// syncDisplay waits until GoNB has read what the program sent it. GoNB's
+// kernel stops reading its pipe as soon as the cell's program exits
+// (gonb v0.11.4, internal/jpyexec/namedpipes.go), so a plot shown last,
+// with the program ending right after, could be lost: once in a few runs
+// of make image-test's browser session the welcome lesson's plot never
+// appeared. gonbui.Sync returns once the kernel acknowledges a request
+// sent after the plot, which it reads in order. A kernel that never
+// answers is given syncTimeout, not the rest of the cell's time.
+func syncDisplay() error {
+	done := make(chan struct{})
+	go func() {
+		gonbui.Sync()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(syncTimeout):
+		return fmt.Errorf("viz: GoNB did not confirm the display within %v", syncTimeout)
+	}
 }
 
 // InNotebook reports whether the program runs as a GoNB notebook cell.
