@@ -3,14 +3,12 @@
 package viz
 
 import (
-	"bytes"
 	"context"
 	"encoding/gob"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,8 +41,11 @@ func TestShowWaitsForGoNB(t *testing.T) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShowWaitsForGoNB$")
 	cmd.Env = append(os.Environ(), showChildEnv+"=1",
 		protocol.GONB_PIPE_ENV+"="+toKernel, protocol.GONB_PIPE_BACK_ENV+"="+fromKernel)
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// The program writes to a file, which the test may read at any time.
+	out, err := os.Create(filepath.Join(dir, "out"))
+	require.NoError(t, err)
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -73,7 +74,7 @@ func TestShowWaitsForGoNB(t *testing.T) {
 				defer f.Close()
 			}
 		}
-		t.Fatalf("the program ended (%v) before it opened GoNB's pipes:\n%s", err, out.String())
+		t.Fatalf("the program ended (%v) before it opened GoNB's pipes:\n%s", err, output(out))
 	}
 	require.NoError(t, p.err)
 	defer p.reader.Close()
@@ -93,10 +94,10 @@ func TestShowWaitsForGoNB(t *testing.T) {
 		}
 	}()
 	first, ok := <-received
-	require.True(t, ok, "the program sent nothing:\n%s", out.String())
+	require.True(t, ok, "the program sent nothing:\n%s", output(out))
 	require.Contains(t, first.Data, protocol.MIMEImagePNG, "the first message is the plot")
 	next, ok := <-received
-	require.True(t, ok, "Show returned, and the program exited, without waiting for GoNB to read the plot (gonbui.Sync):\n%s", out.String())
+	require.True(t, ok, "Show returned, and the program exited, without waiting for GoNB to read the plot (gonbui.Sync):\n%s", output(out))
 	value, isValue := next.Data[protocol.MIMECommValue].(protocol.CommValue)
 	require.True(t, isValue, "after the plot, want GoNB's sync request, got %v", next.Data)
 	require.Equal(t, protocol.GonbuiSyncAddress, value.Address)
@@ -104,35 +105,23 @@ func TestShowWaitsForGoNB(t *testing.T) {
 	// Before the acknowledgment the program is still in Show.
 	select {
 	case err := <-exited:
-		t.Fatalf("the program ended (%v) before GoNB acknowledged:\n%s", err, out.String())
+		t.Fatalf("the program ended (%v) before GoNB acknowledged:\n%s", err, output(out))
 	case <-time.After(100 * time.Millisecond):
 	}
 	require.NoError(t, gob.NewEncoder(p.writer).Encode(&protocol.CommValue{Address: protocol.GonbuiSyncAckAddress, Value: value.Value}))
 	select {
 	case err := <-exited:
-		require.NoError(t, err, out.String())
+		require.NoError(t, err, output(out))
 	case <-ctx.Done():
-		t.Fatalf("the program did not end after GoNB's acknowledgment:\n%s", out.String())
+		t.Fatalf("the program did not end after GoNB's acknowledgment:\n%s", output(out))
 	}
-	require.Contains(t, out.String(), "shown")
+	require.Contains(t, output(out), "shown")
 }
 
-// lockedBuffer is the program's output, read while it still writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// output is what the program has written so far.
+func output(f *os.File) string {
+	data, _ := os.ReadFile(f.Name())
+	return string(data)
 }
 
 // showAsACell is the program's side of TestShowWaitsForGoNB.
