@@ -76,7 +76,8 @@ def paragraphs(prose):
 
 
 def check(path):
-    text = open(path).read()
+    with open(path) as f:
+        text = f.read()
     parts = blocks(text)
     problems = []
     for k, part in enumerate(parts):

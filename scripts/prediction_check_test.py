@@ -3,10 +3,12 @@ its cell runs.
 
     /usr/bin/python3 scripts/prediction_check_test.py
 """
+import gc
 import importlib.util
 import os
 import tempfile
 import unittest
+import warnings
 
 spec = importlib.util.spec_from_file_location(
     "prediction_check", os.path.join(os.path.dirname(os.path.abspath(__file__)), "prediction-check.py"))
@@ -53,6 +55,14 @@ class PredictionTest(unittest.TestCase):
         for name, (text, want) in cases.items():
             with self.subTest(name):
                 self.assertEqual(len(self.problems(text)), want, self.problems(text))
+
+    def test_closes_the_lesson(self):
+        # Unclosed, each lesson's file printed a ResourceWarning in make test.
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            self.problems(lesson("Some prose.", BOX, 'fmt.Println("reserved:", r)', OUT))
+            gc.collect()
+        self.assertEqual([str(w.message) for w in seen if issubclass(w.category, ResourceWarning)], [])
 
     def test_the_lessons(self):
         lessons = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lessons")
