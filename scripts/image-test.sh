@@ -310,7 +310,7 @@ fi
 # copied into the container for a new time (podman diff: C, changed, is a
 # copy-up; the folders that hold entries change as new entries go in).
 # The tools do rewrite a few small index entries (gopls's, of 32 bytes;
-# 86 entries, 3 KB, here), which is no cost; the image's outputs copied up
+# 71-86 entries, 2-3 KB, here), which is no cost; the image's outputs copied up
 # would be megabytes (295 entries before the Dockerfile dated them 2100).
 go_cache=$(in_box go env GOCACHE)
 gopls_cache=$(in_box bash -c 'echo "$HOME/.cache/gopls"')

@@ -200,8 +200,9 @@ func render(p *plot.Plot, width, height vg.Length, format string) ([]byte, error
 	return buf.Bytes(), nil
 }
 
-// Show displays p in the notebook as a PNG of the default size. Outside a
-// notebook it does nothing.
+// Show displays p in the notebook as a PNG of the default size, and returns
+// once GoNB has it (a cell may end right after). Outside a notebook it does
+// nothing.
 func Show(p *plot.Plot) error {
 	if !gonbui.IsNotebook {
 		return nil
@@ -214,7 +215,8 @@ func Show(p *plot.Plot) error {
 	return syncDisplay()
 }
 
-// ShowHTML displays html in the notebook. Outside a notebook it does nothing.
+// ShowHTML displays html in the notebook, and returns once GoNB has it.
+// Outside a notebook it does nothing.
 func ShowHTML(html string) {
 	if !gonbui.IsNotebook {
 		return
