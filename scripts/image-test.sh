@@ -221,9 +221,10 @@ leaks=$(in_box bash -c 'ls -d solutions grader/hidden 2>/dev/null; find / -xdev 
 # internal/filecache). Checked before anything compiles here; after the
 # checks, the notebooks and the browser session below, podman diff shows
 # whether any of the image's entries was rewritten.
-caches='"$(go env GOCACHE)" "$HOME/.cache/gopls"'
-cache_old=$(in_box bash -c "find $caches -mindepth 2 ! -newermt 2099-01-01 | wc -l")
-cache_all=$(in_box bash -c "find $caches -mindepth 2 | wc -l")
+go_cache=$(in_box go env GOCACHE)
+gopls_cache=$(in_box bash -c 'echo "$HOME/.cache/gopls"')
+cache_old=$(in_box find "$go_cache" "$gopls_cache" -mindepth 2 ! -newermt 2099-01-01 | wc -l)
+cache_all=$(in_box find "$go_cache" "$gopls_cache" -mindepth 2 | wc -l)
 [ "$cache_old" = 0 ] && [ "$cache_all" -gt 0 ] && ok "the image's $cache_all build cache entries (Go's, gopls's) are dated 2100: neither tool will rewrite or delete them" ||
 	bad "$cache_old of the image's $cache_all build cache entries (Go's, gopls's) are dated before 2099: the go command and gopls copy them up when they use them an hour later and delete them after five days (Dockerfile)"
 
@@ -234,7 +235,7 @@ cache_all=$(in_box bash -c "find $caches -mindepth 2 | wc -l")
 # 13-18 MB here (each exercise's own package and tests).
 if in_box test -d grader/cmd/grader; then
 	check_start=$(date +%s)
-	cache_kb() { in_box bash -c 'du -sk "$(go env GOCACHE)" | cut -f1'; }
+	cache_kb() { in_box du -sk "$go_cache" | cut -f1; }
 	before=$(cache_kb)
 	if ! in_box ls -d exercises/01-shared-storage >/dev/null 2>&1; then
 		bad "grader/cmd/grader is in the image but exercises/ holds no exercise to check"
@@ -312,8 +313,6 @@ fi
 # The tools do rewrite a few small index entries (gopls's, of 32 bytes;
 # 71-86 entries, 2-3 KB, here), which is no cost; the image's outputs copied up
 # would be megabytes (295 entries before the Dockerfile dated them 2100).
-go_cache=$(in_box go env GOCACHE)
-gopls_cache=$(in_box bash -c 'echo "$HOME/.cache/gopls"')
 rewritten=$(podman diff "$name" | awk -v go="$go_cache/" -v gopls="$gopls_cache/" '
 	$1 != "C" { next }
 	index($2, go) == 1 && split(substr($2, length(go) + 1), p, "/") >= 2 { print $2 }
