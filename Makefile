@@ -151,7 +151,11 @@ fuzz:
 
 # The cuda build needs CUDA headers (scripts/install-cuda-headers.sh); it is
 # compiled, vetted and its tests linked here, and run only on a machine with
-# an NVIDIA GPU; NVRTC compiles every CUDA kernel, which needs no GPU.
+# an NVIDIA GPU; NVRTC compiles every CUDA kernel, which needs no GPU. The
+# kernels' PTX and the CPU emulation's binaries are cached across runs in
+# ~/.cache/gpukit/emu (GPUKIT_EMU_CACHE=off: compiled every time), keyed by
+# NVRTC's or g++'s version, the options and the source: 50 → 21 s of CPU
+# for the nvrtc tests when no kernel changed.
 cuda:
 	@if [ -f /usr/include/cuda.h ] || [ -n "$${CUDA_PATH:-}" ]; then \
 		echo "cuda: go build -tags cuda ./... && go vet -tags cuda ./... && NVRTC compiles every kernel"; \

@@ -207,7 +207,7 @@ func emuBinary(t *testing.T, p program) string {
 // The emulation binaries are cached across test runs, ccache-like: g++
 // takes most of this package's test time (about a minute of CPU for the
 // programs), and a binary is a function of the compiler, its flags and the
-// source alone. The cache is $GPUKIT_EMU_CACHE, or gpukit/emu in the user's
+// source alone. So is NVRTC's PTX (nvrtcCompileCached). The cache is $GPUKIT_EMU_CACHE, or gpukit/emu in the user's
 // cache folder; GPUKIT_EMU_CACHE=off compiles every time. Entries unused
 // for emuCacheAge are removed at the end of a run.
 const emuCacheAge = 14 * 24 * time.Hour
@@ -257,18 +257,23 @@ func emuCached(cxx string, args []string, src []byte) string {
 	return filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".bin")
 }
 
-// emuCacheStore copies the binary bin to the cache path dst: to a temporary
-// in the cache folder, then renamed over dst unless dst is something other
-// than a regular file.
+// emuCacheStore copies the binary bin to the cache path dst.
 func emuCacheStore(bin, dst string) {
 	if dst == "" {
 		return
 	}
-	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
-		return
-	}
 	data, err := os.ReadFile(bin)
 	if err != nil {
+		return
+	}
+	cacheStore(dst, data, 0o755)
+}
+
+// cacheStore writes data to the cache path dst: to a temporary in the
+// cache folder, then renamed over dst unless dst is something other than a
+// regular file.
+func cacheStore(dst string, data []byte, mode os.FileMode) {
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
 		return
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-*")
@@ -277,9 +282,27 @@ func emuCacheStore(bin, dst string) {
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
-	if werr != nil || cerr != nil || os.Chmod(tmp.Name(), 0o755) != nil || os.Rename(tmp.Name(), dst) != nil {
+	if werr != nil || cerr != nil || os.Chmod(tmp.Name(), mode) != nil || os.Rename(tmp.Name(), dst) != nil {
 		os.Remove(tmp.Name())
 	}
+}
+
+// cacheHit reads the cache entry path, a regular file, and marks it
+// recently used (kept by emuCacheClean); ok is false when there is none.
+func cacheHit(path string) (data []byte, ok bool) {
+	if path == "" {
+		return nil, false
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	now := time.Now()
+	os.Chtimes(path, now, now)
+	return data, true
 }
 
 // emuCacheClean removes the cache's entries unused for emuCacheAge and the
@@ -299,7 +322,8 @@ func emuCacheClean() {
 			continue
 		}
 		age := time.Since(fi.ModTime())
-		if (strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour) || (strings.HasSuffix(e.Name(), ".bin") && age > emuCacheAge) {
+		entry := strings.HasSuffix(e.Name(), ".bin") || strings.HasSuffix(e.Name(), ".ptx")
+		if (strings.HasPrefix(e.Name(), ".tmp-") && age > time.Hour) || (entry && age > emuCacheAge) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

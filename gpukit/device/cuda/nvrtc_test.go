@@ -12,7 +12,12 @@ package cuda
 // of their Go twins.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +40,7 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ptx, log, err := nvrtcCompile(p.String()+".cu", src, compileOptions(oldestArch))
+			ptx, log, err := nvrtcCompileCached(p.String()+".cu", src, compileOptions(oldestArch))
 			if err != nil || strings.Contains(log, "warning") {
 				t.Fatalf("NVRTC: %v\n%s", err, log)
 			}
@@ -46,6 +51,112 @@ func TestKernelsCompileWithNVRTC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nvrtcCompileCached is nvrtcCompile through the emulation binaries'
+// cache (emu_test.go): PTX is a function of NVRTC (its version and library
+// file), the options and the source, which holds the Go twins' field
+// offsets and sizes, so a program NVRTC compiled before without an error
+// or a warning is not compiled again. TestKernelsCompileWithNVRTC's
+// programs took 24 s of CPU at every run; a change of any input is a
+// miss. GPUKIT_EMU_CACHE=off compiles every time.
+func nvrtcCompileCached(name, src string, options []string) (ptx, log string, err error) {
+	key := nvrtcCacheKey(name, src, options)
+	if data, ok := cacheHit(key); ok {
+		return string(data), "", nil
+	}
+	ptx, log, err = nvrtcCompile(name, src, options)
+	if err == nil && key != "" && !strings.Contains(log, "warning") {
+		cacheStore(key, []byte(ptx), 0o644)
+	}
+	return ptx, log, err
+}
+
+// nvrtcCacheKey is the cache path of the PTX of src, or "" without a
+// cache.
+func nvrtcCacheKey(name, src string, options []string) string {
+	dir := emuCacheDir()
+	major, minor, _, err := nvrtcVersion()
+	if dir == "" || err != nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "nvrtc %d.%d\x00%q\x00%s\x00", major, minor, options, name)
+	// NVRTC's library as loaded (its builtins, loaded by the first
+	// compilation, come with it), by path, size and time.
+	libs := mappedFiles("libnvrtc.so")
+	if len(libs) == 0 {
+		return ""
+	}
+	for _, lib := range libs {
+		fi, err := os.Stat(lib)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", lib, fi.Size(), fi.ModTime().UnixNano())
+	}
+	io.WriteString(h, src)
+	return filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".ptx")
+}
+
+// TestNVRTCCacheKeysEveryInput: a change of the source, the name or an
+// option is another cache entry, and the cached PTX is NVRTC's.
+func TestNVRTCCacheKeysEveryInput(t *testing.T) {
+	p := program{fam: famSoftmax, out: dtypes.Float32, in: dtypes.Float32}
+	src, _, err := p.source()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := compileOptions(oldestArch)
+	if _, _, err := nvrtcCompile("warm.cu", src, opts); err != nil { // loads the library
+		t.Fatal(err)
+	}
+	key := nvrtcCacheKey("a.cu", src, opts)
+	if key == "" {
+		t.Skip("no cache here (GPUKIT_EMU_CACHE=off, or no /proc/self/maps)")
+	}
+	others := []string{
+		nvrtcCacheKey("b.cu", src, opts),
+		nvrtcCacheKey("a.cu", src+"\n", opts),
+		nvrtcCacheKey("a.cu", src, append(slices.Clone(opts), "-lineinfo")),
+	}
+	for i, k := range others {
+		if k == key {
+			t.Errorf("change %d has the same key", i)
+		}
+	}
+	want, _, err := nvrtcCompile("a.cu", src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second a hit
+		got, _, err := nvrtcCompileCached("a.cu", src, opts)
+		if err != nil || got != want {
+			t.Fatalf("cached PTX differs from NVRTC's (err %v)", err)
+		}
+	}
+	if _, err := os.Stat(key); err != nil {
+		t.Errorf("no cache entry: %v", err)
+	}
+}
+
+// mappedFiles lists, sorted, the files this process has mapped whose names
+// begin with prefix (the libraries dlopen loaded), from /proc/self/maps;
+// none without /proc (no cache then).
+func mappedFiles(prefix string) []string {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for line := range strings.Lines(string(maps)) {
+		fields := strings.Fields(line)
+		if len(fields) == 6 && strings.HasPrefix(filepath.Base(fields[5]), prefix) && !slices.Contains(files, fields[5]) {
+			files = append(files, fields[5])
+		}
+	}
+	slices.Sort(files)
+	return files
 }
 
 // opCount is the number of ops of a kernels op type: the first value
