@@ -125,12 +125,12 @@ func TestBinaryStrided(t *testing.T) {
 // of a vector and a vector, and of a vector and a broadcast scalar. The
 // rows it should equal come from the loops that store as usual, which
 // binariesFor is the binary ops a test runs on n elements: all of them,
-// except under the race detector on sizes that run in parallel pieces,
-// where Add and Pow run those pieces (every op shares them) and the scalar
-// reference loops of the others would take seconds; the plain pass of make
-// unit-gpukit runs them all.
+// except under the race detector or -short (make cross, under qemu) on
+// sizes that run in parallel pieces, where Add and Pow run those pieces
+// (every op shares them) and the scalar reference loops of the others
+// would take seconds; the plain pass of make unit-gpukit runs them all.
 func binariesFor(n int) []ops.Binary {
-	if racetest.Enabled && n > 1<<12 {
+	if (racetest.Enabled || testing.Short()) && n > 1<<12 {
 		return []ops.Binary{ops.Add, ops.Pow}
 	}
 	return ops.Binaries()

@@ -95,12 +95,13 @@ func TestSgemm(t *testing.T) {
 	scalars := [][2]float32{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0.5}}
 	for _, s := range sizes {
 		abs := scalars
-		if racetest.Enabled && s[0]*s[1]*s[2] > 1<<16 {
+		if (racetest.Enabled || testing.Short()) && s[0]*s[1]*s[2] > 1<<16 {
 			// Large products run in parallel pieces, which is what
 			// the race detector is for; their float64 reference
-			// takes a third of a second each under it. One pair of
-			// scalars runs the same pieces (the plain pass of make
-			// unit-gpukit runs all four).
+			// takes a third of a second each under it, and as long
+			// under qemu (make cross, -short). One pair of scalars
+			// runs the same pieces and the kernels' alpha and beta
+			// (the plain pass of make unit-gpukit runs all four).
 			abs = scalars[2:3]
 		}
 		for _, tA := range []bool{false, true} {
