@@ -122,6 +122,7 @@ unit-gpukit:
 	/usr/bin/python3 scripts/prediction_check_test.py -q
 	/usr/bin/python3 scripts/notebook_same_test.py -q
 	/usr/bin/python3 scripts/gpu_judge_test.py -q
+	/usr/bin/python3 scripts/site_check_test.py -q
 
 # The grader's package grades its fixture course dozens of times under the
 # race detector: 400 s here on a loaded two-core machine, past go test's
