@@ -3,6 +3,7 @@ package strided
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -83,10 +84,17 @@ func (l *kernelLog) reading(t *tensor.Tensor) []string {
 	return names
 }
 
-// fastest is the shortest of n timed runs of f.
+// fastest is the shortest of n timed runs of f, each after a collection:
+// memory f took from the heap in its last run is free again, so that a
+// run that allocates reuses pages the process has touched, not fresh ones
+// (a first touch of a page cost 3 to 30 µs on the course's virtual
+// machines: a 1 MiB buffer made per call, with the collector off, made a
+// copy 7 to 18× slower than Go's, either side of TestFastPaths' 10×, from
+// one run to the next).
 func fastest(n int, f func()) time.Duration {
 	best := time.Duration(math.MaxInt64)
 	for range n {
+		runtime.GC()
 		start := time.Now()
 		f()
 		best = min(best, time.Since(start))
