@@ -3,14 +3,11 @@ line of the cell it names.
 
     /usr/bin/python3 scripts/notebook_outputs_test.py
 """
-import importlib.util
-import os
 import unittest
 
-spec = importlib.util.spec_from_file_location(
-    "notebook_outputs", os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebook-outputs.py"))
-outputs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(outputs)
+from scriptload import load
+
+outputs = load("notebook-outputs")
 
 
 def code(name, text):

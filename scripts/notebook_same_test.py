@@ -3,7 +3,6 @@ executed from the same cells.
 
     /usr/bin/python3 scripts/notebook_same_test.py
 """
-import importlib.util
 import io
 import json
 import os
@@ -12,10 +11,9 @@ import tempfile
 import unittest
 from contextlib import redirect_stderr
 
-spec = importlib.util.spec_from_file_location(
-    "notebook_same", os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebook-same.py"))
-same = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(same)
+from scriptload import load
+
+same = load("notebook-same")
 
 NOTEBOOK = {"cells": [
     {"cell_type": "markdown", "source": "# Lesson\n", "metadata": {}},

@@ -4,16 +4,14 @@ its cell runs.
     /usr/bin/python3 scripts/prediction_check_test.py
 """
 import gc
-import importlib.util
 import os
 import tempfile
 import unittest
 import warnings
 
-spec = importlib.util.spec_from_file_location(
-    "prediction_check", os.path.join(os.path.dirname(os.path.abspath(__file__)), "prediction-check.py"))
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+from scriptload import load
+
+check = load("prediction-check")
 
 FENCE = "```"
 

@@ -5,7 +5,6 @@ the index does not link fail.
     /usr/bin/python3 scripts/site_check_test.py
 """
 import base64
-import importlib.util
 import io
 import os
 import shutil
@@ -14,10 +13,9 @@ import tempfile
 import unittest
 from contextlib import redirect_stdout
 
-spec = importlib.util.spec_from_file_location(
-    "site_check", os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-check.py"))
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+from scriptload import load
+
+check = load("site-check")
 
 # A 1×1 PNG.
 PNG = base64.b64encode(bytes.fromhex(
