@@ -25,9 +25,10 @@
 #         and arm64's where they exist) and the Go reference it must equal
 #         bit for bit live there, with their tests; about 25 s of CPU under
 #         qemu here (82 s before -short shrank their large tables: the
-#         large cases' float64 references are Go, the same everywhere). Not gpukit/tensor -short (53 s of CPU under qemu, past
-#         the 60 s budget): its code above the kernels is the same Go on
-#         every architecture, and make unit runs it.
+#         large cases' float64 references are Go, the same everywhere).
+#         Not gpukit/tensor -short (53 s of CPU under qemu, past the 60 s
+#         budget): its code above the kernels is the same Go on every
+#         architecture, and make unit runs it.
 #       - the grader, built for arm64, grading 01-shared-storage's
 #         reference (it must score full marks: the hidden tests built for
 #         arm64 and run in the grader's sandbox) and checking its stub (the

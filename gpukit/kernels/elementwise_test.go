@@ -96,7 +96,7 @@ var stridedShapes = []struct {
 
 func TestBinaryStrided(t *testing.T) {
 	for ci, tc := range stridedShapes {
-		for _, op := range binariesFor(elements(tc.shape)) {
+		for _, op := range binariesFor(numel(tc.shape)) {
 			t.Run(fmt.Sprintf("%d/%v/%v", ci, tc.shape, op), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(ci), 9))
 				a := makeView(r, tc.shape, tc.a)
@@ -134,14 +134,6 @@ func binariesFor(n int) []ops.Binary {
 		return []ops.Binary{ops.Add, ops.Pow}
 	}
 	return ops.Binaries()
-}
-
-func elements(shape []int) int {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }
 
 // TestArithVectorLoops checks against ApplyBinary (a scalar loop over 64

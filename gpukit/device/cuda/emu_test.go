@@ -207,9 +207,10 @@ func emuBinary(t *testing.T, p program) string {
 // The emulation binaries are cached across test runs, ccache-like: g++
 // takes most of this package's test time (about a minute of CPU for the
 // programs), and a binary is a function of the compiler, its flags and the
-// source alone. So is NVRTC's PTX (nvrtcCompileCached). The cache is $GPUKIT_EMU_CACHE, or gpukit/emu in the user's
-// cache folder; GPUKIT_EMU_CACHE=off compiles every time. Entries unused
-// for emuCacheAge are removed at the end of a run.
+// source alone; so is NVRTC's PTX (nvrtcCompileCached). The cache is
+// $GPUKIT_EMU_CACHE, or gpukit/emu in the user's cache folder;
+// GPUKIT_EMU_CACHE=off compiles every time. Entries unused for emuCacheAge
+// are removed at the end of a run.
 const emuCacheAge = 14 * 24 * time.Hour
 
 // emuCacheDir is the cache folder, made once per run; "" without a cache.
