@@ -89,8 +89,8 @@ func (l *kernelLog) reading(t *tensor.Tensor) []string {
 // run that allocates reuses pages the process has touched, not fresh ones
 // (a first touch of a page cost 3 to 30 µs on the course's virtual
 // machines: a 1 MiB buffer made per call, with the collector off, made a
-// copy 7 to 18× slower than Go's, either side of TestFastPaths' 10×, from
-// one run to the next).
+// copy 12 to 18× slower than Go's on a quiet machine and under 10× on a
+// loaded one, either side of TestFastPaths' 10×).
 func fastest(n int, f func()) time.Duration {
 	best := time.Duration(math.MaxInt64)
 	for range n {
