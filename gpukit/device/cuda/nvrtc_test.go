@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpumem/course/gpukit/device/backend"
@@ -75,29 +76,35 @@ func nvrtcCompileCached(name, src string, options []string) (ptx, log string, er
 // nvrtcCacheKey is the cache path of the PTX of src, or "" without a
 // cache.
 func nvrtcCacheKey(name, src string, options []string) string {
-	dir := emuCacheDir()
-	major, minor, _, err := nvrtcVersion()
-	if dir == "" || err != nil {
+	dir, nvrtc := emuCacheDir(), nvrtcIdentity()
+	if dir == "" || nvrtc == "" {
 		return ""
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "nvrtc %d.%d\x00%q\x00%s\x00", major, minor, options, name)
-	// NVRTC's library as loaded (its builtins, loaded by the first
-	// compilation, come with it), by path, size and time.
+	fmt.Fprintf(h, "%s\x00%q\x00%s\x00", nvrtc, options, name)
+	io.WriteString(h, src)
+	return filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".ptx")
+}
+
+// nvrtcIdentity is the loaded NVRTC, once per run: its version and its
+// library file (libnvrtc.so.*, which its builtins ship with) by path, size
+// and time; "" when it cannot be said.
+var nvrtcIdentity = sync.OnceValue(func() string {
+	major, minor, _, err := nvrtcVersion() // loads the library
 	libs := mappedFiles("libnvrtc.so")
-	if len(libs) == 0 {
+	if err != nil || len(libs) == 0 {
 		return ""
 	}
+	id := fmt.Sprintf("nvrtc %d.%d", major, minor)
 	for _, lib := range libs {
 		fi, err := os.Stat(lib)
 		if err != nil {
 			return ""
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", lib, fi.Size(), fi.ModTime().UnixNano())
+		id += fmt.Sprintf("\x00%s\x00%d\x00%d", lib, fi.Size(), fi.ModTime().UnixNano())
 	}
-	io.WriteString(h, src)
-	return filepath.Join(dir, hex.EncodeToString(h.Sum(nil))+".ptx")
-}
+	return id
+})
 
 // TestNVRTCCacheKeysEveryInput: a change of the source, the name or an
 // option is another cache entry, and the cached PTX is NVRTC's.
@@ -108,9 +115,6 @@ func TestNVRTCCacheKeysEveryInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := compileOptions(oldestArch)
-	if _, _, err := nvrtcCompile("warm.cu", src, opts); err != nil { // loads the library
-		t.Fatal(err)
-	}
 	key := nvrtcCacheKey("a.cu", src, opts)
 	if key == "" {
 		t.Skip("no cache here (GPUKIT_EMU_CACHE=off, or no /proc/self/maps)")
