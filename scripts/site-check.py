@@ -118,18 +118,14 @@ def dump(browser, url, tmp, flags=()):
 
 def probe_all(browser, pages, tmp):
     """The records of pages, by name, from one Chromium; pages missing
-    from them did not report through the harness."""
+    from them did not report through the harness. Their probed copies are
+    left in tmp, under their names."""
     names = [os.path.basename(probed_copy(p, tmp)) for p in pages]
     harness = os.path.join(tmp, "site-check-harness.html")
     with open(harness, "w") as f:
         f.write(HARNESS % json.dumps(names))
     records, _ = dump(browser, "file://" + harness, tmp, ["--allow-file-access-from-files"])
     return records if isinstance(records, dict) else {}
-
-
-def probe(browser, page, tmp):
-    """Opens page (with PROBE added) in headless Chromium; returns its record."""
-    return dump(browser, "file://" + probed_copy(page, tmp), tmp)
 
 
 def stderr_streams(site, page):
@@ -180,8 +176,8 @@ def main(site):
             page = os.path.join(site, name)
             want = read(page).count('src="data:image/')
             record, why = records.get(name), ""
-            if record is None:
-                record, why = probe(browser, page, tmp)
+            if record is None:  # alone, as the harness did not report it
+                record, why = dump(browser, "file://" + os.path.join(tmp, name), tmp)
             if record is None:
                 failures.append(f"{name}: did not finish loading in Chromium\n{why}")
                 continue
