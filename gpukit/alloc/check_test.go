@@ -216,6 +216,21 @@ func checkSet(s *freeSet) error {
 	if n != s.n {
 		return fmt.Errorf("freeSet: count %d, holds %d", s.n, n)
 	}
+	if s.spare != nil {
+		if len(s.spare) != 0 || cap(s.spare) != leafMax+1 {
+			return fmt.Errorf("freeSet: spare leaf of length %d, capacity %d", len(s.spare), cap(s.spare))
+		}
+		for _, e := range s.spare[:cap(s.spare)] {
+			if e.n != nil {
+				return fmt.Errorf("freeSet: the spare leaf still holds the block at %#x", e.n.addr)
+			}
+		}
+		for i, leaf := range s.leaves {
+			if &leaf[:1][0] == &s.spare[:1][0] {
+				return fmt.Errorf("freeSet: leaf %d is the spare", i)
+			}
+		}
+	}
 	return nil
 }
 
