@@ -90,12 +90,12 @@ func tryEmpty(mem memory, shape []int, dt Dtype) (*Tensor, error) {
 	if err != nil {
 		return nil, errorf("%v", err)
 	}
-	shape = append([]int(nil), shape...)
 	st, err := newStorage(mem, nbytes)
 	if err != nil {
 		return nil, err
 	}
-	return wrap(st, 0, shape, contiguousStrides(shape), dt), nil
+	shape, strides := contiguousLayout(shape)
+	return wrap(st, 0, shape, strides, dt), nil
 }
 
 func finish(t *Tensor, c config) *Tensor {

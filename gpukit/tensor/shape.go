@@ -73,7 +73,22 @@ func storageBytes(shape []int, n int, dt Dtype) (int64, error) {
 // contiguousStrides returns row-major (C order) strides for shape, in
 // elements.
 func contiguousStrides(shape []int) []int {
-	st := make([]int, len(shape))
+	return fillContiguousStrides(make([]int, len(shape)), shape)
+}
+
+// contiguousLayout returns a copy of shape and its contiguous strides, in
+// one allocation (every new tensor needs both).
+func contiguousLayout(shape []int) (sh, strides []int) {
+	n := len(shape)
+	both := make([]int, 2*n)
+	sh = both[:n:n]
+	copy(sh, shape)
+	return sh, fillContiguousStrides(both[n:], sh)
+}
+
+// fillContiguousStrides writes the contiguous strides of shape into st,
+// which has shape's length, and returns it.
+func fillContiguousStrides(st, shape []int) []int {
 	s := 1
 	for i := len(shape) - 1; i >= 0; i-- {
 		st[i] = s

@@ -81,7 +81,7 @@ type versionCounter struct{ v atomic.Int64 }
 // to the allocator at once. The Storage itself has no cleanup: its count
 // is exact as long as every tensor handle is released or collected.
 type Storage struct {
-	core    *storageCore
+	core    storageCore // in the Storage: one allocation fewer a tensor
 	nbytes  int64
 	addr    uint64
 	data    []byte
@@ -96,8 +96,7 @@ func newStorage(mem memory, nbytes int64) (*Storage, error) {
 	if err != nil {
 		return nil, err
 	}
-	core := &storageCore{mem: mem, h: h}
-	st := &Storage{core: core, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}
+	st := &Storage{core: storageCore{mem: mem, h: h}, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}
 	observeAlloc(st)
 	return st, nil
 }
