@@ -242,23 +242,6 @@ RUN --mount=type=bind,from=build-go,source=/usr/local/go,target=/opt/build-go \
     && GOPROXY=off go build -o /dev/null ./scripts/nbgen \
     && GOPROXY=off go run ./grader/cmd/grader check --all >/dev/null \
     && find "$GOCACHE" -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
-# And gopls's cache (~/.cache/gopls), so that the first Tab completion of a
-# fresh container answers in seconds: gopls type-checks gpukit's packages
-# once here, from a scratch module made as each notebook's first cell makes
-# its own (same replace, same path), and later finds them by content. Cold,
-# that check took 16 to 28 s here; warm, 3.7 s. (With the GOFLAGS the
-# notebooks have, below: gopls's view of the packages is made with them.)
-RUN export GOPROXY=off GOSUMDB=off GOFLAGS="${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS} }-ldflags=-w" && d=$(mktemp -d) && cd "$d" && go mod init gonb_warm >/dev/null 2>&1 \
-    && go mod edit -require=github.com/gpumem/course@v0.0.0-00010101000000-000000000000 \
-        -replace=github.com/gpumem/course=/home/${NB_USER}/course \
-    && go get github.com/gpumem/course/gpukit/...@v0.0.0-00010101000000-000000000000 \
-    && { echo 'package main'; \
-         (cd /home/${NB_USER}/course && go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./gpukit/... | \
-            grep -v /internal/ | sed 's/.*/import _ "&"/'); \
-         echo 'func main() {}'; } >main.go \
-    && /home/${NB_USER}/course/bin/gopls check main.go \
-    && cd / && rm -rf "$d" && du -sh /home/${NB_USER}/.cache/gopls \
-    && find "$GOCACHE" /home/${NB_USER}/.cache/gopls -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
 
 # Offline from here on: Go uses the module cache only, and the checksums it
 # verified while downloading (GOSUMDB=off spares the notebooks' scratch
@@ -271,6 +254,24 @@ RUN export GOPROXY=off GOSUMDB=off GOFLAGS="${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS} 
 ENV GOPROXY=off \
     GOSUMDB=off \
     GOFLAGS="${GPUKIT_TAGS:+-tags=${GPUKIT_TAGS} }-ldflags=-w"
+
+# And gopls's cache (~/.cache/gopls), so that the first Tab completion of a
+# fresh container answers in seconds: gopls type-checks gpukit's packages
+# once here, from a scratch module made as each notebook's first cell makes
+# its own (same replace, same path), and later finds them by content. Cold,
+# that check took 16 to 28 s here; warm, 3.7 s. (With the GOFLAGS the
+# notebooks have, above: gopls's view of the packages is made with them.)
+RUN d=$(mktemp -d) && cd "$d" && go mod init gonb_warm >/dev/null 2>&1 \
+    && go mod edit -require=github.com/gpumem/course@v0.0.0-00010101000000-000000000000 \
+        -replace=github.com/gpumem/course=/home/${NB_USER}/course \
+    && go get github.com/gpumem/course/gpukit/...@v0.0.0-00010101000000-000000000000 \
+    && { echo 'package main'; \
+         (cd /home/${NB_USER}/course && go list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./gpukit/... | \
+            grep -v /internal/ | sed 's/.*/import _ "&"/'); \
+         echo 'func main() {}'; } >main.go \
+    && /home/${NB_USER}/course/bin/gopls check main.go \
+    && cd / && rm -rf "$d" && du -sh /home/${NB_USER}/.cache/gopls \
+    && find "$GOCACHE" /home/${NB_USER}/.cache/gopls -mindepth 2 ! -newermt 2099-01-01 -exec touch -h -d @4102444800 {} +
 EXPOSE 8888
 # JupyterLab, opened at the lesson list; the classic Notebook on a base whose
 # release packages no JupyterLab (Ubuntu 22.04, under NVIDIA's CUDA images).
