@@ -700,13 +700,22 @@ func (a *Allocator) releaseBlock(n *node, frames []Frame) error {
 // releaseAvailable frees oversize cached blocks of stream s, just enough to
 // satisfy size; PyTorch's release_available_cached_blocks. It stops at the
 // first segment Memory fails to free and returns that error.
+//
+// It passes over blocks that are not a whole segment (releasable), where
+// PyTorch checks only that a block is not in an expandable segment. An
+// oversize cached block is normally a whole segment (should_split never
+// splits one), but while expandable segments are on, should_split splits
+// blocks of plain segments too; switched off again, such a segment's
+// oversize head, freed while the rest is in use, is a cached oversize
+// block, and PyTorch's release_block would cudaFree the segment's base
+// under the blocks still allocated in it.
 func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Frame) (bool, error) {
 	if a.maxSplit == math.MaxInt64 {
 		return false, nil
 	}
 	key := max(size, a.maxSplit)
 	pos := p.blocks.lowerBound(fkey{s, key, 0})
-	if p.blocks.valid(pos) && p.blocks.at(pos).stream == s && p.blocks.at(pos).seg.exp == nil {
+	if p.blocks.valid(pos) && p.blocks.at(pos).stream == s && releasable(p.blocks.at(pos)) {
 		if err := a.releaseBlock(p.blocks.at(pos), frames); err != nil {
 			return false, err
 		}
@@ -717,7 +726,8 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 	}
 	// No single block is large enough: release oversize blocks from the
 	// largest down until enough is freed. Blocks of expandable segments
-	// are passed over (PyTorch PR 134338).
+	// are passed over (PyTorch PR 134338), and those of split segments
+	// (above).
 	var released int64
 	pos = p.blocks.prev(pos)
 	for {
@@ -726,7 +736,7 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 			break
 		}
 		if p.blocks.isBegin(pos) {
-			if cur.seg.exp == nil {
+			if releasable(cur) {
 				released += cur.size
 				if err := a.releaseBlock(cur, frames); err != nil {
 					return false, err
@@ -735,7 +745,7 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 			break
 		}
 		pos = p.blocks.prev(pos)
-		if cur.seg.exp == nil {
+		if releasable(cur) {
 			released += cur.size
 			prevNode := p.blocks.at(pos)
 			if err := a.releaseBlock(cur, frames); err != nil {
@@ -746,6 +756,10 @@ func (a *Allocator) releaseAvailable(p *pool, s Stream, size int64, frames []Fra
 	}
 	return released >= key, nil
 }
+
+// releasable reports whether the cached block n is a whole plain segment,
+// one releaseBlock can give back.
+func releasable(n *node) bool { return n.seg.exp == nil && !n.isSplit() }
 
 // releaseCached waits for pending frees, then releases every cached block
 // that is a whole segment, and unmaps the whole free pages of expandable
@@ -812,7 +826,7 @@ func (a *Allocator) garbageCollect(frames []Frame) error {
 		freed = false
 		for _, n := range p.blocks.nodes() {
 			age := p.getFreeBlocksCalls - n.gcBase
-			if !n.isSplit() && n.seg.exp == nil && float64(age) >= ageThreshold {
+			if releasable(n) && float64(age) >= ageThreshold {
 				freed = true
 				reclaimed += n.size
 				totalAge -= age

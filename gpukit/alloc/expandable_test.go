@@ -388,3 +388,47 @@ func TestExpandableRequestBeyondRange(t *testing.T) {
 		t.Fatalf("after the OOM, Malloc(30 MiB) gave %d bytes", b.Size())
 	}
 }
+
+// TestSwitchedOffLeavesSplitOversizeBlock: expandable segments on let a
+// plain segment's oversize block split (should_split's 512-byte rule
+// with expandable_segments() true); switched off, the block at the head
+// of that segment, freed while the rest is in use, is an oversize cached
+// block of a split segment. release_available_cached_blocks would pass it
+// to release_block, whose cudaFree of the segment's base would free the
+// blocks still in use (c10/cuda/CUDACachingAllocator.cpp checks neither
+// there); gpukit passes it over, as release_blocks and the garbage
+// collector pass over split blocks, and the request runs out of memory.
+// (Found by FuzzExpandable, testdata/fuzz/FuzzExpandable/d2f1d14f4e80f89d:
+// an internal-error panic.)
+func TestSwitchedOffLeavesSplitOversizeBlock(t *testing.T) {
+	a, _ := newTest(t, 60*MiB, "max_split_size_mb:40")
+	x := mustMalloc(t, a, 45*MiB+1, 0) // oversize: a 46 MiB segment, whole
+	a.Free(x)
+	a.SetExpandableSegments(true)
+	head := mustMalloc(t, a, 41*MiB, 0) // the cached 46 MiB block, split: 5 MiB left
+	tail := mustMalloc(t, a, 4*MiB, 0)  // from that 5 MiB
+	if head.Segment() != tail.Segment() || head.Offset() != 0 || tail.Offset() != 41*MiB {
+		t.Fatalf("blocks at 0x%x+%d and 0x%x+%d, want one segment split at 41 MiB",
+			head.Segment(), head.Offset(), tail.Segment(), tail.Offset())
+	}
+	a.SetExpandableSegments(false)
+	a.Free(head) // an oversize free block at the head of a segment in use
+	// 30 MiB: no cached block serves it (the 41 MiB one is oversize for a
+	// request below max_split_size), 46 + 30 MiB exceed the card, and
+	// nothing is released: out of memory, the segment still reserved.
+	_, err := a.Malloc(30*MiB, 0)
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Fatalf("Malloc(30 MiB) = %v, want out of memory", err)
+	}
+	if err := checkInvariants(a); err != nil {
+		t.Fatal(err)
+	}
+	expectStats(t, a, map[string]int64{"reserved_bytes.all.current": 46 * MiB, "num_device_free": 0,
+		"allocated_bytes.all.current": 4 * MiB})
+	a.Free(tail) // the segment whole again: now it can go
+	if err := a.TryEmptyCache(); err != nil {
+		t.Fatal(err)
+	}
+	expectStats(t, a, map[string]int64{"reserved_bytes.all.current": 0, "num_device_free": 1})
+}
