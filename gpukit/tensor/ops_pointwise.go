@@ -44,8 +44,13 @@ func checkPair(op string, a, b *Tensor) {
 }
 
 // layoutAs is an internal, unreferenced view of t broadcast to shape, for
-// kernels only (never returned to users, never released).
+// kernels only (never returned to users, never released). Where shape is
+// t's own (most operands of most ops), it is t: the same storage, offset,
+// strides and dtype, with no handle made.
 func (t *Tensor) layoutAs(shape []int) *Tensor {
+	if slices.Equal(t.shape, shape) {
+		return t
+	}
 	return &Tensor{st: t.st, offset: t.offset, shape: shape, strides: broadcastStrides(t.shape, t.strides, shape), dtype: t.dtype}
 }
 
