@@ -90,10 +90,11 @@ run_one() {
 # The longest start first, so that the last to finish is a short one: in
 # the classroom image (make image-test, 2 cores, 2026-11-30) lessons 09 and
 # 02 took 31 and 29 s, 03 and 06 24 and 21 s, the others 8 to 17 s; in
-# lesson order 09 started last and ran alone at the end (106-116 s for
-# all ten, against 99 s scheduled longest first from those times). A
+# lesson order 09 started last and ran alone at the end: all ten took
+# 106-116 s in lesson order, 88-99 s longest first (three runs each). A
 # notebook not in the list starts after the listed ones, in the order
-# given; the reports are printed in that order whatever the start order.
+# given; the reports are printed in the order given, whatever the order
+# they started in.
 longest_first=(09-across-cards 02-allocator 03-gradients-memory 06-profiling 05-moving-data 08-smaller-split 01-storage-views 04-clearing-reuse 07-training-budget 00-welcome)
 order=()
 for name in "${longest_first[@]}"; do
