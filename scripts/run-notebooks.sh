@@ -90,8 +90,9 @@ run_one() {
 # The longest start first, so that the last to finish is a short one: in
 # the classroom image (make image-test, 2 cores, 2026-11-30) lessons 09 and
 # 02 took 31 and 29 s, 03 and 06 24 and 21 s, the others 8 to 17 s; in
-# lesson order 09 started last and ran alone at the end: all ten took
-# 106-116 s in lesson order, 88-99 s longest first (three runs each). A
+# lesson order 09 started last and ran alone at the end. All ten took
+# 105-119 s in lesson order (five runs), 88-99 s longest first (four
+# runs, with faster tensor allocations too: not the order's alone). A
 # notebook not in the list starts after the listed ones, in the order
 # given; the reports are printed in the order given, whatever the order
 # they started in.
