@@ -53,9 +53,11 @@ func (s *freeSet) newLeaf() []fentry {
 }
 
 // keepLeaf keeps a leaf the set no longer uses as its spare, cleared so
-// that it holds no node.
+// that it holds no node. Only its entries need clearing: every leaf's
+// array is zero beyond its length (removeAt and the split clear what they
+// drop; checkSet checks the spare's whole array).
 func (s *freeSet) keepLeaf(leaf []fentry) {
-	clear(leaf[:cap(leaf)])
+	clear(leaf)
 	s.spare = leaf[:0]
 }
 
