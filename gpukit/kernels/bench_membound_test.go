@@ -62,7 +62,7 @@ func BenchmarkMemBoundGelu(b *testing.B) {
 }
 
 // BenchmarkMemBoundGeluGrad is GELU's derivative, the elementwise half
-// of its backward (geluGradVec), at BenchmarkMemBoundGelu's shape.
+// of its backward (vecGeluGrad), at BenchmarkMemBoundGelu's shape.
 func BenchmarkMemBoundGeluGrad(b *testing.B) {
 	const n = 4096 * 4096
 	x, d := randBench(n), randBench(n)

@@ -373,10 +373,25 @@ func gelu32(x float32) float32 {
 }
 
 // geluGrad32 is d gelu/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π).
+// Where phiGauss uses its polynomial of Φ (phiNeg < x < phiPos, seven
+// normal values in eight) it is ½ + x·G(t), t = x²/2 - geluGradC, G a
+// polynomial of its own (vmath_tables.go; internal/vmathfit says why it
+// exists), added as (½ + x·G₀) + x·(t·(G(t) - G₀)/t): no exponential,
+// and more accurate than Φ + x·φ there (TestGeluGradAccuracy). The sum
+// cancels for x near -0.75, where GELU' is 0, and adding ½ + x·G₀ first
+// keeps the rounding of the larger part, G₀ ≈ 0.51, out of it.
 func geluGrad32(x float32) float32 {
+	if x > phiNeg && x < phiPos {
+		t := 0.5*(x*x) - geluGradC
+		return fma32(x, t*poly32(geluGradGs[1:], t), fma32(x, geluGradG0, 0.5))
+	}
 	phi, e := phiGauss(x)
 	return fma32(x, e*invSqrt2Pi32, phi)
 }
+
+// geluGradGs are G's coefficients in poly32's order, lowest first.
+var geluGradGs = [...]float32{geluGradG0, geluGradG1, geluGradG2, geluGradG3, geluGradG4,
+	geluGradG5, geluGradG6, geluGradG7, geluGradG8}
 
 // GELU's tanh form ½·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³), is
 // computed as x·σ(2u) (1 + tanh u = 2σ(2u)), which has no cancellation

@@ -18,9 +18,10 @@ import (
 //   - vmath_tanherf_amd64.s: tanh and erf, the odd polynomial and the
 //     eight-interval tables of vmath_tables.go (VPERMPS lookups);
 //   - vmath_gelu_amd64.s: GELU and its derivative, x·Φ(x) through
-//     phiGauss's parts (erfP, erfcxR and e^(-x²/2)); without AVX-512,
-//     they run as geluSplit and geluGradSplit (below), their polynomial
-//     lanes apart from the others (geluSmallVec, geluGradSmallVec).
+//     phiGauss's parts (erfP, erfcxR and e^(-x²/2)), and the
+//     derivative's own polynomial; they run as geluSplit (without
+//     AVX-512) and geluGradSplit (below), their polynomial lanes apart
+//     from the others (geluSmallVec, geluGradSmallVec).
 //
 // Each function is the Go loop under the same name in vmath_other.go, bit
 // for bit (TestVecMatchesScalar): the same operations in the same order,
@@ -37,7 +38,7 @@ import (
 var useVecMath = useAVX2
 
 // useAVX512Math selects, inside expVec, sigmoidVec, geluVec,
-// geluGradVec, geluTanhVec, geluTanhGradVec and the softmax helpers
+// geluTanhVec, geluTanhGradVec and the softmax helpers
 // expSubVec, scaleVec and subSubVec (rows_amd64.s), an AVX-512 loop of
 // sixteen lanes a step before the AVX2 loop, which then does only a last
 // block of eight (ZPROLOGUE in vmath_amd64.h). Both loops give the same
@@ -52,16 +53,24 @@ var useAVX512Math = useVecMath && useAVX512
 // src[:n] (n a multiple of 8) into dst, which is gelu32 where the
 // polynomial serves (-1.2374 < x < 2.1213), and lists the other lanes: it
 // writes their indices to large and their x to xs, in order, and returns
-// how many (vmath_gelu_amd64.s). pack is lanePack.
+// how many (vmath_gelu_amd64.s). pack is lanePack. geluGradSmallVec is
+// the same for GELU's derivative, by geluGrad32's polynomial.
 //
 //go:noescape
 func geluSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
 
+//go:noescape
+func geluGradSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
+
 // geluLargeVec is gelu32 by the erfc form, for the lanes geluSmallVec
+// lists, and geluGradLargeVec geluGrad32 for those geluGradSmallVec
 // lists (vmath_gelu_amd64.s).
 //
 //go:noescape
 func geluLargeVec(dst, src *float32, n int)
+
+//go:noescape
+func geluGradLargeVec(dst, src *float32, n int)
 
 // lanePack[m] lists the set bits of the lane mask m, lowest first (the
 // rest of the row is 0): the permutation that moves those lanes of a
@@ -79,142 +88,108 @@ var lanePack = func() (t [256][8]int32) {
 	return t
 }()
 
-// geluChunk is how many elements geluSplit takes at a time: its lists
-// live on the stack. After a chunk in which most lanes needed the erfc
-// form, the next geluSkip go to geluVec whole.
+// geluChunk is how many elements a laneSplit takes at a time. After a
+// chunk in which most lanes needed the erfc form, the next geluSkip go
+// to the whole form.
 const (
 	geluChunk = 512
 	geluSkip  = 7
 )
 
-// geluSplit is geluVec, the lanes of each chunk that need the
-// exponential and the erfc form taken apart: geluSmallVec computes every
-// lane by the polynomial and lists the others, geluLargeVec computes the
-// listed x together by the erfc form, eight to a step, and they are
-// written back. geluVec computes the exponential and the erfc form for
-// all eight lanes of a step where any one needs them, which for normal
-// inputs is two steps in three, while one lane in eight needs them
-// (measured on one core here, 16 M normal values: 2.0-2.2 ns an element
-// in geluVec, 1.2-1.6 here with geluSmallVec a vector a step, 0.95 with
-// two; where every lane needs the erfc form, 3.6-4.6 ns against
-// 2.1-2.2, which geluSkip brings to one chunk in eight). Every lane is computed by the same operations
-// as in geluVec, so the bits are the same (TestVecMatchesScalar,
-// TestGeluSplit). With AVX-512 (useAVX512Math) it is geluVec.
-func geluSplit(dst, src *float32, n int) {
-	if useAVX512Math {
-		geluVec(dst, src, n)
-		return
-	}
+// laneSplit is a GELU computed with the lanes of each chunk that need
+// the exponential and the erfc form taken apart: small computes every
+// lane by the polynomial and lists the others, large computes the listed
+// x together by the erfc form, eight to a step, and they are written
+// back. whole, the one-loop form (geluVec, geluGradVec), computes the
+// exponential and the erfc form for all eight lanes of a step where any
+// one needs them, which for normal inputs is two steps in three, while
+// one lane in eight needs them (measured on one core here, 16 M normal
+// values, GELU: 2.0-2.2 ns an element in geluVec, 1.2-1.6 split with
+// geluSmallVec a vector a step, 0.95 with two; where every lane needs
+// the erfc form, 3.6-4.6 ns against 2.1-2.2, which geluSkip brings to
+// one chunk in eight). Every lane is computed by the same operations as
+// in whole, so the bits are the same (TestVecMatchesScalar,
+// TestGeluSplit).
+type laneSplit struct {
+	small func(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
+	large func(dst, src *float32, n int)
+	whole func(dst, src *float32, n int)
+	lists sync.Pool // of *splitLists
+}
+
+// splitLists are a laneSplit's lists, 4 KiB, from its pool: GeluBackward
+// calls it once a chunk (backwardLoop), and Go zeroes arrays on the
+// stack at every call (with chunks of 512 that was a third of its time).
+// skip, the chunks still to go to whole, carries over from call to call
+// with them (a pool mostly hands a goroutine back what it put).
+type splitLists struct {
+	xs    [geluChunk]float32
+	large [geluChunk]int32
+	skip  int
+}
+
+func newLaneSplit(small func(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int, large, whole func(dst, src *float32, n int)) *laneSplit {
+	f := &laneSplit{small: small, large: large, whole: whole}
+	f.lists.New = func() any { return new(splitLists) }
+	return f
+}
+
+func (f *laneSplit) apply(dst, src *float32, n int) {
 	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
-	var large [geluChunk]int32
-	var xs [geluChunk]float32
-	skip := 0
+	lists := f.lists.Get().(*splitLists)
+	defer f.lists.Put(lists)
+	large, xs := &lists.large, &lists.xs
 	for lo := 0; lo < n; lo += geluChunk {
 		hi := min(lo+geluChunk, n)
-		if skip > 0 {
-			geluVec(&d[lo], &s[lo], hi-lo)
-			skip--
+		if lists.skip > 0 {
+			f.whole(&d[lo], &s[lo], hi-lo)
+			lists.skip--
 			continue
 		}
-		k := geluSmallVec(&d[lo], &s[lo], hi-lo, &large[0], &xs[0], &lanePack)
+		k := f.small(&d[lo], &s[lo], hi-lo, &large[0], &xs[0], &lanePack)
 		if k == 0 {
 			continue
 		}
 		if 2*k > hi-lo {
 			// Most lanes need the erfc form, where taking them apart
-			// costs more than it saves: the next chunks go to geluVec
-			// whole, then one is tried again.
-			skip = geluSkip
+			// costs more than it saves: the next chunks go to whole,
+			// then one is tried again.
+			lists.skip = geluSkip
 		}
 		k8 := (k + 7) &^ 7
 		for j := k; j < k8; j++ {
 			xs[j] = 3 // a lane of the erfc form, computed and dropped
 		}
-		geluLargeVec(&xs[0], &xs[0], k8)
+		f.large(&xs[0], &xs[0], k8)
 		for j, i := range large[:k] {
 			d[lo+int(i)] = xs[j]
 		}
 	}
 }
 
-// gaussVec and geluGradSmallVec are geluGradSplit's passes
-// (vmath_gelu_amd64.s): e^(-x²/2) for every lane, as geluGradVec's GAUSS;
-// then GELU's derivative by the polynomial of Φ, two vectors a step, with
-// the other lanes listed as geluSmallVec lists them, and their
-// e^(-x²/2) beside them.
-//
-//go:noescape
-func gaussVec(dst, src *float32, n int)
+var (
+	geluSplitter     = newLaneSplit(geluSmallVec, geluLargeVec, geluVec)
+	geluGradSplitter = newLaneSplit(geluGradSmallVec, geluGradLargeVec, geluGradVec)
+)
 
-//go:noescape
-func geluGradSmallVec(dst, src *float32, n int, gauss *float32, large *int32, xs, gs *float32, pack *[256][8]int32) int
-
-// geluGradLargeVec is GELU's derivative by the erfc form, for the lanes
-// geluGradSmallVec lists, from their e^(-x²/2) (gauss).
-//
-//go:noescape
-func geluGradLargeVec(dst, src, gauss *float32, n int)
-
-// geluGradLists are geluGradSplit's lists, 8 KiB, from a pool:
-// GeluBackward calls it once a chunk (backwardLoop), and Go zeroes arrays
-// on the stack at every call (with chunks of 512 that was a third of its
-// time). skip, the chunks still to go to geluGradVec whole, carries over
-// from call to call with them (a pool mostly hands a goroutine back what
-// it put).
-type geluGradLists struct {
-	gauss, xs, gs [geluChunk]float32
-	large         [geluChunk]int32
-	skip          int
-}
-
-var geluGradScratch = sync.Pool{New: func() any { return new(geluGradLists) }}
-
-// geluGradSplit is geluGradVec taken apart as geluSplit takes geluVec:
-// per chunk, e^(-x²/2) for every lane (gaussVec), then the derivative by
-// the polynomial of Φ for every lane with the others listed
-// (geluGradSmallVec), then the erfc form for the listed x, eight to a
-// step (geluGradLargeVec), written back. geluGradVec's one long step (the
-// polynomial, the exponential and, where any lane needs it, the erfc
-// form) left the core waiting on its chains, and its jump on the erfc
-// form goes either way for normal inputs: on one core here, 16 M normal
-// values, BenchmarkMemBoundGeluGrad -cpu 1 took 33.4 ms a call in
-// geluGradVec and 25.5 ms here; where most lanes need the erfc form
-// (normal values of deviation 3), 33.6 against 34.4, after geluSkip.
-// Every lane gets geluGradVec's operations, so the bits are the same
-// (TestVecMatchesScalar, TestGeluSplit).
-func geluGradSplit(dst, src *float32, n int) {
+// geluSplit is geluVec by geluSplitter; with AVX-512 (useAVX512Math) it
+// is geluVec, sixteen lanes a step.
+func geluSplit(dst, src *float32, n int) {
 	if useAVX512Math {
-		geluGradVec(dst, src, n)
+		geluVec(dst, src, n)
 		return
 	}
-	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
-	scratch := geluGradScratch.Get().(*geluGradLists)
-	defer geluGradScratch.Put(scratch)
-	gauss, large, xs, gs := &scratch.gauss, &scratch.large, &scratch.xs, &scratch.gs
-	for lo := 0; lo < n; lo += geluChunk {
-		hi := min(lo+geluChunk, n)
-		if scratch.skip > 0 {
-			geluGradVec(&d[lo], &s[lo], hi-lo)
-			scratch.skip--
-			continue
-		}
-		gaussVec(&gauss[0], &s[lo], hi-lo)
-		k := geluGradSmallVec(&d[lo], &s[lo], hi-lo, &gauss[0], &large[0], &xs[0], &gs[0], &lanePack)
-		if k == 0 {
-			continue
-		}
-		if 2*k > hi-lo {
-			scratch.skip = geluSkip
-		}
-		k8 := (k + 7) &^ 7
-		for j := k; j < k8; j++ {
-			xs[j] = 3 // a lane of the erfc form, computed and dropped
-		}
-		geluGradLargeVec(&xs[0], &xs[0], &gs[0], k8)
-		for j, i := range large[:k] {
-			d[lo+int(i)] = xs[j]
-		}
-	}
+	geluSplitter.apply(dst, src, n)
+}
+
+// geluGradSplit is geluGradVec by geluGradSplitter, with AVX-512 too.
+// The derivative's polynomial (geluGrad32) needs no exponential, so
+// seven lanes in eight of normal inputs are a polynomial of degree 8 and
+// nothing else, as GELU's own: on one core here, 16 M normal values,
+// BenchmarkMemBoundGeluGrad -cpu 1 took XXX. It has no sixteen-lane loop:
+// none could be run on the machines that wrote this one (no AVX-512).
+func geluGradSplit(dst, src *float32, n int) {
+	geluGradSplitter.apply(dst, src, n)
 }
 
 func init() {

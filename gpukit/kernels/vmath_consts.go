@@ -90,4 +90,14 @@ var vk = [...]uint32{
 	math.Float32bits(3 * geluKappa), // GELU_KAPPA3 = 268
 	math.Float32bits(geluXMax),      // GELU_XMAX = 272
 	math.Float32bits(-geluXMax),     // NEG_GELU_XMAX = 276
+	math.Float32bits(geluGradC),     // GELU_GRAD_C = 280
+	math.Float32bits(geluGradG0),    // GELU_GRAD_G0 = 284
+	math.Float32bits(geluGradG1),    // GELU_GRAD_G1 = 288
+	math.Float32bits(geluGradG2),    // GELU_GRAD_G2 = 292
+	math.Float32bits(geluGradG3),    // GELU_GRAD_G3 = 296
+	math.Float32bits(geluGradG4),    // GELU_GRAD_G4 = 300
+	math.Float32bits(geluGradG5),    // GELU_GRAD_G5 = 304
+	math.Float32bits(geluGradG6),    // GELU_GRAD_G6 = 308
+	math.Float32bits(geluGradG7),    // GELU_GRAD_G7 = 312
+	math.Float32bits(geluGradG8),    // GELU_GRAD_G8 = 316
 }

@@ -82,3 +82,13 @@
 #define GELU_KAPPA3    268 // 3 * geluKappa
 #define GELU_XMAX      272 // geluXMax
 #define NEG_GELU_XMAX  276 // -geluXMax
+#define GELU_GRAD_C    280 // geluGradC
+#define GELU_GRAD_G0   284 // geluGradG0
+#define GELU_GRAD_G1   288 // geluGradG1
+#define GELU_GRAD_G2   292 // geluGradG2
+#define GELU_GRAD_G3   296 // geluGradG3
+#define GELU_GRAD_G4   300 // geluGradG4
+#define GELU_GRAD_G5   304 // geluGradG5
+#define GELU_GRAD_G6   308 // geluGradG6
+#define GELU_GRAD_G7   312 // geluGradG7
+#define GELU_GRAD_G8   316 // geluGradG8

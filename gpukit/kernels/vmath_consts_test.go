@@ -50,7 +50,10 @@ func TestVkOffsetsReadTheirConstants(t *testing.T) {
 		"ERFC_R9":    f(erfcR9),
 		"GELU_KAPPA": f(geluKappa), "GELU_BETA2": f(geluBeta2),
 		"GELU_KAPPA3": f(3 * geluKappa), "GELU_XMAX": f(geluXMax),
-		"NEG_GELU_XMAX": f(-geluXMax),
+		"NEG_GELU_XMAX": f(-geluXMax), "GELU_GRAD_C": f(geluGradC),
+		"GELU_GRAD_G0": f(geluGradG0), "GELU_GRAD_G1": f(geluGradG1), "GELU_GRAD_G2": f(geluGradG2),
+		"GELU_GRAD_G3": f(geluGradG3), "GELU_GRAD_G4": f(geluGradG4), "GELU_GRAD_G5": f(geluGradG5),
+		"GELU_GRAD_G6": f(geluGradG6), "GELU_GRAD_G7": f(geluGradG7), "GELU_GRAD_G8": f(geluGradG8),
 	}
 	h, err := os.ReadFile("vmath_consts.h")
 	if err != nil {

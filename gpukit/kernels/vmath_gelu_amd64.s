@@ -5,11 +5,13 @@
 
 // GELU, x·Φ(x), and its derivative in AVX2+FMA: geluVec and geluGradVec
 // (vmath_amd64.go), each the Go function of vmath.go it is named after,
-// operation for operation, through phiGauss's parts below. Each also has
-// an AVX-512 loop, sixteen lanes a step, where useAVX512Math is set: the
-// same operations, through ERFP and ERFCXR with Z registers and the Z
-// forms of the other macros (PHISMALLZ and the rest, after the Y forms),
-// with the lane masks in K registers.
+// operation for operation, through phiGauss's parts below and, for the
+// derivative, its own polynomial (GRADSMALL). geluVec also has an AVX-512
+// loop, sixteen lanes a step, where useAVX512Math is set: the same
+// operations, through ERFP and ERFCXR with Z registers and the Z forms of
+// the other macros (PHISMALLZ and the rest, after the Y forms), with the
+// lane masks in K registers. The derivative runs eight lanes a step
+// there too, as geluGradSplit (vmath_amd64.go says why).
 
 // ERFP(p, z, t): p = erfP(z). Clobbers t. ERFCXR(coff, x, u, one, c, r):
 // r = erfcxR(x, K(coff)). Clobbers u, one and c. Their register arguments
@@ -74,11 +76,36 @@
 	VFMADD213PS  Y10, Y10, Y11; \
 	VBROADCASTSS K(HALF), Y1; \
 	VFMADD213PS  Y1, Y1, Y11; \
+	SMALLLANES
+
+// SMALLLANES: Y15 = the lanes of x in Y8 that Φ's polynomial serves
+// (-1.2374 < x < 2.1213). Clobbers Y2.
+#define SMALLLANES \
 	VBROADCASTSS K(PHI_NEG), Y2; \
 	VCMPPS       $0x1e, Y2, Y8, Y15; \
 	VBROADCASTSS K(PHI_POS), Y2; \
 	VCMPPS       $0x11, Y2, Y8, Y2; \
 	VANDPS       Y2, Y15, Y15
+
+// GRADSMALL: Y11 = (½ + x·G₀) + x·(t·(G(t) - G₀)/t), t = x²/2 - c,
+// geluGrad32's polynomial, for x in Y8, and Y15 = the lanes it serves
+// (SMALLLANES). Clobbers Y1, Y2, Y12.
+#define GRADSMALL \
+	VMULPS       Y8, Y8, Y12; \
+	VBROADCASTSS K(HALF), Y1; \
+	VMULPS       Y1, Y12, Y12; \
+	VBROADCASTSS K(GELU_GRAD_C), Y1; \
+	VSUBPS       Y1, Y12, Y12; \
+	VBROADCASTSS K(GELU_GRAD_G8), Y11; \
+	HORNER3(Y11, Y12, Y1, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5)); \
+	HORNER3(Y11, Y12, Y1, K(GELU_GRAD_G4), K(GELU_GRAD_G3), K(GELU_GRAD_G2)); \
+	HORNER(Y11, Y12, Y1, K(GELU_GRAD_G1)); \
+	VMULPS       Y12, Y11, Y11; \
+	VBROADCASTSS K(GELU_GRAD_G0), Y2; \
+	VBROADCASTSS K(HALF), Y1; \
+	VFMADD213PS  Y1, Y8, Y2; \
+	VFMADD213PS  Y2, Y8, Y11; \
+	SMALLLANES
 
 #define GAUSS \
 	VBROADCASTSS K(SIGN_MASK), Y1; \
@@ -92,6 +119,17 @@
 #define PHILARGE \
 	PHIERFC(Y1); \
 	VBLENDVPS    Y15, Y11, Y1, Y10
+
+// GRADLARGE: Y0 = Φ(x) + x·φ(x) with Φ by the erfc form, for x in Y8:
+// geluGrad32 outside the polynomial's interval. Clobbers Y1-Y5, Y9,
+// Y10, Y12-Y14.
+#define GRADLARGE \
+	HALFSQUARE; \
+	GAUSS; \
+	PHIERFC(Y10); \
+	VBROADCASTSS K(INV_SQRT2PI), Y1; \
+	VMULPS       Y1, Y14, Y0; \
+	VFMADD213PS  Y10, Y8, Y0
 
 // The Z forms: the macros above on sixteen lanes, Zn for Yn, the same
 // operations in the same order. The masks live in K registers (Y15 of
@@ -174,30 +212,14 @@ small:
 
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
-	ARGS
-	ZPROLOGUE(Z8)
-	PHISMALLZ
-	GAUSSZ
-	VMOVAPS      Z11, Z10
-	ALLSETZ(K1)
-	JCS          zsmall
-	PHILARGEZ
-zsmall:
-	VBROADCASTSS K(INV_SQRT2PI), Z1
-	VMULPS       Z1, Z14, Z0
-	VFMADD213PS  Z10, Z8, Z0
-	ZEPILOGUE
-	LOOP8(Y8)
-	PHISMALL
-	GAUSS
-	VMOVAPS      Y11, Y10
+	PROLOGUE(Y8)
+	GRADSMALL
+	VMOVAPS   Y11, Y0
 	ALLSET(Y15)
-	JEQ          small
-	PHILARGE
+	JEQ       small // every lane small: no exponential needed
+	GRADLARGE
+	VBLENDVPS Y15, Y11, Y0, Y0
 small:
-	VBROADCASTSS K(INV_SQRT2PI), Y1
-	VMULPS       Y1, Y14, Y0
-	VFMADD213PS  Y10, Y8, Y0
 	EPILOGUE
 
 // geluLanes are the lane numbers 0 to 7, as int32.
@@ -212,30 +234,46 @@ DATA geluLanes<>+28(SB)/4, $7
 GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 
 // func geluSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
+// func geluGradSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
 //
-// geluVec's first half, for geluSplit (vmath_amd64.go): dst[i] = x·Φ(x)
-// with Φ by PHISMALL's polynomial, which is gelu32(x) for the lanes it
-// serves (-1.2374 < x < 2.1213); each other lane's index i goes to
-// large and its x to xs, in order, and their count is the result. No
-// branch but the loop's: the other lanes' mask m selects the row pack[m]
-// (the numbers of m's set bits, lowest first), which VPERMPS and VPERMD
-// use to move those lanes' x and index to the front of a register; all
-// eight are stored at the lists' ends, and the count grows by the number
-// of bits of m (PACKLARGE).
+// The first halves of geluVec and geluGradVec, for geluSplit and
+// geluGradSplit (vmath_amd64.go): dst[i] = x·Φ(x) with Φ by PHISMALL's
+// polynomial, or ½ + x·G by GRADSMALL's, which is gelu32(x) or
+// geluGrad32(x) for the lanes the polynomials serve (-1.2374 < x <
+// 2.1213); each other lane's index i goes to large and its x to xs, in
+// order, and their count is the result. No branch but the loop's: the
+// other lanes' mask m selects the row pack[m] (the numbers of m's set
+// bits, lowest first), which VPERMPS and VPERMD use to move those lanes'
+// x and index to the front of a register; all eight are stored at the
+// lists' ends, and the count grows by the number of bits of m
+// (PACKLARGE).
 //
 // Sixteen lanes a step, two vectors of eight whose operations alternate
-// (SMALL2): each lane's are PHISMALL's, in its order, so the bits are
-// the same, but the two chains of nine dependent multiply-adds overlap,
-// where one vector a step left the core waiting on its chain (on one
-// core here, 16 M normal values, BenchmarkMemBoundGelu -cpu 1: 19.4 to
-// 21.0 ms a call with one vector a step, 15.8 to 16.0 with two). A last
-// vector of eight takes the loop of one (PHISMALL, as geluVec).
+// (GELUSMALL2, GRADSMALL2): each lane's are PHISMALL's (GRADSMALL's), in
+// its order, so the bits are the same, but the two chains of nine
+// dependent multiply-adds overlap, where one vector a step left the core
+// waiting on its chain (on one core here, 16 M normal values,
+// BenchmarkMemBoundGelu -cpu 1: 19.4 to 21.0 ms a call with one vector a
+// step, 15.8 to 16.0 with two). A last vector of eight takes the loop of
+// one (GELUSMALL1, GRADSMALL).
 
-// SMALL2: PHISMALL's Φ for x in Y8 and in Y9, into Y11 and Y4, with
-// their lanes' masks (-1.2374 < x < 2.1213) in Y15 and Y3. x²/2 is in
+// SMALLLANES2: SMALLLANES for x in Y8 and in Y9, into Y15 and Y3.
+// Clobbers Y1, Y2.
+#define SMALLLANES2 \
+	VBROADCASTSS K(PHI_NEG), Y2; \
+	VCMPPS       $0x1e, Y2, Y8, Y15; \
+	VCMPPS       $0x1e, Y2, Y9, Y3; \
+	VBROADCASTSS K(PHI_POS), Y2; \
+	VCMPPS       $0x11, Y2, Y8, Y1; \
+	VANDPS       Y1, Y15, Y15; \
+	VCMPPS       $0x11, Y2, Y9, Y1; \
+	VANDPS       Y1, Y3, Y3
+
+// GELUSMALL2: x·Φ(x), Φ by PHISMALL's polynomial, for x in Y8 and in
+// Y9, into Y11 and Y4, with their lanes' masks in Y15 and Y3. x²/2 is in
 // Y12 and Y13, x·√½ in Y10 and Y14 (PHISMALL's low part of x², which
 // only GAUSS reads, is left out). Clobbers Y1, Y2.
-#define SMALL2 \
+#define GELUSMALL2 \
 	VMULPS       Y8, Y8, Y12; \
 	VMULPS       Y9, Y9, Y13; \
 	VBROADCASTSS K(HALF), Y1; \
@@ -259,28 +297,56 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	VBROADCASTSS K(HALF), Y1; \
 	VFMADD213PS  Y1, Y1, Y11; \
 	VFMADD213PS  Y1, Y1, Y4; \
-	VBROADCASTSS K(PHI_NEG), Y2; \
-	VCMPPS       $0x1e, Y2, Y8, Y15; \
-	VCMPPS       $0x1e, Y2, Y9, Y3; \
-	VBROADCASTSS K(PHI_POS), Y2; \
-	VCMPPS       $0x11, Y2, Y8, Y1; \
-	VANDPS       Y1, Y15, Y15; \
-	VCMPPS       $0x11, Y2, Y9, Y1; \
-	VANDPS       Y1, Y3, Y3
+	VMULPS       Y11, Y8, Y11; \
+	VMULPS       Y4, Y9, Y4; \
+	SMALLLANES2
+
+// GELUSMALL1: x·Φ(x), Φ by PHISMALL's polynomial, for x in Y8, into
+// Y11, with the lanes' mask in Y15. Clobbers Y1, Y2, Y9, Y10, Y12, Y13.
+#define GELUSMALL1 \
+	PHISMALL; \
+	VMULPS Y11, Y8, Y11
+
+// GRADSMALL2: GRADSMALL for x in Y8 and in Y9, into Y11 and Y4, with
+// their lanes' masks in Y15 and Y3. Clobbers Y1, Y2, Y10, Y12, Y13.
+#define GRADSMALL2 \
+	VMULPS       Y8, Y8, Y12; \
+	VMULPS       Y9, Y9, Y13; \
+	VBROADCASTSS K(HALF), Y1; \
+	VMULPS       Y1, Y12, Y12; \
+	VMULPS       Y1, Y13, Y13; \
+	VBROADCASTSS K(GELU_GRAD_C), Y1; \
+	VSUBPS       Y1, Y12, Y12; \
+	VSUBPS       Y1, Y13, Y13; \
+	VBROADCASTSS K(GELU_GRAD_G8), Y11; \
+	VMOVAPS      Y11, Y4; \
+	HORNER2V(K(GELU_GRAD_G7), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G6), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G5), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G4), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G3), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G2), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V(K(GELU_GRAD_G1), Y1, Y12, Y11, Y13, Y4); \
+	VMULPS       Y12, Y11, Y11; \
+	VMULPS       Y13, Y4, Y4; \
+	VBROADCASTSS K(GELU_GRAD_G0), Y2; \
+	VMOVAPS      Y2, Y10; \
+	VBROADCASTSS K(HALF), Y1; \
+	VFMADD213PS  Y1, Y8, Y2; \
+	VFMADD213PS  Y1, Y9, Y10; \
+	VFMADD213PS  Y2, Y8, Y11; \
+	VFMADD213PS  Y10, Y9, Y4; \
+	SMALLLANES2
 
 // PACKLARGE(mask, x): the lanes of x not set in mask go to the lists: x
 // to (R11)(R9*4), their indices (R10 + lane) to (R8)(R9*4); R9 += their
-// number. R12 is pack. Clobbers AX, BX, Y5-Y7. PACKROW loads the row of
-// pack (Y7) and keeps the lanes' mask in AX; PACKREST moves x and the
-// indices and counts.
-#define PACKROW(mask) \
+// number. R12 is pack. Clobbers AX, BX, Y5-Y7.
+#define PACKLARGE(mask, x) \
 	VMOVMSKPS    mask, AX; \
 	XORL         $0xff, AX; \
 	MOVL         AX, BX; \
 	SHLL         $5, BX; \
-	VMOVDQU      (R12)(BX*1), Y7
-
-#define PACKREST(x) \
+	VMOVDQU      (R12)(BX*1), Y7; \
 	VPERMPS      x, Y7, Y5; \
 	VMOVUPS      Y5, (R11)(R9*4); \
 	VMOVD        R10, X6; \
@@ -291,201 +357,55 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
-#define PACKLARGE(mask, x) \
-	PACKROW(mask); \
-	PACKREST(x)
-
-// PACKLARGEG(mask, x, off) is PACKLARGE(mask, x) that also moves the
-// same lanes of the gauss vector at off(R13) to the list at R14, with the
-// same row of pack.
-#define PACKLARGEG(mask, x, off) \
-	PACKROW(mask); \
-	VPERMPS      off(R13), Y7, Y5; \
-	VMOVUPS      Y5, (R14)(R9*4); \
-	PACKREST(x)
+// SPLITSMALL(small2, small1) is the body of geluSmallVec or
+// geluGradSmallVec: small2 computes two vectors (x in Y8 and Y9, the
+// results in Y11 and Y4, the masks in Y15 and Y3), small1 one (x in Y8,
+// into Y11, the mask in Y15).
+#define SPLITSMALL(small2, small1) \
+	ARGS; \
+	MOVQ large+24(FP), R8; \
+	MOVQ xs+32(FP), R11; \
+	MOVQ pack+40(FP), R12; \
+	XORQ R9, R9; \
+	XORQ R10, R10; \
+	MOVQ CX, DX; \
+	SHRQ $4, DX; \
+	JZ   one; \
+two: \
+	VMOVUPS (SI), Y8; \
+	VMOVUPS 32(SI), Y9; \
+	small2; \
+	VMOVUPS Y11, (DI); \
+	VMOVUPS Y4, 32(DI); \
+	PACKLARGE(Y15, Y8); \
+	ADDQ    $8, R10; \
+	PACKLARGE(Y3, Y9); \
+	ADDQ    $8, R10; \
+	ADDQ    $64, DI; \
+	ADDQ    $64, SI; \
+	DECQ    DX; \
+	JNZ     two; \
+one: \
+	ANDQ $15, CX; \
+	LOOP8(Y8); \
+	small1; \
+	VMOVUPS Y11, (DI); \
+	PACKLARGE(Y15, Y8); \
+	ADDQ    $32, DI; \
+	ADDQ    $32, SI; \
+	ADDQ    $8, R10; \
+	DECQ    CX; \
+	JNZ     loop; \
+done: \
+	MOVQ R9, ret+48(FP); \
+	VZEROUPPER; \
+	RET
 
 TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
-	ARGS
-	MOVQ large+24(FP), R8
-	MOVQ xs+32(FP), R11
-	MOVQ pack+40(FP), R12
-	XORQ R9, R9             // large lanes so far
-	XORQ R10, R10           // index of the step's first lane
-	MOVQ CX, DX
-	SHRQ $4, DX             // steps of sixteen
-	JZ   one
+	SPLITSMALL(GELUSMALL2, GELUSMALL1)
 
-two:
-	VMOVUPS (SI), Y8
-	VMOVUPS 32(SI), Y9
-	SMALL2
-	VMULPS  Y11, Y8, Y0
-	VMOVUPS Y0, (DI)
-	VMULPS  Y4, Y9, Y0
-	VMOVUPS Y0, 32(DI)
-	PACKLARGE(Y15, Y8)
-	ADDQ    $8, R10
-	PACKLARGE(Y3, Y9)
-	ADDQ    $8, R10
-	ADDQ    $64, DI
-	ADDQ    $64, SI
-	DECQ    DX
-	JNZ     two
-
-one:
-	ANDQ $15, CX            // a last eight, or none
-	LOOP8(Y8)
-	PHISMALL
-	VMULPS  Y11, Y8, Y0
-	VMOVUPS Y0, (DI)
-	PACKLARGE(Y15, Y8)
-	ADDQ    $32, DI
-	ADDQ    $32, SI
-	ADDQ    $8, R10
-	DECQ    CX
-	JNZ     loop
-
-done:
-	MOVQ R9, ret+48(FP)
-	VZEROUPPER
-	RET
-
-// func gaussVec(dst, src *float32, n int)
-//
-// geluGradSplit's first pass (vmath_amd64.go): dst[i] = e^(-x²/2), 0 for
-// |x| ≥ 16, as geluGradVec's GAUSS computes it from x²/2 in two parts (as
-// PHISMALL makes them). Two vectors a step (EXPF2); a last vector alone
-// by GAUSS itself.
-TEXT ·gaussVec(SB), NOSPLIT, $0-24
-	ARGS
-	MOVQ CX, DX
-	SHRQ $4, DX
-	JZ   gaussone
-
-gausstwo:
-	VMOVUPS      (SI), Y14
-	VMOVUPS      32(SI), Y15
-	VMULPS       Y14, Y14, Y0 // x², and its low part
-	VMULPS       Y15, Y15, Y6
-	VMOVAPS      Y0, Y5
-	VMOVAPS      Y6, Y11
-	VFMSUB231PS  Y14, Y14, Y5
-	VFMSUB231PS  Y15, Y15, Y11
-	VBROADCASTSS K(HALF), Y12
-	VMULPS       Y12, Y0, Y0
-	VMULPS       Y12, Y6, Y6
-	VMULPS       Y12, Y5, Y5
-	VMULPS       Y12, Y11, Y11
-	VBROADCASTSS K(SIGN_MASK), Y12
-	VXORPS       Y12, Y0, Y0  // -x²/2: EXPF's argument
-	VXORPS       Y12, Y6, Y6
-	EXPF2(Y0, Y1, Y2, Y3, Y4, Y6, Y7, Y8, Y9, Y10, Y12)
-	VFNMADD231PS Y5, Y0, Y0   // GAUSS: the low part, and 0 for |x| ≥ 16
-	VFNMADD231PS Y11, Y6, Y6
-	VBROADCASTSS K(ABS_MASK), Y12
-	VANDPS       Y12, Y14, Y1
-	VANDPS       Y12, Y15, Y7
-	VBROADCASTSS K(PHI_HUGE), Y12
-	VCMPPS       $0x1d, Y12, Y1, Y2
-	VCMPPS       $0x1d, Y12, Y7, Y8
-	VANDNPS      Y0, Y2, Y0
-	VANDNPS      Y6, Y8, Y6
-	VMOVUPS      Y0, (DI)
-	VMOVUPS      Y6, 32(DI)
-	ADDQ         $64, DI
-	ADDQ         $64, SI
-	DECQ         DX
-	JNZ          gausstwo
-
-gaussone:
-	ANDQ $15, CX
-	LOOP8(Y8)
-	HALFSQUARE
-	GAUSS
-	VMOVAPS      Y14, Y0
-	EPILOGUE
-
-// func geluGradSmallVec(dst, src *float32, n int, gauss *float32, large *int32, xs, gs *float32, pack *[256][8]int32) int
-//
-// geluGradSplit's second pass: dst[i] = Φ(x) + x·φ(x), GELU's derivative,
-// with Φ by PHISMALL's polynomial and φ = gauss[i]/√(2π) (gaussVec),
-// which is geluGrad32(x) for the lanes the polynomial serves; the other
-// lanes are listed as geluSmallVec lists them, their e^(-x²/2) in gs
-// beside their x, and their count is the result. Two vectors a step
-// (SMALL2), a last one alone (PHISMALL): each lane's operations are
-// geluGradVec's, in its order.
-TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-72
-	ARGS
-	MOVQ gauss+24(FP), R13
-	MOVQ large+32(FP), R8
-	MOVQ xs+40(FP), R11
-	MOVQ gs+48(FP), R14
-	MOVQ pack+56(FP), R12
-	XORQ R9, R9
-	XORQ R10, R10
-	MOVQ CX, DX
-	SHRQ $4, DX
-	JZ   gone
-
-gtwo:
-	VMOVUPS      (SI), Y8
-	VMOVUPS      32(SI), Y9
-	SMALL2
-	VBROADCASTSS K(INV_SQRT2PI), Y1
-	VMULPS       (R13), Y1, Y12
-	VMULPS       32(R13), Y1, Y13
-	VFMADD213PS  Y11, Y8, Y12
-	VFMADD213PS  Y4, Y9, Y13
-	VMOVUPS      Y12, (DI)
-	VMOVUPS      Y13, 32(DI)
-	PACKLARGEG(Y15, Y8, 0)
-	ADDQ         $8, R10
-	PACKLARGEG(Y3, Y9, 32)
-	ADDQ         $8, R10
-	ADDQ         $64, DI
-	ADDQ         $64, SI
-	ADDQ         $64, R13
-	DECQ         DX
-	JNZ          gtwo
-
-gone:
-	ANDQ $15, CX
-	SHRQ $3, CX
-	JZ   gdone
-	VMOVUPS      (SI), Y8
-	PHISMALL
-	VBROADCASTSS K(INV_SQRT2PI), Y1
-	VMULPS       (R13), Y1, Y0
-	VFMADD213PS  Y11, Y8, Y0
-	VMOVUPS      Y0, (DI)
-	PACKLARGEG(Y15, Y8, 0)
-
-gdone:
-	MOVQ R9, ret+64(FP)
-	VZEROUPPER
-	RET
-
-// func geluGradLargeVec(dst, src, gauss *float32, n int)
-//
-// geluGradSplit's last pass, for the listed lanes: dst[i] = Φ(x) + x·φ(x)
-// with Φ by the erfc form (PHILARGE's, from e^(-x²/2) = gauss[i]), which
-// is geluGrad32(x) where PHISMALL's polynomial does not serve: the
-// operations geluGradVec gives those lanes, in its order.
-TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ gauss+16(FP), R13
-	MOVQ n+24(FP), CX
-	LOOP8(Y8)
-	VMOVUPS      (R13), Y14
-	VBROADCASTSS K(ABS_MASK), Y1
-	VANDPS       Y1, Y8, Y9
-	PHIERFC(Y10)
-	VBROADCASTSS K(INV_SQRT2PI), Y1
-	VMULPS       Y1, Y14, Y0
-	VFMADD213PS  Y10, Y8, Y0
-	ADDQ         $32, R13
-	EPILOGUE
+TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-56
+	SPLITSMALL(GRADSMALL2, GRADSMALL)
 
 // func geluLargeVec(dst, src *float32, n int)
 //
@@ -495,10 +415,18 @@ TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-32
 // gives those lanes, in its order, without the polynomial they do not
 // use.
 TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
-	ARGS
-	LOOP8(Y8)
+	PROLOGUE(Y8)
 	HALFSQUARE
 	GAUSS
 	PHIERFC(Y10)
 	VMULPS       Y10, Y8, Y0
+	EPILOGUE
+
+// func geluGradLargeVec(dst, src *float32, n int)
+//
+// geluGradSplit's last pass, for the listed lanes: GRADLARGE, which is
+// geluGrad32(x) where GRADSMALL's polynomial does not serve.
+TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-24
+	PROLOGUE(Y8)
+	GRADLARGE
 	EPILOGUE

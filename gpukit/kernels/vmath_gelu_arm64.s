@@ -6,8 +6,8 @@
 
 // GELU, x·Φ(x), and its derivative in NEON: geluVec and geluGradVec
 // (vmath_arm64.go), each the Go function of vmath.go it is named after,
-// operation for operation, through phiGauss's parts below, as in
-// vmath_gelu_amd64.s.
+// operation for operation, through phiGauss's parts below and, for the
+// derivative, its own polynomial (GRADSMALL), as in vmath_gelu_amd64.s.
 
 // KHORNER2(p, q, z, c1, c0) is HORNER2 (vmath_arm64.h) with the
 // coefficients read from ·vk at offsets c1 and c0.
@@ -40,31 +40,61 @@
 	KHORNER2(V4, V3, V1, ERFC_R3, ERFC_R2); \
 	KHORNER2(V4, V3, V1, ERFC_R1, ERFC_R0)
 
-// GELU's Φ (phiGauss), in parts, as in vmath_gelu_amd64.s. PHISMALL:
-// from x in V8, V9 = |x|, V12 = x²/2 (rounded), V13 = its low part,
-// V11 = Φ by the polynomial and V15 = the lanes it serves
-// (-1.2374 < x < 2.1213). GAUSS: V14 = e^(-x²/2), 0 for |x| ≥ 16.
-// PHILARGE: V10 = Φ, V11 in the small lanes and the erfc form in the
-// others (needs V14). They clobber V0-V5.
-#define PHISMALL \
+// GELU's Φ (phiGauss), in parts, as in vmath_gelu_amd64.s. HALFSQUARE:
+// from x in V8, V9 = |x|, V12 = x²/2 (rounded), V13 = its low part.
+// PHISMALL: HALFSQUARE, V11 = Φ by the polynomial and V15 = the lanes
+// it serves (-1.2374 < x < 2.1213, SMALLLANES). GAUSS: V14 = e^(-x²/2),
+// 0 for |x| ≥ 16. PHIERFC: V1 = Φ by the erfc form (needs V14). PHILARGE:
+// V10 = Φ, V11 in the small lanes and the erfc form in the others. They
+// clobber V0-V5.
+#define HALFSQUARE \
 	FABS4S(9, 8); \
 	FMUL4S(12, 8, 8); \
 	FNEG4S(13, 12); \
 	VFMLA V8.S4, V8.S4, V13.S4; \
 	K(HALF, V1); \
 	FMUL4S(12, 12, 1); \
-	FMUL4S(13, 13, 1); \
+	FMUL4S(13, 13, 1)
+
+#define SMALLLANES \
+	K(PHI_NEG, V2); \
+	FCMGT4S(15, 8, 2); \
+	K(PHI_POS, V2); \
+	FCMGT4S(2, 2, 8); \
+	VAND  V2.B16, V15.B16, V15.B16
+
+#define PHISMALL \
+	HALFSQUARE; \
 	K(SQRT_HALF, V1); \
 	FMUL4S(10, 8, 1); \
 	ERFP(V12); \
 	FMA(V2, V11, V10, V10); \
 	K(HALF, V1); \
 	FMA(V11, V2, V1, V1); \
-	K(PHI_NEG, V2); \
-	FCMGT4S(15, 8, 2); \
-	K(PHI_POS, V2); \
-	FCMGT4S(2, 2, 8); \
-	VAND  V2.B16, V15.B16, V15.B16
+	SMALLLANES
+
+// GRADSMALL: V11 = (½ + x·G₀) + x·(t·(G(t) - G₀)/t), t = x²/2 - c,
+// geluGrad32's polynomial, for x in V8, and V15 = the lanes it serves
+// (SMALLLANES). Clobbers V1-V3, V12.
+#define GRADSMALL \
+	FMUL4S(12, 8, 8); \
+	K(HALF, V1); \
+	FMUL4S(12, 12, 1); \
+	K(GELU_GRAD_C, V1); \
+	FSUB4S(12, 12, 1); \
+	K(GELU_GRAD_G8, V11); \
+	KHORNER2(V11, V3, V12, GELU_GRAD_G7, GELU_GRAD_G6); \
+	KHORNER2(V11, V3, V12, GELU_GRAD_G5, GELU_GRAD_G4); \
+	KHORNER2(V11, V3, V12, GELU_GRAD_G3, GELU_GRAD_G2); \
+	K(GELU_GRAD_G1, V3); \
+	VFMLA V11.S4, V12.S4, V3.S4; \
+	FMUL4S(11, 3, 12); \
+	K(GELU_GRAD_G0, V1); \
+	K(HALF, V2); \
+	VFMLA V8.S4, V1.S4, V2.S4; \
+	VFMLA V8.S4, V11.S4, V2.S4; \
+	VMOV  V2.B16, V11.B16; \
+	SMALLLANES
 
 #define GAUSS \
 	FNEG4S(0, 12); \
@@ -74,7 +104,7 @@
 	FCMGE4S(2, 9, 1); \
 	BIC16B(14, 0, 2)
 
-#define PHILARGE \
+#define PHIERFC \
 	ERFCXR; \
 	K(HALF, V1); \
 	FMUL4S(1, 14, 1); \
@@ -82,7 +112,10 @@
 	FSUB4S(2, 25, 1); \
 	VEOR V3.B16, V3.B16, V3.B16; \
 	FCMGT4S(3, 8, 3); \
-	VBIT V3.B16, V2.B16, V1.B16; \
+	VBIT V3.B16, V2.B16, V1.B16
+
+#define PHILARGE \
+	PHIERFC; \
 	VMOV V1.B16, V10.B16; \
 	VBIT V15.B16, V11.B16, V10.B16
 
@@ -105,15 +138,17 @@ small:
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
 	EXPCONSTS
 	PROLOGUE(V8)
-	PHISMALL
-	GAUSS
-	VMOV   V11.B16, V10.B16
+	GRADSMALL
+	VMOV   V11.B16, V2.B16
 	ALLSET(V15)
-	BEQ    small
-	PHILARGE
+	BEQ    small                  // every lane small: no exponential needed
+	HALFSQUARE
+	GAUSS
+	PHIERFC
+	K(INV_SQRT2PI, V2)
+	FMUL4S(0, 14, 2)
+	FMA(V2, V0, V8, V1)
+	VBIT   V15.B16, V11.B16, V2.B16
 
 small:
-	K(INV_SQRT2PI, V1)
-	FMUL4S(0, 14, 1)
-	FMA(V2, V0, V8, V10)
 	EPILOGUE(V2)

@@ -16,6 +16,21 @@ const (
 	logC4 = float32(0.23969646)
 )
 
+// GELU's derivative where Φ's polynomial serves (phiNeg < x < phiPos):
+// GELU'(x) = ½ + x·G(z), z = x²/2, G(z) = Σⱼ geluGradGⱼ·(z - geluGradC)ʲ.
+const (
+	geluGradC  = float32(0.75)
+	geluGradG0 = float32(0.5066066)
+	geluGradG1 = float32(-0.2749221)
+	geluGradG2 = float32(0.11788283)
+	geluGradG3 = float32(-0.036756963)
+	geluGradG4 = float32(0.00885857)
+	geluGradG5 = float32(-0.0017330374)
+	geluGradG6 = float32(0.00028514813)
+	geluGradG7 = float32(-3.8919967e-05)
+	geluGradG8 = float32(3.3960569e-06)
+)
+
 // tanhC holds the centres c and tanhC0 the values f(c) of the intervals;
 // tanhQ[j] the coefficients of tʲ in q (see internal/vmathfit).
 var tanhC = [8]float32{0.875142, 1.2497694, 1.749765, 2.4997172, 3.5005865, 4.99977, 6.998238, 8.6643095}

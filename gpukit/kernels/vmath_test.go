@@ -35,9 +35,7 @@ func vecCases() []vecCase {
 		{name: "tanh", v: &vecTanh, ref: math.Tanh, bound: 0.71, boundAll: 0.77, lo: -inf, hi: inf},
 		{name: "erf", v: &vecErf, ref: math.Erf, bound: 0.66, boundAll: 0.72, lo: -inf, hi: inf},
 		{name: "gelu", v: &vecGelu, ref: gelu64, bound: 6.47, boundAll: 7.20, lo: -13, hi: inf},
-		{name: "gelu_grad", v: &vecGeluGrad, ref: geluGrad64, bound: 3.50, boundAll: 4.26, lo: -13, hi: inf, scale: func(x float64) float64 {
-			return max(0.5*math.Erfc(-x/math.Sqrt2), math.Abs(x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)))
-		}},
+		{name: "gelu_grad", v: &vecGeluGrad, ref: geluGrad64, bound: 3.10, boundAll: 3.82, lo: -13, hi: inf, scale: geluGradUnit},
 		{name: "gelu_tanh", v: &vecGeluTanh, ref: geluTanh64, bound: 28.34, boundAll: 39.35, lo: -5, hi: inf},
 		{name: "gelu_tanh_grad", v: &vecGeluTanG, ref: geluTanhGrad64, bound: 28.61, boundAll: 37.48, lo: -5, hi: inf, scale: func(x float64) float64 {
 			x = max(min(x, 1e4), -1e4)
@@ -45,6 +43,12 @@ func vecCases() []vecCase {
 			return max(s, math.Abs(geluTanhGrad64(x)-s))
 		}},
 	}
+}
+
+// geluGradUnit is the size of GELU's derivative's error unit at x: the
+// larger of its terms Φ(x) and x·φ(x), whose sum cancels near x = -0.75.
+func geluGradUnit(x float64) float64 {
+	return max(0.5*math.Erfc(-x/math.Sqrt2), math.Abs(x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)))
 }
 
 // ulp32 is the spacing of float32 values at magnitude |v|.
@@ -247,6 +251,50 @@ func TestVecAccuracy(t *testing.T) {
 				t.Errorf("%s: subnormal results off by %.1f·2⁻¹⁴⁹ at %g, bound 16", c.name, worstSub, atSub)
 			}
 		})
+	}
+}
+
+// TestGeluGradAccuracy checks that geluGrad32's polynomial, where it
+// serves (phiNeg < x < phiPos), is no less accurate than the formula it
+// replaced there, Φ + x·φ through phiGauss (which still serves outside):
+// over every 257th float32 of the interval, its largest error in units
+// of the larger term (TestVecAccuracy's unit), its largest in ulp of
+// the result for x ≥ 0, where nothing cancels, and its mean, each
+// against float64.
+func TestGeluGradAccuracy(t *testing.T) {
+	step := uint32(257)
+	if testing.Short() || racetest.Enabled {
+		step = 4099
+	}
+	viaGauss := func(x float32) float32 {
+		phi, e := phiGauss(x)
+		return fma32(x, e*invSqrt2Pi32, phi)
+	}
+	type errs struct{ worst, worstPos, mean float64 }
+	measure := func(f func(float32) float32) (e errs) {
+		n := 0
+		for b := uint64(0); b < 1<<32; b += uint64(step) {
+			x := math.Float32frombits(uint32(b))
+			if !(x > phiNeg && x < phiPos) {
+				continue
+			}
+			want := geluGrad64(float64(x))
+			u := ulpErr(f(x), want, geluGradUnit(float64(x)))
+			e.worst = max(e.worst, u)
+			e.mean += u
+			n++
+			if x >= 0 {
+				e.worstPos = max(e.worstPos, ulpErr(f(x), want, 0))
+			}
+		}
+		e.mean /= float64(n)
+		return e
+	}
+	poly, gauss := measure(geluGrad32), measure(viaGauss)
+	t.Logf("largest error %.3f (Φ + x·φ: %.3f), for x ≥ 0 %.3f ulp (%.3f), mean %.4f (%.4f)",
+		poly.worst, gauss.worst, poly.worstPos, gauss.worstPos, poly.mean, gauss.mean)
+	if poly.worst > gauss.worst || poly.worstPos > gauss.worstPos || poly.mean > gauss.mean {
+		t.Errorf("geluGrad32's polynomial is less accurate than Φ + x·φ: %+v against %+v", poly, gauss)
 	}
 }
 

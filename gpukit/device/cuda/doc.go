@@ -126,7 +126,8 @@
 //     subnormals, so a*b + c rounds twice, as in Go; the only fused
 //     multiply-adds are the explicit ones of LayerNorm (as
 //     kernels.normRow32) and of GeluDeriv and GeluTanhDeriv (as
-//     kernels' geluGrad32 and geluTanhGrad32).
+//     kernels' geluGrad32 outside its polynomial's interval, and
+//     geluTanhGrad32).
 //   - Every operand range is checked against the live allocations before a
 //     launch, so a bad address is an error, not a poisoned context. Each
 //     row-kernel call is planned first (rows.go: sizes, addresses, dtypes,
