@@ -47,6 +47,21 @@ func TestAVXNamesMatchTheirLoops(t *testing.T) {
 		packTranspose4AVX(&dst[0], ldd, &src[0], lds, n)
 		require.Equal(t, want, dst)
 	})
+	t.Run("packTranspose2", func(t *testing.T) {
+		if !useAVX && !avxNamesAreGo {
+			t.Skip("no AVX here")
+		}
+		const n, ldd, lds = 24, 6, 29
+		src, dst := randSlice(r, 2*lds), randSlice(r, n*ldd)
+		want := slices.Clone(dst)
+		for p := range n {
+			for i := range 2 {
+				want[p*ldd+i] = src[i*lds+p]
+			}
+		}
+		packTranspose2AVX(&dst[0], ldd, &src[0], lds, n)
+		require.Equal(t, want, dst)
+	})
 	t.Run("packRows", func(t *testing.T) {
 		if !useAVX512 && !avxNamesAreGo {
 			t.Skip("no AVX-512 here")

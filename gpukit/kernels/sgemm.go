@@ -354,24 +354,32 @@ func packRows(d []float32, ld int, src []float32, lds, width, n int) {
 // packTransposed writes rows values of each of n columns of src (row r at
 // src[r·lds:]) as one group per column, d[p·ldd+r] = src[r·lds+p], and zeros
 // the group's lanes from rows to ldd. Four whole rows at a time and eight
-// columns at a time go through the AVX transpose (packTranspose4AVX); the
-// ragged rest is copied one value at a time.
+// columns at a time go through the AVX transpose (packTranspose4AVX), and
+// two rows left over (the AVX2 kernel's six) through packTranspose2AVX;
+// the ragged rest is copied one value at a time.
 func packTransposed(d []float32, ldd int, src []float32, lds, rows, n int) {
 	d = d[:n*ldd]
-	done := 0 // columns [0, done) of rows [0, rows&^3) are written
+	done, covered := 0, 0 // columns [0, done) of rows [0, covered) are written
 	if useAVX && n >= 8 {
 		done = n &^ 7
-		for r := 0; r+4 <= rows; r += 4 {
+		for ; covered+4 <= rows; covered += 4 {
 			// The assembly writes d[p·ldd+r .. +3] and reads src[(r+i)·lds+p]
 			// for p < done, i < 4: prove both in range before the call.
+			r := covered
 			_ = d[(done-1)*ldd+r+3]
 			_ = src[(r+3)*lds+done-1]
 			packTranspose4AVX(&d[r], ldd, &src[r*lds], lds, done)
 		}
+		if r := covered; r+2 <= rows {
+			_ = d[(done-1)*ldd+r+1]
+			_ = src[(r+1)*lds+done-1]
+			packTranspose2AVX(&d[r], ldd, &src[r*lds], lds, done)
+			covered += 2
+		}
 	}
 	for r := 0; r < rows; r++ {
 		p0 := done
-		if r >= rows&^3 {
+		if r >= covered {
 			p0 = 0
 		}
 		row := src[r*lds : r*lds+n]

@@ -39,6 +39,11 @@ func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int)
 //go:noescape
 func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
 
+// packTranspose2AVX is implemented in pack_amd64.s.
+//
+//go:noescape
+func packTranspose2AVX(dst *float32, ldd int, src *float32, lds int, n int)
+
 // packRows16AVX is implemented in pack_amd64.s.
 //
 //go:noescape

@@ -61,6 +61,20 @@ func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int) {
 	}
 }
 
+// packTranspose2AVX writes dst[p·ldd+i] = src[i·lds+p] for i < 2, p < n
+// (n a multiple of 8).
+func packTranspose2AVX(dst *float32, ldd int, src *float32, lds int, n int) {
+	if n <= 0 {
+		return
+	}
+	d, s := unsafe.Slice(dst, (n-1)*ldd+2), unsafe.Slice(src, lds+n)
+	for p := range n {
+		for i := range 2 {
+			d[p*ldd+i] = s[i*lds+p]
+		}
+	}
+}
+
 // packRows16AVX writes dst[p·16+j] = src[p·lds+j] for j < 16, p < n
 // (n ≥ 1).
 func packRows16AVX(dst *float32, src *float32, lds int, n int) {
