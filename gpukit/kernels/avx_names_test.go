@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -32,36 +33,26 @@ func TestAVXNamesMatchTheirLoops(t *testing.T) {
 		transpose16x16AVX(&dst[0], ldd, &src[0], lds)
 		require.Equal(t, want, dst)
 	})
-	t.Run("packTranspose4", func(t *testing.T) {
-		if !useAVX && !avxNamesAreGo {
-			t.Skip("no AVX here")
-		}
-		const n, ldd, lds = 24, 7, 29
-		src, dst := randSlice(r, 4*lds), randSlice(r, n*ldd)
-		want := slices.Clone(dst)
-		for p := range n {
-			for i := range 4 {
-				want[p*ldd+i] = src[i*lds+p]
+	for _, c := range []struct {
+		rows int
+		pack func(dst *float32, ldd int, src *float32, lds int, n int)
+	}{{4, packTranspose4AVX}, {2, packTranspose2AVX}} {
+		t.Run(fmt.Sprint("packTranspose", c.rows), func(t *testing.T) {
+			if !useAVX && !avxNamesAreGo {
+				t.Skip("no AVX here")
 			}
-		}
-		packTranspose4AVX(&dst[0], ldd, &src[0], lds, n)
-		require.Equal(t, want, dst)
-	})
-	t.Run("packTranspose2", func(t *testing.T) {
-		if !useAVX && !avxNamesAreGo {
-			t.Skip("no AVX here")
-		}
-		const n, ldd, lds = 24, 6, 29
-		src, dst := randSlice(r, 2*lds), randSlice(r, n*ldd)
-		want := slices.Clone(dst)
-		for p := range n {
-			for i := range 2 {
-				want[p*ldd+i] = src[i*lds+p]
+			const n, ldd, lds = 24, 7, 29
+			src, dst := randSlice(r, c.rows*lds), randSlice(r, n*ldd)
+			want := slices.Clone(dst)
+			for p := range n {
+				for i := range c.rows {
+					want[p*ldd+i] = src[i*lds+p]
+				}
 			}
-		}
-		packTranspose2AVX(&dst[0], ldd, &src[0], lds, n)
-		require.Equal(t, want, dst)
-	})
+			c.pack(&dst[0], ldd, &src[0], lds, n)
+			require.Equal(t, want, dst)
+		})
+	}
 	t.Run("packRows", func(t *testing.T) {
 		if !useAVX512 && !avxNamesAreGo {
 			t.Skip("no AVX-512 here")

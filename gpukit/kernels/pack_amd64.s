@@ -11,18 +11,25 @@
 // (ldd = NR): four rows at a time, eight columns per iteration, 4 loads,
 // 8 shuffles and 8 stores for 32 values, where the scalar loop takes 32
 // loads and 32 stores to addresses a sliver apart.
+// TRANSPOSEARGS loads packTranspose4AVX's and packTranspose2AVX's
+// arguments: DI = dst, SI = src, CX = n, R10 = the bytes between two
+// columns' groups in dst, R8 between two rows of src, R11 dst's advance
+// per 8 columns.
+#define TRANSPOSEARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ ldd+8(FP), R10; \
+	MOVQ src+16(FP), SI; \
+	MOVQ lds+24(FP), R8; \
+	MOVQ n+32(FP), CX; \
+	SHLQ $2, R10; \
+	SHLQ $2, R8; \
+	MOVQ R10, R11; \
+	SHLQ $3, R11
+
 TEXT ·packTranspose4AVX(SB), NOSPLIT, $0-40
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R10
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R8
-	MOVQ n+32(FP), CX
-	SHLQ $2, R10            // bytes between two columns' groups in dst
-	SHLQ $2, R8             // bytes between two rows of src
+	TRANSPOSEARGS
 	LEAQ (SI)(R8*2), R9
 	ADDQ R8, R9             // R9 = row 3
-	MOVQ R10, R11
-	SHLQ $3, R11            // dst advance per 8 columns
 
 loop:
 	VMOVUPS (SI), Y0
@@ -74,15 +81,7 @@ loop:
 // packTranspose4AVX; the scalar loop that took the other two one value
 // at a time was 10 % of a 1024³ product (sgemm.go's packTransposed).
 TEXT ·packTranspose2AVX(SB), NOSPLIT, $0-40
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), R10
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), R8
-	MOVQ n+32(FP), CX
-	SHLQ $2, R10            // bytes between two columns' groups in dst
-	SHLQ $2, R8             // bytes between the two rows of src
-	MOVQ R10, R11
-	SHLQ $3, R11            // dst advance per 8 columns
+	TRANSPOSEARGS
 
 loop:
 	VMOVUPS (SI), Y0

@@ -383,15 +383,11 @@ func gelu32(x float32) float32 {
 func geluGrad32(x float32) float32 {
 	if x > phiNeg && x < phiPos {
 		t := 0.5*(x*x) - geluGradC
-		return fma32(x, t*poly32(geluGradGs[1:], t), fma32(x, geluGradG0, 0.5))
+		return fma32(x, t*poly32(geluGradGs[1:], t), fma32(x, geluGradGs[0], 0.5))
 	}
 	phi, e := phiGauss(x)
 	return fma32(x, e*invSqrt2Pi32, phi)
 }
-
-// geluGradGs are G's coefficients in poly32's order, lowest first.
-var geluGradGs = [...]float32{geluGradG0, geluGradG1, geluGradG2, geluGradG3, geluGradG4,
-	geluGradG5, geluGradG6, geluGradG7, geluGradG8}
 
 // GELU's tanh form ½·x·(1 + tanh u), u = √(2/π)·(x + 0.044715·x³), is
 // computed as x·σ(2u) (1 + tanh u = 2σ(2u)), which has no cancellation

@@ -94,6 +94,14 @@ ymm:
 	VFMADD213PS  t, za, pa; \
 	VFMADD213PS  t, zb, pb
 
+// HORNER2V4(t, za, pa, zb, pb, c3, c2, c1, c0) is HORNER2V with c3, c2,
+// c1 and c0 in turn.
+#define HORNER2V4(t, za, pa, zb, pb, c3, c2, c1, c0) \
+	HORNER2V(c3, t, za, pa, zb, pb); \
+	HORNER2V(c2, t, za, pa, zb, pb); \
+	HORNER2V(c1, t, za, pa, zb, pb); \
+	HORNER2V(c0, t, za, pa, zb, pb)
+
 // exp32's steps, shared by EXPF (eight lanes, Y registers) and EXPFZ
 // (sixteen, Z registers): the register arguments are all of one kind.
 // EXPSCALE(x, n): n = x·log₂e, which the caller rounds to an integer

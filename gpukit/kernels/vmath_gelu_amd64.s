@@ -269,29 +269,28 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	VCMPPS       $0x11, Y2, Y9, Y1; \
 	VANDPS       Y1, Y3, Y3
 
+// HALFSQUARE2: x²/2 (rounded) for x in Y8 and in Y9, into Y12 and Y13.
+// Clobbers Y1.
+#define HALFSQUARE2 \
+	VMULPS       Y8, Y8, Y12; \
+	VMULPS       Y9, Y9, Y13; \
+	VBROADCASTSS K(HALF), Y1; \
+	VMULPS       Y1, Y12, Y12; \
+	VMULPS       Y1, Y13, Y13
+
 // GELUSMALL2: x·Φ(x), Φ by PHISMALL's polynomial, for x in Y8 and in
 // Y9, into Y11 and Y4, with their lanes' masks in Y15 and Y3. x²/2 is in
 // Y12 and Y13, x·√½ in Y10 and Y14 (PHISMALL's low part of x², which
 // only GAUSS reads, is left out). Clobbers Y1, Y2.
 #define GELUSMALL2 \
-	VMULPS       Y8, Y8, Y12; \
-	VMULPS       Y9, Y9, Y13; \
-	VBROADCASTSS K(HALF), Y1; \
-	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13; \
+	HALFSQUARE2; \
 	VBROADCASTSS K(SQRT_HALF), Y1; \
 	VMULPS       Y1, Y8, Y10; \
 	VMULPS       Y1, Y9, Y14; \
 	VBROADCASTSS K(ERF_P8), Y11; \
 	VMOVAPS      Y11, Y4; \
-	HORNER2V(K(ERF_P7), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P6), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P5), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P4), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P3), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P2), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P1), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(ERF_P0), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(ERF_P7), K(ERF_P6), K(ERF_P5), K(ERF_P4)); \
+	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(ERF_P3), K(ERF_P2), K(ERF_P1), K(ERF_P0)); \
 	VFMADD213PS  Y10, Y10, Y11; \
 	VFMADD213PS  Y14, Y14, Y4; \
 	VBROADCASTSS K(HALF), Y1; \
@@ -310,20 +309,13 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 // GRADSMALL2: GRADSMALL for x in Y8 and in Y9, into Y11 and Y4, with
 // their lanes' masks in Y15 and Y3. Clobbers Y1, Y2, Y10, Y12, Y13.
 #define GRADSMALL2 \
-	VMULPS       Y8, Y8, Y12; \
-	VMULPS       Y9, Y9, Y13; \
-	VBROADCASTSS K(HALF), Y1; \
-	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13; \
+	HALFSQUARE2; \
 	VBROADCASTSS K(GELU_GRAD_C), Y1; \
 	VSUBPS       Y1, Y12, Y12; \
 	VSUBPS       Y1, Y13, Y13; \
 	VBROADCASTSS K(GELU_GRAD_G8), Y11; \
 	VMOVAPS      Y11, Y4; \
-	HORNER2V(K(GELU_GRAD_G7), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(GELU_GRAD_G6), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(GELU_GRAD_G5), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(GELU_GRAD_G4), Y1, Y12, Y11, Y13, Y4); \
+	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5), K(GELU_GRAD_G4)); \
 	HORNER2V(K(GELU_GRAD_G3), Y1, Y12, Y11, Y13, Y4); \
 	HORNER2V(K(GELU_GRAD_G2), Y1, Y12, Y11, Y13, Y4); \
 	HORNER2V(K(GELU_GRAD_G1), Y1, Y12, Y11, Y13, Y4); \

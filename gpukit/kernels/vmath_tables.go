@@ -17,19 +17,10 @@ const (
 )
 
 // GELU's derivative where Φ's polynomial serves (phiNeg < x < phiPos):
-// GELU'(x) = ½ + x·G(z), z = x²/2, G(z) = Σⱼ geluGradGⱼ·(z - geluGradC)ʲ.
-const (
-	geluGradC  = float32(0.75)
-	geluGradG0 = float32(0.5066066)
-	geluGradG1 = float32(-0.2749221)
-	geluGradG2 = float32(0.11788283)
-	geluGradG3 = float32(-0.036756963)
-	geluGradG4 = float32(0.00885857)
-	geluGradG5 = float32(-0.0017330374)
-	geluGradG6 = float32(0.00028514813)
-	geluGradG7 = float32(-3.8919967e-05)
-	geluGradG8 = float32(3.3960569e-06)
-)
+// GELU'(x) = ½ + x·G(z), z = x²/2, G(z) = Σⱼ geluGradGs[j]·(z - geluGradC)ʲ.
+const geluGradC = float32(0.75)
+
+var geluGradGs = [...]float32{0.5066066, -0.2749221, 0.11788283, -0.036756963, 0.00885857, -0.0017330374, 0.00028514813, -3.8919967e-05, 3.3960569e-06}
 
 // tanhC holds the centres c and tanhC0 the values f(c) of the intervals;
 // tanhQ[j] the coefficients of tʲ in q (see internal/vmathfit).

@@ -89,13 +89,9 @@ func fitTables() ([]byte, error) {
 
 	gc, gg := fitGeluGrad()
 	b.WriteString("// GELU's derivative where Φ's polynomial serves (phiNeg < x < phiPos):\n")
-	b.WriteString("// GELU'(x) = ½ + x·G(z), z = x²/2, G(z) = Σⱼ geluGradGⱼ·(z - geluGradC)ʲ.\n")
-	b.WriteString("const (\n")
-	fmt.Fprintf(&b, "\tgeluGradC = float32(%v)\n", gc)
-	for j, c := range gg {
-		fmt.Fprintf(&b, "\tgeluGradG%d = float32(%v)\n", j, c)
-	}
-	b.WriteString(")\n\n")
+	b.WriteString("// GELU'(x) = ½ + x·G(z), z = x²/2, G(z) = Σⱼ geluGradGs[j]·(z - geluGradC)ʲ.\n")
+	fmt.Fprintf(&b, "const geluGradC = float32(%v)\n\n", gc)
+	fmt.Fprintf(&b, "var geluGradGs = [...]float32{%s}\n\n", list(gg))
 
 	emit(&b, "tanh", math.Tanh, tanhEdges(), tanhDeg)
 	emit(&b, "erf", math.Erf, erfEdges(), erfDeg)
