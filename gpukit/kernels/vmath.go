@@ -376,8 +376,9 @@ func gelu32(x float32) float32 {
 // Where phiGauss uses its polynomial of Φ (phiNeg < x < phiPos, seven
 // normal values in eight) it is ½ + x·G(t), t = x²/2 - geluGradC, G a
 // polynomial of its own (vmath_tables.go; internal/vmathfit says why it
-// exists), added as (½ + x·G₀) + x·(t·(G(t) - G₀)/t): no exponential,
-// and more accurate than Φ + x·φ there (TestGeluGradAccuracy). The sum
+// exists), added as (½ + x·G₀) + x·(G(t) - G₀), the latter t times a
+// polynomial: no exponential, and more accurate than Φ + x·φ there
+// (TestGeluGradAccuracy). The sum
 // cancels for x near -0.75, where GELU' is 0, and adding ½ + x·G₀ first
 // keeps the rounding of the larger part, G₀ ≈ 0.51, out of it.
 func geluGrad32(x float32) float32 {
