@@ -378,9 +378,9 @@ func gelu32(x float32) float32 {
 // polynomial of its own (vmath_tables.go; internal/vmathfit says why it
 // exists), added as (½ + x·G₀) + x·(G(t) - G₀), the latter t times a
 // polynomial: no exponential, and more accurate than Φ + x·φ there
-// (TestGeluGradAccuracy). The sum
-// cancels for x near -0.75, where GELU' is 0, and adding ½ + x·G₀ first
-// keeps the rounding of the larger part, G₀ ≈ 0.51, out of it.
+// (TestGeluGradAccuracy). The sum cancels for x near -0.75, where GELU'
+// is 0, and adding ½ + x·G₀ first keeps the rounding of the larger
+// part, G₀ ≈ 0.51, out of it.
 func geluGrad32(x float32) float32 {
 	if x > phiNeg && x < phiPos {
 		t := 0.5*(x*x) - geluGradC

@@ -206,9 +206,14 @@ func binaryMatches(op ops.Binary, in, out dtypes.Dtype, got []byte, i int, x, y 
 	dtypes.Store(out, want, i, rv)
 	if u, ok := op.Derivative(); ok && !exactUnary[u] {
 		// x times a transcendental derivative at y: its tolerance, scaled
-		// by the gradient x.
+		// by the gradient x, down to out's own floor: with x subnormal, an
+		// ulp between the two derivatives moves the product by a whole
+		// step of the subnormals (GeluBackward(2⁻¹⁴⁹, 5.96·10⁻⁸) is 2⁻¹⁴⁹
+		// on the CPU, whose GELU' there is 0.50000006, correctly rounded,
+		// and 0 from the device's formula, whose GELU' rounds to ½).
 		tol, floor := unaryTolerance(u, in, y)
-		return closeElement(out, got, want, i, tol, floor*math.Abs(x)), rv
+		_, outFloor := tolerance(out)
+		return closeElement(out, got, want, i, tol, max(floor*math.Abs(x), outFloor)), rv
 	}
 	if op != ops.Pow {
 		return sameElement(out, got, want, i), rv
