@@ -233,6 +233,17 @@ DATA geluLanes<>+24(SB)/4, $6
 DATA geluLanes<>+28(SB)/4, $7
 GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 
+// geluEights are eight int32 8s: the step of a vector of lane indices.
+DATA geluEights<>+0(SB)/4, $8
+DATA geluEights<>+4(SB)/4, $8
+DATA geluEights<>+8(SB)/4, $8
+DATA geluEights<>+12(SB)/4, $8
+DATA geluEights<>+16(SB)/4, $8
+DATA geluEights<>+20(SB)/4, $8
+DATA geluEights<>+24(SB)/4, $8
+DATA geluEights<>+28(SB)/4, $8
+GLOBL geluEights<>(SB), RODATA|NOPTR, $32
+
 // func geluSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
 // func geluGradSmallVec(dst, src *float32, n int, large *int32, xs *float32, pack *[256][8]int32) int
 //
@@ -331,8 +342,9 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	SMALLLANES2
 
 // PACKLARGE(mask, x): the lanes of x not set in mask go to the lists: x
-// to (R11)(R9*4), their indices (R10 + lane) to (R8)(R9*4); R9 += their
-// number. R12 is pack. Clobbers AX, BX, Y5-Y7.
+// to (R11)(R9*4), their indices (Y0's lanes: the step's first index plus
+// the lane) to (R8)(R9*4); R9 += their number, and Y0 moves on by eight.
+// R12 is pack. Clobbers AX, BX, Y5-Y7.
 #define PACKLARGE(mask, x) \
 	VMOVMSKPS    mask, AX; \
 	XORL         $0xff, AX; \
@@ -341,11 +353,9 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	VMOVDQU      (R12)(BX*1), Y7; \
 	VPERMPS      x, Y7, Y5; \
 	VMOVUPS      Y5, (R11)(R9*4); \
-	VMOVD        R10, X6; \
-	VPBROADCASTD X6, Y6; \
-	VPADDD       geluLanes<>(SB), Y6, Y6; \
-	VPERMD       Y6, Y7, Y6; \
+	VPERMD       Y0, Y7, Y6; \
 	VMOVDQU      Y6, (R8)(R9*4); \
+	VPADDD       geluEights<>(SB), Y0, Y0; \
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
@@ -359,7 +369,7 @@ GLOBL geluLanes<>(SB), RODATA|NOPTR, $32
 	MOVQ xs+32(FP), R11; \
 	MOVQ pack+40(FP), R12; \
 	XORQ R9, R9; \
-	XORQ R10, R10; \
+	VMOVDQU geluLanes<>(SB), Y0; \
 	MOVQ CX, DX; \
 	SHRQ $4, DX; \
 	JZ   one; \
@@ -370,9 +380,7 @@ two: \
 	VMOVUPS Y11, (DI); \
 	VMOVUPS Y4, 32(DI); \
 	PACKLARGE(Y15, Y8); \
-	ADDQ    $8, R10; \
 	PACKLARGE(Y3, Y9); \
-	ADDQ    $8, R10; \
 	ADDQ    $64, DI; \
 	ADDQ    $64, SI; \
 	DECQ    DX; \
@@ -385,7 +393,6 @@ one: \
 	PACKLARGE(Y15, Y8); \
 	ADDQ    $32, DI; \
 	ADDQ    $32, SI; \
-	ADDQ    $8, R10; \
 	DECQ    CX; \
 	JNZ     loop; \
 done: \
