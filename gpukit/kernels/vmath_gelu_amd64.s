@@ -87,7 +87,7 @@
 	VCMPPS       $0x11, Y2, Y8, Y2; \
 	VANDPS       Y2, Y15, Y15
 
-// GRADSMALL: Y11 = (½ + x·G₀) + x·(t·(G(t) - G₀)/t), t = x²/2 - c,
+// GRADSMALL: Y11 = (½ + x·G₀) + x·(G(t) - G₀), t = x²/2 - c,
 // geluGrad32's polynomial, for x in Y8, and Y15 = the lanes it serves
 // (SMALLLANES). Clobbers Y1, Y2, Y12.
 #define GRADSMALL \

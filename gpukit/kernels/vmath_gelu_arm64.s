@@ -73,7 +73,7 @@
 	FMA(V11, V2, V1, V1); \
 	SMALLLANES
 
-// GRADSMALL: V11 = (½ + x·G₀) + x·(t·(G(t) - G₀)/t), t = x²/2 - c,
+// GRADSMALL: V11 = (½ + x·G₀) + x·(G(t) - G₀), t = x²/2 - c,
 // geluGrad32's polynomial, for x in V8, and V15 = the lanes it serves
 // (SMALLLANES). Clobbers V1-V3, V12.
 #define GRADSMALL \
