@@ -50,26 +50,22 @@ func transpose16x16AVX(dst *float32, ldd int, src *float32, lds int) {
 // packTranspose4AVX writes dst[p·ldd+i] = src[i·lds+p] for i < 4, p < n
 // (n a multiple of 8).
 func packTranspose4AVX(dst *float32, ldd int, src *float32, lds int, n int) {
-	if n <= 0 {
-		return
-	}
-	d, s := unsafe.Slice(dst, (n-1)*ldd+4), unsafe.Slice(src, 3*lds+n)
-	for p := range n {
-		for i := range 4 {
-			d[p*ldd+i] = s[i*lds+p]
-		}
-	}
+	packTransposeGo(dst, ldd, src, lds, n, 4)
 }
 
-// packTranspose2AVX writes dst[p·ldd+i] = src[i·lds+p] for i < 2, p < n
-// (n a multiple of 8).
+// packTranspose2AVX is packTranspose4AVX for i < 2.
 func packTranspose2AVX(dst *float32, ldd int, src *float32, lds int, n int) {
+	packTransposeGo(dst, ldd, src, lds, n, 2)
+}
+
+// packTransposeGo writes dst[p·ldd+i] = src[i·lds+p] for i < rows, p < n.
+func packTransposeGo(dst *float32, ldd int, src *float32, lds, n, rows int) {
 	if n <= 0 {
 		return
 	}
-	d, s := unsafe.Slice(dst, (n-1)*ldd+2), unsafe.Slice(src, lds+n)
+	d, s := unsafe.Slice(dst, (n-1)*ldd+rows), unsafe.Slice(src, (rows-1)*lds+n)
 	for p := range n {
-		for i := range 2 {
+		for i := range rows {
 			d[p*ldd+i] = s[i*lds+p]
 		}
 	}
