@@ -21,9 +21,6 @@ func TestGeluSplit(t *testing.T) {
 	if !useVecMath {
 		t.Skip("no AVX2")
 	}
-	saved := useAVX512Math
-	defer func() { useAVX512Math = saved }()
-	useAVX512Math = false
 	r := rand.New(rand.NewPCG(39, 7))
 	bounds := []float32{phiNeg, phiPos}
 	var edges []float32
@@ -55,28 +52,30 @@ func TestGeluSplit(t *testing.T) {
 		{"gelu", geluSplit, gelu32},
 		{"geluGrad", geluGradSplit, geluGrad32},
 	}
-	for _, f := range funcs {
-		for name, gen := range inputs {
-			for _, n := range []int{8, 16, 24, 64, geluChunk, geluChunk + 8, geluChunk*(geluSkip+4) + 72} {
-				t.Run(fmt.Sprintf("%s/%s/%d", f.name, name, n), func(t *testing.T) {
-					xs := make([]float32, n)
-					for i := range xs {
-						xs[i] = gen(i)
-					}
-					got := make([]float32, n)
-					f.split(&got[0], &xs[0], n)
-					inPlace := append([]float32(nil), xs...)
-					f.split(&inPlace[0], &inPlace[0], n)
-					for i, x := range xs {
-						want := f.ref(x)
-						for _, g := range []float32{got[i], inPlace[i]} {
-							if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
-								t.Fatalf("%s(%v) [%d] = %v (in place %v), want %v", f.name, x, i, got[i], inPlace[i], want)
+	forEachVecPath(t, func(t *testing.T) {
+		for _, f := range funcs {
+			for name, gen := range inputs {
+				for _, n := range []int{8, 16, 24, 32, 40, 48, 56, 64, 96, 120, geluChunk, geluChunk + 8, geluChunk*(geluSkip+4) + 72, geluChunk*(geluSkip+4) + 88} {
+					t.Run(fmt.Sprintf("%s/%s/%d", f.name, name, n), func(t *testing.T) {
+						xs := make([]float32, n)
+						for i := range xs {
+							xs[i] = gen(i)
+						}
+						got := make([]float32, n)
+						f.split(&got[0], &xs[0], n)
+						inPlace := append([]float32(nil), xs...)
+						f.split(&inPlace[0], &inPlace[0], n)
+						for i, x := range xs {
+							want := f.ref(x)
+							for _, g := range []float32{got[i], inPlace[i]} {
+								if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+									t.Fatalf("%s(%v) [%d] = %v (in place %v), want %v", f.name, x, i, got[i], inPlace[i], want)
+								}
 							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
-	}
+	})
 }

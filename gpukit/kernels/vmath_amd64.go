@@ -172,24 +172,19 @@ var (
 	geluGradSplitter = newLaneSplit(geluGradSmallVec, geluGradLargeVec, geluGradVec)
 )
 
-// geluSplit is geluVec by geluSplitter; with AVX-512 (useAVX512Math) it
-// is geluVec, sixteen lanes a step.
+// geluSplit is geluVec by geluSplitter, and geluGradSplit geluGradVec by
+// geluGradSplitter; with AVX-512 (useAVX512Math) their passes run
+// sixteen lanes a vector, and the lists are made by VCOMPRESSPS
+// (SPLITSMALL, vmath_gelu_amd64.s). The derivative's polynomial
+// (geluGrad32) needs no exponential, so seven lanes in eight of normal
+// inputs are a polynomial of degree 8 and nothing else, as GELU's own:
+// on one core of an AVX2 machine, 16 M normal values,
+// BenchmarkMemBoundGeluGrad -cpu 1 took 26-31 ms a call with e^(-x²/2)
+// for every lane and Φ's polynomial, 15-22 ms split.
 func geluSplit(dst, src *float32, n int) {
-	if useAVX512Math {
-		geluVec(dst, src, n)
-		return
-	}
 	geluSplitter.apply(dst, src, n)
 }
 
-// geluGradSplit is geluGradVec by geluGradSplitter, with AVX-512 too.
-// The derivative's polynomial (geluGrad32) needs no exponential, so
-// seven lanes in eight of normal inputs are a polynomial of degree 8 and
-// nothing else, as GELU's own: on one core here, 16 M normal values,
-// BenchmarkMemBoundGeluGrad -cpu 1 took 26-31 ms a call with e^(-x²/2)
-// for every lane and Φ's polynomial, 15-22 ms now. It has no
-// sixteen-lane loop: none could be run on the machines that wrote this
-// one (no AVX-512).
 func geluGradSplit(dst, src *float32, n int) {
 	geluGradSplitter.apply(dst, src, n)
 }

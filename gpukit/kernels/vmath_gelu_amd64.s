@@ -6,12 +6,12 @@
 // GELU, x·Φ(x), and its derivative in AVX2+FMA: geluVec and geluGradVec
 // (vmath_amd64.go), each the Go function of vmath.go it is named after,
 // operation for operation, through phiGauss's parts below and, for the
-// derivative, its own polynomial (GRADSMALL). geluVec also has an AVX-512
-// loop, sixteen lanes a step, where useAVX512Math is set: the same
-// operations, through ERFP and ERFCXR with Z registers and the Z forms of
-// the other macros (PHISMALLZ and the rest, after the Y forms), with the
-// lane masks in K registers. The derivative runs eight lanes a step
-// there too, as geluGradSplit (vmath_amd64.go says why).
+// derivative, its own polynomial (GRADPOLY). Every function here also
+// has an AVX-512 loop, sixteen lanes a vector, where useAVX512Math is
+// set: the same operations, through the macros that take their
+// registers as arguments (ERFP, ERFCXR, GELUPOLY2, GRADPOLY and the
+// rest) with Z registers and the Z forms of the others (PHISMALLZ and
+// the rest, after the Y forms), with the lane masks in K registers.
 
 // ERFP(p, z, t): p = erfP(z). Clobbers t. ERFCXR(coff, x, u, one, c, r):
 // r = erfcxR(x, K(coff)). Clobbers u, one and c. Their register arguments
@@ -87,24 +87,28 @@
 	VCMPPS       $0x11, Y2, Y8, Y2; \
 	VANDPS       Y2, Y15, Y15
 
-// GRADSMALL: Y11 = (½ + x·G₀) + x·(G(t) - G₀), t = x²/2 - c,
-// geluGrad32's polynomial, for x in Y8, and Y15 = the lanes it serves
+// GRADPOLY(t, u, x, h, p): p = (½ + x·G₀) + x·(G(h) - G₀), h = x²/2 -
+// c, geluGrad32's polynomial, on Y or Z registers. Clobbers t, u.
+#define GRADPOLY(t, u, x, h, p) \
+	VMULPS       x, x, h; \
+	VBROADCASTSS K(HALF), t; \
+	VMULPS       t, h, h; \
+	VBROADCASTSS K(GELU_GRAD_C), t; \
+	VSUBPS       t, h, h; \
+	VBROADCASTSS K(GELU_GRAD_G8), p; \
+	HORNER3(p, h, t, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5)); \
+	HORNER3(p, h, t, K(GELU_GRAD_G4), K(GELU_GRAD_G3), K(GELU_GRAD_G2)); \
+	HORNER(p, h, t, K(GELU_GRAD_G1)); \
+	VMULPS       h, p, p; \
+	VBROADCASTSS K(GELU_GRAD_G0), u; \
+	VBROADCASTSS K(HALF), t; \
+	VFMADD213PS  t, x, u; \
+	VFMADD213PS  u, x, p
+
+// GRADSMALL: Y11 = GRADPOLY for x in Y8, and Y15 = the lanes it serves
 // (SMALLLANES). Clobbers Y1, Y2, Y12.
 #define GRADSMALL \
-	VMULPS       Y8, Y8, Y12; \
-	VBROADCASTSS K(HALF), Y1; \
-	VMULPS       Y1, Y12, Y12; \
-	VBROADCASTSS K(GELU_GRAD_C), Y1; \
-	VSUBPS       Y1, Y12, Y12; \
-	VBROADCASTSS K(GELU_GRAD_G8), Y11; \
-	HORNER3(Y11, Y12, Y1, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5)); \
-	HORNER3(Y11, Y12, Y1, K(GELU_GRAD_G4), K(GELU_GRAD_G3), K(GELU_GRAD_G2)); \
-	HORNER(Y11, Y12, Y1, K(GELU_GRAD_G1)); \
-	VMULPS       Y12, Y11, Y11; \
-	VBROADCASTSS K(GELU_GRAD_G0), Y2; \
-	VBROADCASTSS K(HALF), Y1; \
-	VFMADD213PS  Y1, Y8, Y2; \
-	VFMADD213PS  Y2, Y8, Y11; \
+	GRADPOLY(Y1, Y2, Y8, Y12, Y11); \
 	SMALLLANES
 
 #define GAUSS \
@@ -140,8 +144,8 @@
 // clear) is v moved with zeroing under the negated predicate (NGE_UQ,
 // 0x19, for GE_OQ, 0x1d: true for NaN, which VANDNPS also kept).
 
-// PHISMALLZ is PHISMALL, the small lanes in K1. Clobbers Z1, Z2, K2.
-#define PHISMALLZ \
+// HALFSQUAREZ is HALFSQUARE: Z9 = |x|, Z12 + Z13 = x²/2. Clobbers Z1.
+#define HALFSQUAREZ \
 	VBROADCASTSS K(ABS_MASK), Z1; \
 	VPANDD       Z1, Z8, Z9; \
 	VMULPS       Z8, Z8, Z12; \
@@ -149,18 +153,27 @@
 	VFMSUB231PS  Z8, Z8, Z13; \
 	VBROADCASTSS K(HALF), Z1; \
 	VMULPS       Z1, Z12, Z12; \
-	VMULPS       Z1, Z13, Z13; \
+	VMULPS       Z1, Z13, Z13
+
+// SMALLLANESZ is SMALLLANES: K1 = the lanes of x in Z8 that Φ's
+// polynomial serves. Clobbers Z2, K2.
+#define SMALLLANESZ \
+	VBROADCASTSS K(PHI_NEG), Z2; \
+	VCMPPS       $0x1e, Z2, Z8, K1; \
+	VBROADCASTSS K(PHI_POS), Z2; \
+	VCMPPS       $0x11, Z2, Z8, K2; \
+	KANDW        K2, K1, K1
+
+// PHISMALLZ is PHISMALL, the small lanes in K1. Clobbers Z1, Z2, K2.
+#define PHISMALLZ \
+	HALFSQUAREZ; \
 	VBROADCASTSS K(SQRT_HALF), Z1; \
 	VMULPS       Z1, Z8, Z10; \
 	ERFP(Z11, Z12, Z1); \
 	VFMADD213PS  Z10, Z10, Z11; \
 	VBROADCASTSS K(HALF), Z1; \
 	VFMADD213PS  Z1, Z1, Z11; \
-	VBROADCASTSS K(PHI_NEG), Z2; \
-	VCMPPS       $0x1e, Z2, Z8, K1; \
-	VBROADCASTSS K(PHI_POS), Z2; \
-	VCMPPS       $0x11, Z2, Z8, K2; \
-	KANDW        K2, K1, K1
+	SMALLLANESZ
 
 // GAUSSZ is GAUSS: Z14 = e^(-x²/2). Clobbers Z0-Z5, K2, K3.
 #define GAUSSZ \
@@ -172,8 +185,9 @@
 	VCMPPS       $0x19, Z1, Z9, K2; \
 	VMOVAPS.Z    Z0, K2, Z14
 
-// PHILARGEZ is PHILARGE: Z10 = Φ (needs Z14 and K1). Clobbers Z0-Z5, K2.
-#define PHILARGEZ \
+// PHIERFCZ(d) is PHIERFC: d = Φ by the erfc form (needs Z8, Z9 and
+// Z14). Clobbers Z1-Z4, K2.
+#define PHIERFCZ(d) \
 	ERFCXR(PHI_T, Z9, Z1, Z2, Z3, Z4); \
 	VBROADCASTSS K(HALF), Z1; \
 	VMULPS       Z1, Z14, Z1; \
@@ -183,8 +197,28 @@
 	VPXORD       Z3, Z3, Z3; \
 	VCMPPS       $0x1e, Z3, Z8, K2; \
 	VMOVAPS      Z2, K2, Z1; \
-	VMOVAPS      Z1, Z10; \
+	VMOVAPS      Z1, d
+
+// PHILARGEZ is PHILARGE: Z10 = Φ (needs Z14 and K1). Clobbers Z0-Z5, K2.
+#define PHILARGEZ \
+	PHIERFCZ(Z10); \
 	VMOVAPS      Z11, K1, Z10
+
+// GRADSMALLZ is GRADSMALL, the small lanes in K1. Clobbers Z1, Z2,
+// Z12, K2.
+#define GRADSMALLZ \
+	GRADPOLY(Z1, Z2, Z8, Z12, Z11); \
+	SMALLLANESZ
+
+// GRADLARGEZ is GRADLARGE: Z0 = Φ(x) + x·φ(x), Φ by the erfc form.
+// Clobbers Z1-Z5, Z9, Z10, Z12-Z14, K2, K3.
+#define GRADLARGEZ \
+	HALFSQUAREZ; \
+	GAUSSZ; \
+	PHIERFCZ(Z10); \
+	VBROADCASTSS K(INV_SQRT2PI), Z1; \
+	VMULPS       Z1, Z14, Z0; \
+	VFMADD213PS  Z10, Z8, Z0
 
 // func geluVec(dst, src *float32, n int)
 TEXT ·geluVec(SB), NOSPLIT, $0-24
@@ -212,7 +246,17 @@ small:
 
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y8)
+	ARGS
+	ZPROLOGUE(Z8)
+	GRADSMALLZ
+	VMOVAPS   Z11, Z0
+	ALLSETZ(K1)
+	JCS       zsmall
+	GRADLARGEZ
+	VMOVAPS   Z11, K1, Z0
+zsmall:
+	ZEPILOGUE
+	LOOP8(Y8)
 	GRADSMALL
 	VMOVAPS   Y11, Y0
 	ALLSET(Y15)
@@ -280,36 +324,82 @@ GLOBL geluEights<>(SB), RODATA|NOPTR, $32
 	VCMPPS       $0x11, Y2, Y9, Y1; \
 	VANDPS       Y1, Y3, Y3
 
-// HALFSQUARE2: x²/2 (rounded) for x in Y8 and in Y9, into Y12 and Y13.
-// Clobbers Y1.
-#define HALFSQUARE2 \
-	VMULPS       Y8, Y8, Y12; \
-	VMULPS       Y9, Y9, Y13; \
-	VBROADCASTSS K(HALF), Y1; \
-	VMULPS       Y1, Y12, Y12; \
-	VMULPS       Y1, Y13, Y13
+// SMALLLANES2Z: SMALLLANES2 on Z8 and Z9, into K1 and K3. Clobbers Z2,
+// K2.
+#define SMALLLANES2Z \
+	VBROADCASTSS K(PHI_NEG), Z2; \
+	VCMPPS       $0x1e, Z2, Z8, K1; \
+	VCMPPS       $0x1e, Z2, Z9, K3; \
+	VBROADCASTSS K(PHI_POS), Z2; \
+	VCMPPS       $0x11, Z2, Z8, K2; \
+	KANDW        K2, K1, K1; \
+	VCMPPS       $0x11, Z2, Z9, K2; \
+	KANDW        K2, K3, K3
+
+// HALFSQUARE2(t, xa, xb, ha, hb): ha = xa²/2 and hb = xb²/2 (rounded).
+// Clobbers t. This and the two below take Y or Z registers alike.
+#define HALFSQUARE2(t, xa, xb, ha, hb) \
+	VMULPS       xa, xa, ha; \
+	VMULPS       xb, xb, hb; \
+	VBROADCASTSS K(HALF), t; \
+	VMULPS       t, ha, ha; \
+	VMULPS       t, hb, hb
+
+// GELUPOLY2(t, xa, xb, ha, hb, sa, sb, pa, pb): pa = xa·Φ(xa) and pb =
+// xb·Φ(xb), Φ by PHISMALL's polynomial, leaving x²/2 in ha and hb and
+// x·√½ in sa and sb (PHISMALL's low part of x², which only GAUSS reads,
+// is left out). Clobbers t.
+#define GELUPOLY2(t, xa, xb, ha, hb, sa, sb, pa, pb) \
+	HALFSQUARE2(t, xa, xb, ha, hb); \
+	VBROADCASTSS K(SQRT_HALF), t; \
+	VMULPS       t, xa, sa; \
+	VMULPS       t, xb, sb; \
+	VBROADCASTSS K(ERF_P8), pa; \
+	VMOVAPS      pa, pb; \
+	HORNER2V4(t, ha, pa, hb, pb, K(ERF_P7), K(ERF_P6), K(ERF_P5), K(ERF_P4)); \
+	HORNER2V4(t, ha, pa, hb, pb, K(ERF_P3), K(ERF_P2), K(ERF_P1), K(ERF_P0)); \
+	VFMADD213PS  sa, sa, pa; \
+	VFMADD213PS  sb, sb, pb; \
+	VBROADCASTSS K(HALF), t; \
+	VFMADD213PS  t, t, pa; \
+	VFMADD213PS  t, t, pb; \
+	VMULPS       pa, xa, pa; \
+	VMULPS       pb, xb, pb
+
+// GRADPOLY2(t, u, v, xa, xb, ha, hb, pa, pb): GRADPOLY for xa into pa
+// and for xb into pb, their steps alternating. Clobbers t, u, v.
+#define GRADPOLY2(t, u, v, xa, xb, ha, hb, pa, pb) \
+	HALFSQUARE2(t, xa, xb, ha, hb); \
+	VBROADCASTSS K(GELU_GRAD_C), t; \
+	VSUBPS       t, ha, ha; \
+	VSUBPS       t, hb, hb; \
+	VBROADCASTSS K(GELU_GRAD_G8), pa; \
+	VMOVAPS      pa, pb; \
+	HORNER2V4(t, ha, pa, hb, pb, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5), K(GELU_GRAD_G4)); \
+	HORNER2V(K(GELU_GRAD_G3), t, ha, pa, hb, pb); \
+	HORNER2V(K(GELU_GRAD_G2), t, ha, pa, hb, pb); \
+	HORNER2V(K(GELU_GRAD_G1), t, ha, pa, hb, pb); \
+	VMULPS       ha, pa, pa; \
+	VMULPS       hb, pb, pb; \
+	VBROADCASTSS K(GELU_GRAD_G0), u; \
+	VMOVAPS      u, v; \
+	VBROADCASTSS K(HALF), t; \
+	VFMADD213PS  t, xa, u; \
+	VFMADD213PS  t, xb, v; \
+	VFMADD213PS  u, xa, pa; \
+	VFMADD213PS  v, xb, pb
 
 // GELUSMALL2: x·Φ(x), Φ by PHISMALL's polynomial, for x in Y8 and in
-// Y9, into Y11 and Y4, with their lanes' masks in Y15 and Y3. x²/2 is in
-// Y12 and Y13, x·√½ in Y10 and Y14 (PHISMALL's low part of x², which
-// only GAUSS reads, is left out). Clobbers Y1, Y2.
+// Y9, into Y11 and Y4, with their lanes' masks in Y15 and Y3 (x²/2 is
+// left in Y12 and Y13, x·√½ in Y10 and Y14). Clobbers Y1, Y2.
+// GELUSMALL2Z is the same on Z registers, the masks in K1 and K3.
 #define GELUSMALL2 \
-	HALFSQUARE2; \
-	VBROADCASTSS K(SQRT_HALF), Y1; \
-	VMULPS       Y1, Y8, Y10; \
-	VMULPS       Y1, Y9, Y14; \
-	VBROADCASTSS K(ERF_P8), Y11; \
-	VMOVAPS      Y11, Y4; \
-	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(ERF_P7), K(ERF_P6), K(ERF_P5), K(ERF_P4)); \
-	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(ERF_P3), K(ERF_P2), K(ERF_P1), K(ERF_P0)); \
-	VFMADD213PS  Y10, Y10, Y11; \
-	VFMADD213PS  Y14, Y14, Y4; \
-	VBROADCASTSS K(HALF), Y1; \
-	VFMADD213PS  Y1, Y1, Y11; \
-	VFMADD213PS  Y1, Y1, Y4; \
-	VMULPS       Y11, Y8, Y11; \
-	VMULPS       Y4, Y9, Y4; \
+	GELUPOLY2(Y1, Y8, Y9, Y12, Y13, Y10, Y14, Y11, Y4); \
 	SMALLLANES2
+
+#define GELUSMALL2Z \
+	GELUPOLY2(Z1, Z8, Z9, Z12, Z13, Z10, Z14, Z11, Z4); \
+	SMALLLANES2Z
 
 // GELUSMALL1: x·Φ(x), Φ by PHISMALL's polynomial, for x in Y8, into
 // Y11, with the lanes' mask in Y15. Clobbers Y1, Y2, Y9, Y10, Y12, Y13.
@@ -319,27 +409,14 @@ GLOBL geluEights<>(SB), RODATA|NOPTR, $32
 
 // GRADSMALL2: GRADSMALL for x in Y8 and in Y9, into Y11 and Y4, with
 // their lanes' masks in Y15 and Y3. Clobbers Y1, Y2, Y10, Y12, Y13.
+// GRADSMALL2Z is the same on Z registers, the masks in K1 and K3.
 #define GRADSMALL2 \
-	HALFSQUARE2; \
-	VBROADCASTSS K(GELU_GRAD_C), Y1; \
-	VSUBPS       Y1, Y12, Y12; \
-	VSUBPS       Y1, Y13, Y13; \
-	VBROADCASTSS K(GELU_GRAD_G8), Y11; \
-	VMOVAPS      Y11, Y4; \
-	HORNER2V4(Y1, Y12, Y11, Y13, Y4, K(GELU_GRAD_G7), K(GELU_GRAD_G6), K(GELU_GRAD_G5), K(GELU_GRAD_G4)); \
-	HORNER2V(K(GELU_GRAD_G3), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(GELU_GRAD_G2), Y1, Y12, Y11, Y13, Y4); \
-	HORNER2V(K(GELU_GRAD_G1), Y1, Y12, Y11, Y13, Y4); \
-	VMULPS       Y12, Y11, Y11; \
-	VMULPS       Y13, Y4, Y4; \
-	VBROADCASTSS K(GELU_GRAD_G0), Y2; \
-	VMOVAPS      Y2, Y10; \
-	VBROADCASTSS K(HALF), Y1; \
-	VFMADD213PS  Y1, Y8, Y2; \
-	VFMADD213PS  Y1, Y9, Y10; \
-	VFMADD213PS  Y2, Y8, Y11; \
-	VFMADD213PS  Y10, Y9, Y4; \
+	GRADPOLY2(Y1, Y2, Y10, Y8, Y9, Y12, Y13, Y11, Y4); \
 	SMALLLANES2
+
+#define GRADSMALL2Z \
+	GRADPOLY2(Z1, Z2, Z10, Z8, Z9, Z12, Z13, Z11, Z4); \
+	SMALLLANES2Z
 
 // PACKLARGE(mask, x): the lanes of x not set in mask go to the lists: x
 // to (R11)(R9*4), their indices (Y0's lanes: the step's first index plus
@@ -359,17 +436,59 @@ GLOBL geluEights<>(SB), RODATA|NOPTR, $32
 	POPCNTL      AX, AX; \
 	ADDQ         AX, R9
 
-// SPLITSMALL(small2, small1) is the body of geluSmallVec or
+// PACKLARGEZ(mask, x): PACKLARGE on sixteen lanes, the mask in a K
+// register, the indices in Z0 moving on by the sixteens of Z16. AVX-512
+// packs the lanes itself (VCOMPRESSPS, VPCOMPRESSD into a register; into
+// memory they are slow on some cores): no table. Clobbers AX, Z5, Z6, K2.
+#define PACKLARGEZ(mask, x) \
+	KNOTW        mask, K2; \
+	VCOMPRESSPS  x, K2, Z5; \
+	VMOVUPS      Z5, (R11)(R9*4); \
+	VPCOMPRESSD  Z0, K2, Z6; \
+	VMOVDQU32    Z6, (R8)(R9*4); \
+	VPADDD       Z16, Z0, Z0; \
+	KMOVW        K2, AX; \
+	POPCNTL      AX, AX; \
+	ADDQ         AX, R9
+
+// SPLITSMALL(small2z, small2, small1) is the body of geluSmallVec or
 // geluGradSmallVec: small2 computes two vectors (x in Y8 and Y9, the
 // results in Y11 and Y4, the masks in Y15 and Y3), small1 one (x in Y8,
-// into Y11, the mask in Y15).
-#define SPLITSMALL(small2, small1) \
+// into Y11, the mask in Y15), small2z two of sixteen (Z8 and Z9 into Z11
+// and Z4, the masks in K1 and K3). With useAVX512Math, the AVX-512 loop
+// takes 32 values a step, then the AVX2 loops the last n mod 32, their
+// indices going on from the low half of Z0 (Y0).
+#define SPLITSMALL(small2z, small2, small1) \
 	ARGS; \
 	MOVQ large+24(FP), R8; \
 	MOVQ xs+32(FP), R11; \
 	MOVQ pack+40(FP), R12; \
 	XORQ R9, R9; \
 	VMOVDQU geluLanes<>(SB), Y0; \
+	CMPB ·useAVX512Math(SB), $0; \
+	JEQ  ymm; \
+	VPADDD       geluEights<>(SB), Y0, Y1; \
+	VINSERTI64X4 $1, Y1, Z0, Z0; \
+	MOVL         $16, AX; \
+	VPBROADCASTD AX, Z16; \
+	MOVQ CX, DX; \
+	SHRQ $5, DX; \
+	JZ   ztail; \
+ztwo: \
+	VMOVUPS (SI), Z8; \
+	VMOVUPS 64(SI), Z9; \
+	small2z; \
+	VMOVUPS Z11, (DI); \
+	VMOVUPS Z4, 64(DI); \
+	PACKLARGEZ(K1, Z8); \
+	PACKLARGEZ(K3, Z9); \
+	ADDQ    $128, DI; \
+	ADDQ    $128, SI; \
+	DECQ    DX; \
+	JNZ     ztwo; \
+ztail: \
+	ANDQ $31, CX; \
+ymm: \
 	MOVQ CX, DX; \
 	SHRQ $4, DX; \
 	JZ   one; \
@@ -401,10 +520,10 @@ done: \
 	RET
 
 TEXT ·geluSmallVec(SB), NOSPLIT, $0-56
-	SPLITSMALL(GELUSMALL2, GELUSMALL1)
+	SPLITSMALL(GELUSMALL2Z, GELUSMALL2, GELUSMALL1)
 
 TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-56
-	SPLITSMALL(GRADSMALL2, GRADSMALL)
+	SPLITSMALL(GRADSMALL2Z, GRADSMALL2, GRADSMALL)
 
 // func geluLargeVec(dst, src *float32, n int)
 //
@@ -414,7 +533,14 @@ TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-56
 // gives those lanes, in its order, without the polynomial they do not
 // use.
 TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y8)
+	ARGS
+	ZPROLOGUE(Z8)
+	HALFSQUAREZ
+	GAUSSZ
+	PHIERFCZ(Z10)
+	VMULPS       Z10, Z8, Z0
+	ZEPILOGUE
+	LOOP8(Y8)
 	HALFSQUARE
 	GAUSS
 	PHIERFC(Y10)
@@ -426,6 +552,10 @@ TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
 // geluGradSplit's last pass, for the listed lanes: GRADLARGE, which is
 // geluGrad32(x) where GRADSMALL's polynomial does not serve.
 TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-24
-	PROLOGUE(Y8)
+	ARGS
+	ZPROLOGUE(Z8)
+	GRADLARGEZ
+	ZEPILOGUE
+	LOOP8(Y8)
 	GRADLARGE
 	EPILOGUE
