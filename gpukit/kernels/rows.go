@@ -51,7 +51,12 @@ func SoftmaxRows[T Float](dst, src []T, rows, n int, log bool) {
 		for r := lo; r < hi; r++ {
 			d, s := dst[r*n:(r+1)*n], src[r*n:(r+1)*n]
 			if d32, ok := any(d).([]float32); ok {
-				softmaxRow32(d32, any(s).([]float32), log)
+				s32 := any(s).([]float32)
+				if r+1 < hi && softmaxPair32(d32, s32, any(dst[(r+1)*n:(r+2)*n]).([]float32), any(src[(r+1)*n:(r+2)*n]).([]float32), log) {
+					r++
+					continue
+				}
+				softmaxRow32(d32, s32, log)
 			} else {
 				softmaxRowGeneric(d, s, log)
 			}
@@ -60,13 +65,47 @@ func SoftmaxRows[T Float](dst, src []T, rows, n int, log bool) {
 }
 
 func softmaxRow32(d, s []float32, log bool) {
+	m := rowShift32(s)
+	var acc [8]float64
+	expSub32(d, s, m, &acc)
+	softmaxFinish32(d, s, m, &acc, log)
+}
+
+// softmaxPair32 is softmaxRow32 on two rows, their exponentials and sums
+// computed together (expSubPair), the same bits as one row after the
+// other; it reports false, having done nothing, where expSubPair has no
+// form or the rows are shorter than 16.
+func softmaxPair32(d1, s1, d2, s2 []float32, log bool) bool {
+	k := len(d1) &^ 15
+	if k == 0 {
+		return false
+	}
+	m1, m2 := rowShift32(s1), rowShift32(s2)
+	var acc1, acc2 [8]float64
+	if !expSubPair(&d1[0], &s1[0], &d2[0], &s2[0], k, m1, m2, &acc1, &acc2) {
+		return false
+	}
+	// k is a multiple of 8: the rest's lanes are acc[i%8] still.
+	expSub32(d1[k:], s1[k:], m1, &acc1)
+	expSub32(d2[k:], s2[k:], m2, &acc2)
+	softmaxFinish32(d1, s1, m1, &acc1, log)
+	softmaxFinish32(d2, s2, m2, &acc2, log)
+	return true
+}
+
+// rowShift32 is the row's maximum, the shift of its exponentials.
+func rowShift32(s []float32) float32 {
 	m := rowMax32(s)
 	if math.IsInf(float64(m), -1) {
 		m = 0 // an all -Inf row: avoid -Inf - -Inf = NaN in the shift
 	}
-	var acc [8]float64
-	expSub32(d, s, m, &acc)
-	sum := lanes8(&acc)
+	return m
+}
+
+// softmaxFinish32 scales the row's exponentials by 1/sum, or writes the
+// log-softmax (x - m) - log(sum).
+func softmaxFinish32(d, s []float32, m float32, acc *[8]float64, log bool) {
+	sum := lanes8(acc)
 	if log {
 		subSub32(d, s, m, float32(math.Log(sum)))
 		return

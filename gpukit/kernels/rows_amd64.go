@@ -9,3 +9,20 @@ package kernels
 // product is fused into a sum that rows.go rounds apart. n is a
 // multiple of 8, at least 8. expSubVec, scaleVec and subSubVec first run
 // sixteen values a step where useAVX512Math is set (vmath_amd64.go).
+
+// expSubPairVec is expSubVec on two rows of n values (n a multiple of 16):
+// AVX-512 only (rows_amd64.s).
+//
+//go:noescape
+func expSubPairVec(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64)
+
+// expSubPair runs expSubVec on the first n values of two rows at once,
+// where the CPU has the AVX-512 loop for it (useAVX512Math), and reports
+// whether it did; n is a multiple of 16.
+func expSubPair(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64) bool {
+	if !useAVX512Math {
+		return false
+	}
+	expSubPairVec(d1, s1, d2, s2, n, m1, m2, acc1, acc2)
+	return true
+}

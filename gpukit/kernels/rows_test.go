@@ -67,7 +67,8 @@ func TestRowsDeterministic(t *testing.T) {
 // TestRowsMatchScalar checks the vector row helpers (AVX2 on amd64,
 // NEON on arm64, rows_other.go's Go loops elsewhere) against rows.go's
 // own loops, bit for bit: every row length 1..40 (every tail after the
-// multiples of eight) and longer ones, on normal rows and on rows with
+// multiples of eight) and longer ones (maxVec's AVX-512 loop takes 64
+// values a step, expSubPairVec two rows of 16), on normal rows and on rows with
 // special values (NaN, ±Inf, ±0, subnormals, values near the float32
 // limits).
 func TestRowsMatchScalar(t *testing.T) {
@@ -75,7 +76,7 @@ func TestRowsMatchScalar(t *testing.T) {
 		t.Skip("no vector row helpers on this CPU: only the Go loops run")
 	}
 	defer func() { useVecMath = true }()
-	ns := []int{77, 1024}
+	ns := []int{64, 72, 77, 120, 136, 200, 1024}
 	for n := 1; n <= 40; n++ {
 		ns = append(ns, n)
 	}
