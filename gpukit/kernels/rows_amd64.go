@@ -7,8 +7,9 @@ package kernels
 // AVX2 and FMA). Each is the Go loop under the same name in rows_other.go,
 // bit for bit: float64 lane sums keep element i in acc[i%8], and no
 // product is fused into a sum that rows.go rounds apart. n is a
-// multiple of 8, at least 8. expSubVec, scaleVec and subSubVec first run
-// sixteen values a step where useAVX512Math is set (vmath_amd64.go).
+// multiple of 8, at least 8. maxVec, expSubVec, scaleVec and subSubVec
+// first run sixteen values a step where useAVX512Math is set
+// (vmath_amd64.go), and expSubPair two rows at once.
 
 // expSubPairVec is expSubVec on two rows of n values (n a multiple of 16):
 // AVX-512 only (rows_amd64.s).

@@ -3,8 +3,8 @@
 #include "textflag.h"
 #include "vmath_amd64.h"
 
-// Row helpers of rows.go (AVX2; expSubVec, scaleVec and subSubVec also
-// AVX-512), declared in rows_amd64.go with the Go loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
+// Row helpers of rows.go (AVX2; maxVec, expSubVec, scaleVec and
+// subSubVec also AVX-512, and expSubPairVec AVX-512 only), declared in rows_amd64.go with the Go loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
 // lane i%8 of the row in acc[i%8], as the Go loops do.
 //
 // The first pass over a row, the one that reads it from memory (maxVec,

@@ -19,9 +19,9 @@ import (
 //     eight-interval tables of vmath_tables.go (VPERMPS lookups);
 //   - vmath_gelu_amd64.s: GELU and its derivative, x·Φ(x) through
 //     phiGauss's parts (erfP, erfcxR and e^(-x²/2)), and the
-//     derivative's own polynomial; they run as geluSplit (without
-//     AVX-512) and geluGradSplit (below), their polynomial lanes apart
-//     from the others (geluSmallVec, geluGradSmallVec).
+//     derivative's own polynomial; they run as geluSplit and
+//     geluGradSplit (below), their polynomial lanes apart from the
+//     others (geluSmallVec, geluGradSmallVec).
 //
 // Each function is the Go loop under the same name in vmath_other.go, bit
 // for bit (TestVecMatchesScalar): the same operations in the same order,
@@ -37,16 +37,19 @@ import (
 // it to false to run the Go loops of the callers instead.
 var useVecMath = useAVX2
 
-// useAVX512Math selects, inside expVec, sigmoidVec, geluVec,
-// geluTanhVec, geluTanhGradVec and the softmax helpers
-// expSubVec, scaleVec and subSubVec (rows_amd64.s), an AVX-512 loop of
-// sixteen lanes a step before the AVX2 loop, which then does only a last
-// block of eight (ZPROLOGUE in vmath_amd64.h). Both loops give the same
-// bits (the same operations per lane; TestVecMatchesScalar and
+// useAVX512Math selects, inside expVec, sigmoidVec, geluTanhVec,
+// geluTanhGradVec, GELU's and its derivative's functions
+// (vmath_gelu_amd64.s) and the softmax helpers maxVec, expSubVec,
+// scaleVec and subSubVec (rows_amd64.s), an AVX-512 loop of sixteen
+// lanes a vector before the AVX2 loop, which then does only what is left
+// (ZPROLOGUE in vmath_amd64.h, or the function's own tail); and
+// expSubPair's two-row loop. Both loops give the same bits (the same
+// operations per lane; TestVecMatchesScalar, TestGeluSplit and
 // TestRowsMatchScalar run each). It needs only AVX-512F (K-register
 // masks, VPANDD and VPXORD for the bitwise float operations,
-// VRNDSCALEPS, VEXTRACTF64X4): useAVX512, as the sgemm kernel. Tests set
-// it to false to run the AVX2 loop alone (forEachVecPath).
+// VRNDSCALEPS, VEXTRACTF64X4, VCOMPRESSPS): useAVX512, as the sgemm
+// kernel. Tests set it to false to run the AVX2 loop alone
+// (forEachVecPath).
 var useAVX512Math = useVecMath && useAVX512
 
 // geluSmallVec computes x·Φ(x) by GELU's polynomial of Φ for every lane of
