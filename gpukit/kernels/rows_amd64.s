@@ -58,6 +58,26 @@ loop: \
 	VCVTPS2PD    X3, Y3; \
 	VADDPD       Y3, hi, hi
 
+// WIDEN_ADDZ(z, y, acc) is acc[i%8] += float64(v[i]) for the sixteen
+// float32 of z (y, its low half) into the eight float64 of acc: 0-7, then
+// 8-15, the Go loop's order. ADDCOLZ(z, y, p) is p[i] += float64(v[i])
+// for the sixteen float64 at p. Z3 (Y3) scratch.
+#define WIDEN_ADDZ(z, y, acc) \
+	VCVTPS2PD     y, Z3; \
+	VADDPD        Z3, acc, acc; \
+	VEXTRACTF64X4 $1, z, Y3; \
+	VCVTPS2PD     Y3, Z3; \
+	VADDPD        Z3, acc, acc
+
+#define ADDCOLZ(z, y, p) \
+	VCVTPS2PD     y, Z3; \
+	VADDPD        (p), Z3, Z3; \
+	VMOVUPD       Z3, (p); \
+	VEXTRACTF64X4 $1, z, Y3; \
+	VCVTPS2PD     Y3, Z3; \
+	VADDPD        64(p), Z3, Z3; \
+	VMOVUPD       Z3, 64(p)
+
 #define ADDCOL(x, y, p) \
 	VCVTPS2PD    x, Y3; \
 	VADDPD       (p), Y3, Y3; \
@@ -413,8 +433,36 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	VBROADCASTSS hi+40(FP), Y6
 	VBROADCASTSS lo+44(FP), Y8
 	VBROADCASTSS rs+48(FP), Y7
-	SHRQ         $3, CX
-	JZ           done
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          ymm
+	VBROADCASTSS hi+40(FP), Z6
+	VBROADCASTSS lo+44(FP), Z8
+	VBROADCASTSS rs+48(FP), Z7
+	SHRQ         $4, CX
+	JZ           ztail
+
+zloop:
+	VMOVUPS     (SI), Z0
+	VSUBPS      Z6, Z0, Z0
+	VSUBPS      Z8, Z0, Z0
+	VMULPS      Z7, Z0, Z0
+	VMOVUPS     (R8), Z1
+	VFMADD213PS (R9), Z1, Z0
+	VMOVUPS     Z0, (DI)
+	ADDQ        $64, DI
+	ADDQ        $64, SI
+	ADDQ        $64, R8
+	ADDQ        $64, R9
+	DECQ        CX
+	JNZ         zloop
+
+ztail:
+	MOVQ n+32(FP), CX
+	ANDQ $8, CX
+
+ymm:
+	SHRQ $3, CX
+	JZ   done
 
 loop:
 	VMOVUPS     (SI), Y0
@@ -447,10 +495,51 @@ TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	MOVQ         sgx+48(FP), BX
 	MOVQ         pw+56(FP), R9
 	MOVQ         pb+64(FP), R10
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          ymm
+	VBROADCASTSS mu+32(FP), Z6
+	VBROADCASTSS rs+36(FP), Z7
+	VMOVUPD      (AX), Z12
+	VMOVUPD      (BX), Z14
+	SHRQ         $4, CX
+	JZ           ztail
+
+zloop:
+	PREFETCHT0   2048(DX)
+	PREFETCHT0   2048(SI)
+	VMOVUPS      (DX), Z0
+	VSUBPS       Z6, Z0, Z0
+	VMULPS       Z7, Z0, Z0        // x̂
+	VMOVUPS      (SI), Z1          // g
+	VMULPS       (R8), Z1, Z2      // ĝ = g·w
+	WIDEN_ADDZ(Z2, Y2, Z12)
+	VMULPS       Z0, Z2, Z2        // ĝ·x̂
+	WIDEN_ADDZ(Z2, Y2, Z14)
+	VMULPS       Z0, Z1, Z2        // g·x̂
+	ADDCOLZ(Z2, Y2, R9)
+	ADDCOLZ(Z1, Y1, R10)           // g
+	ADDQ         $64, SI
+	ADDQ         $64, DX
+	ADDQ         $64, R8
+	ADDQ         $128, R9
+	ADDQ         $128, R10
+	DECQ         CX
+	JNZ          zloop
+
+ztail:
+	VEXTRACTF64X4 $1, Z12, Y13
+	VEXTRACTF64X4 $1, Z14, Y15
+	MOVQ          n+24(FP), CX
+	ANDQ          $8, CX
+	JMP           ycount
+
+ymm:
 	VMOVUPD      (AX), Y12
 	VMOVUPD      32(AX), Y13
 	VMOVUPD      (BX), Y14
 	VMOVUPD      32(BX), Y15
+
+ycount:
 	SHRQ         $3, CX
 	JZ           done
 
@@ -495,8 +584,40 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	VBROADCASTSS rs+44(FP), Y7
 	VBROADCASTSS a+48(FP), Y8
 	VBROADCASTSS b+52(FP), Y9
-	SHRQ         $3, CX
-	JZ           done
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          ymm
+	VBROADCASTSS mu+40(FP), Z6
+	VBROADCASTSS rs+44(FP), Z7
+	VBROADCASTSS a+48(FP), Z8
+	VBROADCASTSS b+52(FP), Z9
+	SHRQ         $4, CX
+	JZ           ztail
+
+zloop:
+	VMOVUPS (DX), Z0
+	VSUBPS  Z6, Z0, Z0
+	VMULPS  Z7, Z0, Z0   // x̂
+	VMOVUPS (SI), Z1
+	VMULPS  (R8), Z1, Z1 // ĝ
+	VSUBPS  Z8, Z1, Z1   // ĝ - a
+	VMULPS  Z9, Z0, Z0   // x̂·b
+	VSUBPS  Z0, Z1, Z1
+	VMULPS  Z7, Z1, Z1
+	VMOVUPS Z1, (DI)
+	ADDQ    $64, DI
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, R8
+	DECQ    CX
+	JNZ     zloop
+
+ztail:
+	MOVQ n+32(FP), CX
+	ANDQ $8, CX
+
+ymm:
+	SHRQ $3, CX
+	JZ   done
 
 loop:
 	VMOVUPS (DX), Y0
