@@ -7,8 +7,3 @@ package kernels
 // bit for bit: float64 lane sums keep element i in acc[i%8], and no
 // product is fused into a sum that rows.go rounds apart. n is a
 // multiple of 8, at least 8.
-
-// expSubPair has no form here: rows.go runs the rows one at a time.
-func expSubPair(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64) bool {
-	return false
-}

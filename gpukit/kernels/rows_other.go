@@ -150,8 +150,3 @@ func lnBwdDxVec(dx, grad, x, w *float32, n int, mu, rs, a, b float32) {
 		ds[i] = rs * ((gw - a) - float32(xh*b))
 	}
 }
-
-// expSubPair has no form here: rows.go runs the rows one at a time.
-func expSubPair(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64) bool {
-	return false
-}
