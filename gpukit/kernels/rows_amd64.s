@@ -423,6 +423,17 @@ TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	ACC(acc+24(FP))
 	ACCLOOP(SQDEV_TERMS)
 
+// NORMAFFINE(v, t, hi, lo, rs): one vector of y = fma(((x - hi) - lo)·rs,
+// w, b), x at SI, w at R8, b at R9, into DI; Y or Z registers alike.
+#define NORMAFFINE(v, t, hi, lo, rs) \
+	VMOVUPS     (SI), v; \
+	VSUBPS      hi, v, v; \
+	VSUBPS      lo, v, v; \
+	VMULPS      rs, v, v; \
+	VMOVUPS     (R8), t; \
+	VFMADD213PS (R9), t, v; \
+	VMOVUPS     v, (DI)
+
 // func normAffineVec(y, x, w, b *float32, n int, hi, lo, rs float32)
 TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	MOVQ         y+0(FP), DI
@@ -442,13 +453,7 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	JZ           ztail
 
 zloop:
-	VMOVUPS     (SI), Z0
-	VSUBPS      Z6, Z0, Z0
-	VSUBPS      Z8, Z0, Z0
-	VMULPS      Z7, Z0, Z0
-	VMOVUPS     (R8), Z1
-	VFMADD213PS (R9), Z1, Z0
-	VMOVUPS     Z0, (DI)
+	NORMAFFINE(Z0, Z1, Z6, Z8, Z7)
 	ADDQ        $64, DI
 	ADDQ        $64, SI
 	ADDQ        $64, R8
@@ -465,13 +470,7 @@ ymm:
 	JZ   done
 
 loop:
-	VMOVUPS     (SI), Y0
-	VSUBPS      Y6, Y0, Y0
-	VSUBPS      Y8, Y0, Y0
-	VMULPS      Y7, Y0, Y0
-	VMOVUPS     (R8), Y1
-	VFMADD213PS (R9), Y1, Y0
-	VMOVUPS     Y0, (DI)
+	NORMAFFINE(Y0, Y1, Y6, Y8, Y7)
 	ADDQ        $32, DI
 	ADDQ        $32, SI
 	ADDQ        $32, R8
@@ -573,6 +572,20 @@ done:
 	VZEROUPPER
 	RET
 
+// LNDX(xh, gh, mu, rs, a, b): one vector of dx = rs·((ĝ - a) - x̂·b),
+// x at DX, grad at SI, w at R8, into DI; Y or Z registers alike.
+#define LNDX(xh, gh, mu, rs, a, b) \
+	VMOVUPS (DX), xh; \
+	VSUBPS  mu, xh, xh; \
+	VMULPS  rs, xh, xh; \
+	VMOVUPS (SI), gh; \
+	VMULPS  (R8), gh, gh; \
+	VSUBPS  a, gh, gh; \
+	VMULPS  b, xh, xh; \
+	VSUBPS  xh, gh, gh; \
+	VMULPS  rs, gh, gh; \
+	VMOVUPS gh, (DI)
+
 // func lnBwdDxVec(dx, grad, x, w *float32, n int, mu, rs, a, b float32)
 TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	MOVQ         dx+0(FP), DI
@@ -594,16 +607,7 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	JZ           ztail
 
 zloop:
-	VMOVUPS (DX), Z0
-	VSUBPS  Z6, Z0, Z0
-	VMULPS  Z7, Z0, Z0   // x̂
-	VMOVUPS (SI), Z1
-	VMULPS  (R8), Z1, Z1 // ĝ
-	VSUBPS  Z8, Z1, Z1   // ĝ - a
-	VMULPS  Z9, Z0, Z0   // x̂·b
-	VSUBPS  Z0, Z1, Z1
-	VMULPS  Z7, Z1, Z1
-	VMOVUPS Z1, (DI)
+	LNDX(Z0, Z1, Z6, Z7, Z8, Z9)
 	ADDQ    $64, DI
 	ADDQ    $64, SI
 	ADDQ    $64, DX
@@ -620,16 +624,7 @@ ymm:
 	JZ   done
 
 loop:
-	VMOVUPS (DX), Y0
-	VSUBPS  Y6, Y0, Y0
-	VMULPS  Y7, Y0, Y0   // x̂
-	VMOVUPS (SI), Y1
-	VMULPS  (R8), Y1, Y1 // ĝ
-	VSUBPS  Y8, Y1, Y1   // ĝ - a
-	VMULPS  Y9, Y0, Y0   // x̂·b
-	VSUBPS  Y0, Y1, Y1
-	VMULPS  Y7, Y1, Y1
-	VMOVUPS Y1, (DI)
+	LNDX(Y0, Y1, Y6, Y7, Y8, Y9)
 	ADDQ    $32, DI
 	ADDQ    $32, SI
 	ADDQ    $32, DX
