@@ -9,14 +9,15 @@ import (
 	"testing"
 )
 
-// TestGeluSplit checks geluSplit and geluGradSplit, the AVX2 GELU and
-// its derivative that take apart the lanes needing the erfc form, bit for
-// bit against gelu32 and geluGrad32: normal values (one lane in eight
+// TestGeluSplit checks geluSplit and geluGradSplit, GELU and its
+// derivative that take apart the lanes needing the erfc form (the AVX2
+// loops, and the AVX-512 ones where the CPU has them), bit for bit
+// against gelu32 and geluGrad32: normal values (one lane in eight
 // apart), chunks where most lanes need the erfc form (the chunks geluVec
 // and geluGradVec take whole after them, and the one tried again), values
 // at and around the polynomial's bounds, the special values, the result
 // written over the input, and lengths that end mid-chunk, in the middle
-// of a step of sixteen and after one.
+// of a step of sixteen or 32 and after one.
 func TestGeluSplit(t *testing.T) {
 	if !useVecMath {
 		t.Skip("no AVX2")

@@ -18,10 +18,11 @@ package kernels
 func expSubPairVec(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64)
 
 // expSubPair runs expSubVec on the first n values of two rows at once,
-// where the CPU has the AVX-512 loop for it (useAVX512Math), and reports
-// whether it did; n is a multiple of 16.
+// where the CPU has the AVX-512 loop for it (useAVX512Math) and the
+// vector helpers are in use (useVecMath, which tests clear to compute
+// the Go reference), and reports whether it did; n is a multiple of 16.
 func expSubPair(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64) bool {
-	if !useAVX512Math {
+	if !useVecMath || !useAVX512Math {
 		return false
 	}
 	expSubPairVec(d1, s1, d2, s2, n, m1, m2, acc1, acc2)
