@@ -438,8 +438,10 @@ GLOBL geluEights<>(SB), RODATA|NOPTR, $32
 
 // PACKLARGEZ(mask, x): PACKLARGE on sixteen lanes, the mask in a K
 // register, the indices in Z0 moving on by the sixteens of Z16. AVX-512
-// packs the lanes itself (VCOMPRESSPS, VPCOMPRESSD into a register; into
-// memory they are slow on some cores): no table. Clobbers AX, Z5, Z6, K2.
+// packs the lanes itself (VCOMPRESSPS, VPCOMPRESSD), so no table; into a
+// register, then all sixteen stored at the lists' ends, as PACKLARGE
+// stores its eight (the next step writes over what lies past the count).
+// Clobbers AX, Z5, Z6, K2.
 #define PACKLARGEZ(mask, x) \
 	KNOTW        mask, K2; \
 	VCOMPRESSPS  x, K2, Z5; \
