@@ -72,19 +72,17 @@ func softmaxRow32(d, s []float32, log bool) {
 }
 
 // softmaxPair32 is softmaxRow32 on two rows, their exponentials and sums
-// computed together (expSubPair), the same bits as one row after the
-// other; it reports false, having done nothing, where expSubPair has no
-// form or the rows are shorter than 16.
+// computed together (expSubPairVec), the same bits as one row after the
+// other; it reports false, having done nothing, where pairRows is false
+// or the rows are shorter than 16.
 func softmaxPair32(d1, s1, d2, s2 []float32, log bool) bool {
 	k := len(d1) &^ 15
-	if k == 0 {
+	if k == 0 || !pairRows() {
 		return false
 	}
 	m1, m2 := rowShift32(s1), rowShift32(s2)
 	var acc1, acc2 [8]float64
-	if !expSubPair(&d1[0], &s1[0], &d2[0], &s2[0], k, m1, m2, &acc1, &acc2) {
-		return false
-	}
+	expSubPairVec(&d1[0], &s1[0], &d2[0], &s2[0], k, m1, m2, &acc1, &acc2)
 	// k is a multiple of 8: the rest's lanes are acc[i%8] still.
 	expSub32(d1[k:], s1[k:], m1, &acc1)
 	expSub32(d2[k:], s2[k:], m2, &acc2)

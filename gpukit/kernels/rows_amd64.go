@@ -9,7 +9,7 @@ package kernels
 // product is fused into a sum that rows.go rounds apart. n is a
 // multiple of 8, at least 8. maxVec, expSubVec, scaleVec and subSubVec
 // first run sixteen values a step where useAVX512Math is set
-// (vmath_amd64.go), and expSubPair two rows at once.
+// (vmath_amd64.go), and expSubPairVec two rows at once (pairRows).
 
 // expSubPairVec is expSubVec on two rows of n values (n a multiple of 16):
 // AVX-512 only (rows_amd64.s).
@@ -17,14 +17,8 @@ package kernels
 //go:noescape
 func expSubPairVec(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64)
 
-// expSubPair runs expSubVec on the first n values of two rows at once,
-// where the CPU has the AVX-512 loop for it (useAVX512Math) and the
-// vector helpers are in use (useVecMath, which tests clear to compute
-// the Go reference), and reports whether it did; n is a multiple of 16.
-func expSubPair(d1, s1, d2, s2 *float32, n int, m1, m2 float32, acc1, acc2 *[8]float64) bool {
-	if !useVecMath || !useAVX512Math {
-		return false
-	}
-	expSubPairVec(d1, s1, d2, s2, n, m1, m2, acc1, acc2)
-	return true
-}
+// pairRows reports whether softmax takes two rows at a time: where the
+// CPU has expSubPairVec's AVX-512 loop (useAVX512Math) and the vector
+// helpers are in use (useVecMath, which tests clear to compute the Go
+// reference).
+func pairRows() bool { return useVecMath && useAVX512Math }

@@ -95,9 +95,11 @@ loop: \
 // cache, one thread: BenchmarkRows/softmax spent 14 % of its time here).
 // Then the AVX2 loop takes the last n mod 64. The maximum is the same
 // number in any order: only which zero (-0 or +0) or whether a NaN comes
-// back can differ with the order, and neither changes a row's softmax
-// (SoftmaxRows: with a NaN every result is NaN; the zero's sign is lost
-// in x - m).
+// back can differ with the order, and neither changes a row's softmax or
+// log-softmax (SoftmaxRows): with a NaN in the row every result is NaN;
+// a zero maximum's sign reaches only x - m = ±0, whose exponential is 1
+// either way, and a row holding both zeros has a sum of at least 2, so
+// log-softmax subtracts a nonzero log(sum) from every ±0.
 TEXT ·maxVec(SB), NOSPLIT, $0-20
 	MOVQ    s+0(FP), SI
 	MOVQ    n+8(FP), CX

@@ -10,6 +10,11 @@ package kernels
 //
 //	m := -Inf; for i := range n { m = max(m, s[i]) }; return m
 //
+// up to, on amd64, which zero (-0 or +0) or whether a NaN comes back:
+// VMAXPS gives its second operand when both are zeros or one is NaN
+// (Intel SDM, MAXPS), and the AVX-512 loop compares in another order
+// (rows_amd64.s says why softmax does not see it).
+//
 //go:noescape
 func maxVec(s *float32, n int) float32
 

@@ -43,7 +43,7 @@ var useVecMath = useAVX2
 // scaleVec and subSubVec (rows_amd64.s), an AVX-512 loop of sixteen
 // lanes a vector before the AVX2 loop, which then does only what is left
 // (ZPROLOGUE in vmath_amd64.h, or the function's own tail); and
-// expSubPair's two-row loop. Both loops give the same bits (the same
+// expSubPairVec's two-row loop. Both loops give the same bits (the same
 // operations per lane; TestVecMatchesScalar, TestGeluSplit and
 // TestRowsMatchScalar run each). It needs only AVX-512F (K-register
 // masks, VPANDD and VPXORD for the bitwise float operations,
