@@ -78,6 +78,53 @@ func TestSandboxUIDWithLeftovers(t *testing.T) {
 	}
 }
 
+func TestParseStatus(t *testing.T) {
+	const head = "Name:\tsleep\nUmask:\t0022\n"
+	for _, c := range []struct {
+		name, text   string
+		uid, threads int
+		zombie       bool
+	}{
+		{"sleeping", head + "State:\tS (sleeping)\nTgid:\t42\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\nThreads:\t7\n", 1000, 7, false},
+		{"zombie", head + "State:\tZ (zombie)\nUid:\t64000\t64000\t64000\t64000\nThreads:\t1\n", 64000, 1, true},
+		{"dead", "State:\tX (dead)\nUid:\t0\t0\t0\t0\n", 0, 1, true},
+		{"no final newline", "Uid:\t7\t7\t7\t7\nThreads:\t3", 7, 3, false},
+		{"no uid, no threads", head, -1, 1, false},
+		{"empty", "", -1, 1, false},
+		{"a line that only starts like one", "Uidx:\t5\nThreadsx:\t9\nUid:\t12\t0\t0\t0\n", 12, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			uid, threads, zombie := parseStatus([]byte(c.text))
+			assert.Equal(t, c.uid, uid, "uid")
+			assert.Equal(t, c.threads, threads, "threads")
+			assert.Equal(t, c.zombie, zombie, "zombie")
+		})
+	}
+}
+
+// procUIDs finds this process, its uid and at least its threads' count
+// when procUIDs began (the runtime may start more, never fewer).
+func TestProcUIDsFindsThisProcess(t *testing.T) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	found := 0
+	procUIDs(func(pid, uid, threads int, zombie bool) {
+		if pid == os.Getpid() {
+			found++
+			assert.Equal(t, os.Getuid(), uid)
+			assert.GreaterOrEqual(t, threads, len(tasks))
+			assert.False(t, zombie)
+		}
+	})
+	assert.Equal(t, 1, found)
+}
+
+func BenchmarkProcUIDs(b *testing.B) {
+	for b.Loop() {
+		procUIDs(func(int, int, int, bool) {})
+	}
+}
+
 // liveTasks counts the tasks (threads) that uid runs now.
 func liveTasks(uid int) int {
 	n := 0
