@@ -19,24 +19,6 @@
 # this lane from the lessons lane, by then the longer: on the next clean
 # clone the go lane took 439 s, the lessons lane 410 s.
 #
-# With IMAGE_TEST=1 (CI sets it) the classroom image's build and checks
-# (make image-test, which executes every notebook in a container) run in
-# the lanes too, instead of alone before them, and the steps are packed
-# again, the longest first:
-#
-#   [image]    make image-test unit-gpukit       the image, gpukit's and the
-#              unit-grader                       grader's tests
-#   [verify]   make grader-verify fuzz cross     the exercises, fuzzing, the
-#              cuda site                         other platforms, cuda, the
-#                                                site (from the notebooks
-#                                                the image executed: it
-#                                                waits for image-test)
-#
-# Alone before the lanes, image-test kept a core idle for about half of its
-# 256 s (building layers, the browser's session); on a clean clone here
-# (2026-11-30, THP on) CI took 39 s of setup, 256 s of image-test, then 624
-# s of lanes.
-#
 # make test ran setup before the lanes; their steps (make site needs setup)
 # do not run it again (SETUP_DONE).
 #
@@ -68,18 +50,11 @@ lane() { # lane NAME TARGET...: runs make TARGET in turn, NAME before each line
 	local name=$1 status
 	shift
 	steps() {
-		local step t0 cpu0 cpu1 status
+		local step t0 cpu0 cpu1
 		for step in "$@"; do
 			t0=$SECONDS
 			cpu_seconds cpu0
-			if [ "$step" = site ] && [ -n "$after_image" ] && [ ! -e "$logs/image-test.done" ]; then
-				echo "test: make site waits for make image-test, whose executed notebooks it shows"
-				while [ ! -e "$logs/image-test.done" ]; do sleep 2; done
-			fi
-			"$make" --no-print-directory SETUP_DONE=1 "$step"
-			status=$?
-			[ "$step" != image-test ] || : >"$logs/image-test.done"
-			[ "$status" = 0 ] || return "$status"
+			"$make" --no-print-directory SETUP_DONE=1 "$step" || return
 			cpu_seconds cpu1
 			echo "test: make $step took $((SECONDS - t0)) s ($((cpu1 - cpu0)) s of CPU)"
 		done
@@ -95,30 +70,21 @@ lane() { # lane NAME TARGET...: runs make TARGET in turn, NAME before each line
 failures() { # failures NAME
 	local log=$logs/$1.log
 	echo "test: what failed in the $1 lane:"
-	grep -n -B3 -A12 -E -e '^(--- FAIL|FAIL|panic:|fatal error:|make(\[[0-9]+\])?: \*\*\*)' -e 'Error Trace:|FAIL  |timed out|image-test: FAIL' "$log" |
+	grep -n -B3 -A12 -E -e '^(--- FAIL|FAIL|panic:|fatal error:|make(\[[0-9]+\])?: \*\*\*)' -e 'Error Trace:|FAIL  |timed out' "$log" |
 		head -n 150 | sed "s/^/[$1] /"
 	echo "test: the $1 lane's last lines:"
 	tail -n 15 "$log" | sed "s/^/[$1] /"
 }
-if [ "${IMAGE_TEST:-0}" = 1 ]; then
-	after_image=1
-	names=(image verify)
-	one=(image-test unit-gpukit unit-grader)
-	two=(grader-verify fuzz cross cuda site)
-else
-	after_image=""
-	names=(go lessons)
-	one=(unit-gpukit unit-grader cross cuda)
-	two=(site grader-verify fuzz)
-fi
-lane "${names[0]}" "${one[@]}" &
-one_pid=$!
-lane "${names[1]}" "${two[@]}" &
-two_pid=$!
+go_steps=(unit-gpukit unit-grader cross cuda)
+lessons_steps=(site grader-verify fuzz)
+lane go "${go_steps[@]}" &
+go_pid=$!
+lane lessons "${lessons_steps[@]}" &
+lessons_pid=$!
 status=0
 failed=()
-wait "$one_pid" || { echo "test: the ${names[0]} lane failed (make ${one[*]})"; failed+=("${names[0]}"); status=1; }
-wait "$two_pid" || { echo "test: the ${names[1]} lane failed (make ${two[*]})"; failed+=("${names[1]}"); status=1; }
+wait "$go_pid" || { echo "test: the go lane failed (make ${go_steps[*]})"; failed+=(go); status=1; }
+wait "$lessons_pid" || { echo "test: the lessons lane failed (make ${lessons_steps[*]})"; failed+=(lessons); status=1; }
 for name in "${failed[@]}"; do
 	failures "$name"
 done
