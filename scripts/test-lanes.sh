@@ -19,6 +19,12 @@
 # this lane from the lessons lane, by then the longer: on the next clean
 # clone the go lane took 439 s, the lessons lane 410 s.
 #
+# CI's make image-test runs alone before the lanes. As the first step of
+# one lane (the other steps packed again, the longest first) it took 624 s
+# instead of 256 (its notebooks 254 s instead of 117), and a clean clone's
+# CI 983 s instead of 919 (2 cores, 2026-11-30): the lanes keep both cores
+# busy already.
+#
 # make test ran setup before the lanes; their steps (make site needs setup)
 # do not run it again (SETUP_DONE).
 #
