@@ -140,8 +140,10 @@ unit-grader:
 # compiles (go test -list would compile every package's tests once more
 # just to name them). One worker a target (FUZZPARALLEL; go test starts one
 # a CPU): each worker first runs the seed corpus for its coverage, and 300
-# inputs are over before a second pays that back (make fuzz here: 82 →
-# 60-71 s of CPU, 54 → 47-53 s alone).
+# inputs are over before a second pays that back: a target took 0.3-0.9 s
+# less CPU with one (FuzzGradScaler 1.4 → 1.0 s, alloc/snapshot's 2.1 →
+# 1.2 s); make fuzz, with two and one in turn, 82-97 and 60-98 s (the
+# machine's speed drifted).
 fuzz:
 	@$(GO) list -f '{{$$d := .Dir}}{{.ImportPath}}{{range .TestGoFiles}} {{$$d}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$d}}/{{.}}{{end}}' ./... | \
 	{ log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
