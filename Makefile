@@ -162,9 +162,10 @@ fuzz:
 # kernel, which needs no GPU. go build links every command with the driver;
 # of the tests, those of the packages with cuda files (gpukit/device and
 # gpukit/device/cuda) are linked too: every other test binary links the
-# same cgo code through gpukit/device, and linking all 38 took 48 s of CPU
-# here (25 s of a step's 57 s), for no check the commands' links and these
-# two do not make (make gpu-bundle links them all for a GPU machine). The
+# same cgo code through gpukit/device; linking all 38 took 48 s of CPU
+# here (25 s of the step's 57 s) and checked nothing that the commands'
+# links and these two do not (make gpu-bundle links them all for a GPU
+# machine). The
 # kernels' PTX and the CPU emulation's binaries are cached across runs in
 # ~/.cache/gpukit/emu (GPUKIT_EMU_CACHE=off: compiled every time), keyed by
 # NVRTC's or g++'s version, the options and the source: 50 → 21 s of CPU
