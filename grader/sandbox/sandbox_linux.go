@@ -463,20 +463,21 @@ func procUIDs(fn func(pid, uid, threads int, zombie bool)) {
 	names, _ := dir.Readdirnames(-1)
 	dir.Close()
 	var buf [4096]byte
-	path := make([]byte, 0, 32)
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		path = append(append(append(path[:0], "/proc/"...), name...), "/status"...)
-		data := buf[:0]
-		if n, ok := readStatus(string(path), buf[:]); !ok {
+		path := "/proc/" + name + "/status"
+		n, ok := readStatus(path, buf[:])
+		if !ok {
 			continue
-		} else if n < len(buf) {
-			data = buf[:n]
-		} else if data, err = os.ReadFile(string(path)); err != nil {
-			continue // a long Groups line, say: read all of it
+		}
+		data := buf[:n]
+		if n == len(buf) { // a long Groups line, say: read all of it
+			if data, err = os.ReadFile(path); err != nil {
+				continue
+			}
 		}
 		uid, threads, zombie := parseStatus(data)
 		fn(pid, uid, threads, zombie)
