@@ -74,9 +74,12 @@ template <typename F> static void gpukit_launch(unsigned grid, unsigned block, b
     // part of every block in turn, and none starts the next block before
     // all have ended this one (its __shared__ memory is the next block's).
     // The blocks' end is a barrier of its own: a thread that skips a
-    // __syncthreads still hangs the others there, as on the GPU. (A thread
-    // made per block and per thread cost a third of this package's test
-    // time on a machine whose thread starts are dear.)
+    // __syncthreads still hangs the others there (the CUDA C++ Programming
+    // Guide, Synchronization Functions: a __syncthreads that not every
+    // thread of the block reaches is "likely to hang or produce unintended
+    // side effects"; here it always hangs). A thread made per block and per
+    // thread had cost about a third of this package's test CPU time on a
+    // machine whose thread starts are dear.
     std::barrier<> bar(block), ended(block);
     gpukit_barrier = &bar;
     std::vector<std::thread> ts;
