@@ -1,6 +1,7 @@
 package cpucompute_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -102,4 +103,42 @@ func TestNewRefusesNilMemory(t *testing.T) {
 	assert.PanicsWithValue(t, "cpucompute: New: nil Memory for dev:0", func() { cpucompute.New("dev:0", nil) })
 	var h *computetest.Heap // a typed nil is a nil Memory too
 	assert.Panics(t, func() { cpucompute.New("dev:0", h) })
+}
+
+// TestNLLLossTargetOutOfBounds: a target outside [0, classes), however
+// large, is the package's error for every pair of dtypes, never an index
+// out of range.
+func TestNLLLossTargetOutOfBounds(t *testing.T) {
+	h := computetest.NewHeap()
+	c := cpucompute.New("heap:0", h)
+	const rows, n = 3, 4
+	for _, dt := range []dtypes.Dtype{dtypes.Float32, dtypes.Float64} {
+		for _, tdt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
+			bads := []int64{-1, n, 1<<31 - 1}
+			if tdt == dtypes.Int64 {
+				bads = append(bads, 1<<40, -1<<62)
+			}
+			for _, bad := range bads {
+				lp, _ := h.Malloc(int64(rows * n * dt.Size()))
+				tg, _ := h.Malloc(int64(rows * tdt.Size()))
+				out, _ := h.Malloc(int64(dt.Size()))
+				targets := h.Bytes(tg, int64(rows*tdt.Size()))
+				for i := range rows {
+					v := int64(i % n)
+					if i == rows-1 {
+						v = bad
+					}
+					if tdt == dtypes.Int64 {
+						binary.LittleEndian.PutUint64(targets[8*i:], uint64(v))
+					} else {
+						binary.LittleEndian.PutUint32(targets[4*i:], uint32(int32(v)))
+					}
+				}
+				err := c.NLLLoss(0, dt, out, lp, tg, tdt, rows, n)
+				if err == nil || !strings.Contains(err.Error(), "out of bounds for 4 classes") {
+					t.Errorf("%s with %s target %d: %v, want out of bounds", dt, tdt, bad, err)
+				}
+			}
+		}
+	}
 }
