@@ -7,9 +7,9 @@
 # so that a change in the machine's load touches all alike; after a pause
 # (0.3 s, for the other side's threads to stop spinning) each side runs
 # untimed for WARM_MS of its own work (default 50, at least one run)
-# before its timed run, so that none pays for waking idle vCPUs, which on
-# this virtual machine slows the runs of the first 10-25 ms; the first run
-# after each pause is printed in a second table. The training steps put
+# before its timed run: on this virtual machine the runs of the first
+# 10-25 ms after an idle pause are slow, on every side (gpukit/kernels/
+# README.md); the first run after each pause is printed in a second table. The training steps put
 # their parameters back before each run, so every timed step computes on
 # the same values (a model that trains on computes on more and more
 # subnormal floats, slower on every side).
@@ -133,11 +133,11 @@ for c in cases:
             # otherwise take a core from the other side. Then untimed
             # runs until the side has computed for WARM_MS (at least
             # one run): on this virtual machine the runs after a pause
-            # are slow for 10-25 ms of work, not only the first (waking
-            # the idle vCPUs; on both sides, gpukit's more), which is
-            # the machine's cost, not the op's, and a training step,
-            # whose ops follow each other, does not pay. The first run
-            # after the pause is kept too ("after a pause").
+            # are slow for 10-25 ms of work, not only the first (on both
+            # sides, gpukit's more), which is the machine's cost, not
+            # the op's, and a training step, whose ops follow each
+            # other, does not pay. The first run after the pause is kept
+            # too ("after a pause").
             time.sleep(0.3)
             paused[k].append(run(p))
             busy, runs = paused[k][-1], 1
