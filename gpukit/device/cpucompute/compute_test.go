@@ -142,3 +142,38 @@ func TestNLLLossTargetOutOfBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherScatterNegativeIndex: a negative index is the package's error,
+// not an index out of range (the tensor package checks indices first; a
+// backend's caller may not).
+func TestGatherScatterNegativeIndex(t *testing.T) {
+	h := computetest.NewHeap()
+	c := cpucompute.New("heap:0", h)
+	for _, idt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
+		for _, bad := range []int64{-1, -1 << 30} {
+			data, _ := h.Malloc(4 * 8)
+			out, _ := h.Malloc(4 * 4)
+			idx, _ := h.Malloc(int64(4 * idt.Size()))
+			iv := h.Bytes(idx, int64(4*idt.Size()))
+			for i, v := range []int64{0, 1, bad, 1} {
+				if idt == dtypes.Int64 {
+					binary.LittleEndian.PutUint64(iv[8*i:], uint64(v))
+				} else {
+					binary.LittleEndian.PutUint32(iv[4*i:], uint32(int32(v)))
+				}
+			}
+			shape := []int{4, 1}
+			along := backend.Strided{Addr: data, Dtype: dtypes.Float32, Strides: []int{2, 1}}
+			other := backend.Strided{Addr: out, Dtype: dtypes.Float32, Strides: []int{1, 1}}
+			index := backend.Strided{Addr: idx, Dtype: idt, Strides: []int{1, 1}}
+			for name, call := range map[string]func() error{
+				"Gather":     func() error { return c.Gather(0, shape, 1, other, along, index) },
+				"ScatterAdd": func() error { return c.ScatterAdd(0, shape, 1, along, index, other) },
+			} {
+				var err error
+				assert.NotPanics(t, func() { err = call() }, "%s with %s index %d", name, idt, bad)
+				assert.ErrorContains(t, err, "is negative", "%s with %s index %d", name, idt, bad)
+			}
+		}
+	}
+}

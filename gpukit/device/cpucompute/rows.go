@@ -603,12 +603,14 @@ func (c *Compute) indexed(op string, shape []int, dim int, index, other, along b
 	if ot, err = c.strided(op, shape, other); err != nil {
 		return ix, ot, al, 0, err
 	}
-	top := -1
+	top, bottom := -1, 0
 	layout.ForEachOffset(shape, []int{0}, [][]int{ix.strides}, func(_ int, o []int) {
-		if j := int(dtypes.Load(ix.dt, ix.data, o[0])); j > top {
-			top = j
-		}
+		j := int(dtypes.Load(ix.dt, ix.data, o[0]))
+		top, bottom = max(top, j), min(bottom, j)
 	})
+	if bottom < 0 {
+		return ix, ot, al, 0, fmt.Errorf("cpucompute: %s on %s: index %d is negative", op, c.name, bottom)
+	}
 	if top < 0 {
 		top = 0
 	}
