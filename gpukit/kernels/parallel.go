@@ -173,6 +173,15 @@ func awaitJob() *job {
 	return wanted()
 }
 
+// ParallelFor runs fn over [0, n) in pieces on the kernels' goroutines, up
+// to GOMAXPROCS of them and one for each minPer indices at most, the caller
+// among them: for a backend's loop whose indices are independent. fn must
+// compute each index the same whichever piece holds it, and two pieces
+// must not write the same memory.
+func ParallelFor(n, minPer int, fn func(lo, hi int)) {
+	parallelFor(n, workers(n, minPer), 1, fn)
+}
+
 // parallelFor runs fn over [0,n) on up to w goroutines: the range is cut
 // into about w·piecesPerWorker pieces, each aligned to a multiple of align
 // (except the last), which the goroutines claim in order. The first

@@ -3,6 +3,7 @@ package cpucompute_test
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -140,6 +141,62 @@ func TestNLLLossTargetOutOfBounds(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestScatterAddLargeMatchesInOrder: a ScatterAdd large enough to run its
+// lines on several goroutines gives every destination element its
+// additions in index order, bit for bit what one loop gives: one target a
+// row (a loss's backward), several a row with repeats (float32 sums
+// whose order shows), and a destination whose rows overlap (one loop).
+func TestScatterAddLargeMatchesInOrder(t *testing.T) {
+	const rows = 8192
+	tests := []struct {
+		name         string
+		k, classes   int // index columns, destination columns
+		dstRowStride int
+	}{
+		{"one target a row", 1, 1000, 1000},
+		{"repeats in a row", 5, 3, 3},
+		{"rows overlap", 2, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := computetest.NewHeap()
+			c := cpucompute.New("heap:0", h)
+			n := rows * tt.k
+			dstLen := (rows-1)*tt.dstRowStride + tt.classes
+			dst, _ := h.Malloc(int64(4 * dstLen))
+			src, _ := h.Malloc(int64(4 * n))
+			idx, _ := h.Malloc(int64(8 * n))
+			want := make([]float32, dstLen)
+			d, sv, iv := h.Bytes(dst, int64(4*dstLen)), h.Bytes(src, int64(4*n)), h.Bytes(idx, int64(8*n))
+			for i := range dstLen {
+				want[i] = float32(i%7) * 0.1
+				binary.LittleEndian.PutUint32(d[4*i:], math.Float32bits(want[i]))
+			}
+			for e := range n {
+				j := (e*7919 + e/tt.k) % tt.classes
+				v := float32(e%13) * 1.0e-3
+				binary.LittleEndian.PutUint64(iv[8*e:], uint64(j))
+				binary.LittleEndian.PutUint32(sv[4*e:], math.Float32bits(v))
+				at := (e/tt.k)*tt.dstRowStride + j
+				want[at] = float32(float64(want[at]) + float64(v))
+			}
+			shape := []int{rows, tt.k}
+			err := c.ScatterAdd(0, shape, 1,
+				backend.Strided{Addr: dst, Dtype: dtypes.Float32, Strides: []int{tt.dstRowStride, 1}},
+				backend.Strided{Addr: idx, Dtype: dtypes.Int64, Strides: []int{tt.k, 1}},
+				backend.Strided{Addr: src, Dtype: dtypes.Float32, Strides: []int{tt.k, 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range dstLen {
+				if got := math.Float32frombits(binary.LittleEndian.Uint32(d[4*i:])); got != want[i] {
+					t.Fatalf("element %d = %v, want %v", i, got, want[i])
+				}
+			}
+		})
 	}
 }
 

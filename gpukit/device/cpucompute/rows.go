@@ -644,10 +644,46 @@ func (c *Compute) ScatterAdd(_ alloc.Stream, shape []int, dim int, dst, index, s
 	if err != nil || ix.data == nil {
 		return err
 	}
-	layout.ForEachOffset(shape, []int{0, 0, 0}, [][]int{ix.strides, s.strides, d.strides}, func(_ int, o []int) {
-		j := int(dtypes.Load(ix.dt, ix.data, o[0]))
-		at := o[2] + j*step
-		dtypes.Store(d.dt, d.data, at, dtypes.Load(d.dt, d.data, at)+dtypes.Load(s.dt, s.data, o[1]))
-	})
+	// lines adds the elements whose first index is in [lo, hi), in order.
+	lines := func(lo, hi int) {
+		part := slices.Clone(shape)
+		part[0] = hi - lo
+		from := []int{lo * ix.strides[0], lo * s.strides[0], lo * d.strides[0]}
+		layout.ForEachOffset(part, from, [][]int{ix.strides, s.strides, d.strides}, func(_ int, o []int) {
+			j := int(dtypes.Load(ix.dt, ix.data, o[0]))
+			at := o[2] + j*step
+			dtypes.Store(d.dt, d.data, at, dtypes.Load(d.dt, d.data, at)+dtypes.Load(s.dt, s.data, o[1]))
+		})
+	}
+	if !scatterLinesApart(shape, dim, d, s, ix) {
+		lines(0, shape[0])
+		return nil
+	}
+	// Each element is a cache miss of its own (a loss's backward adds
+	// −1 at each row's target, one row apart), so the lines go to the
+	// kernels' goroutines: every destination element still gets its
+	// additions in the same order, from one goroutine.
+	per := numel(shape) / shape[0]
+	kernels.ParallelFor(shape[0], max(1, scatterMinPer/max(1, per)), lines)
 	return nil
+}
+
+// scatterMinPer is how many elements of a ScatterAdd are worth one more
+// goroutine: each is a miss, about 0.1 µs (8192 rows of 1000 classes:
+// 0.87 ms in one goroutine).
+const scatterMinPer = 2048
+
+// scatterLinesApart reports whether ScatterAdd may give the lines of
+// dimension 0 (dim is another) to different goroutines: the destination
+// elements of one line are never another's (its stride along dimension 0
+// passes everything else a line reaches, the largest index included), and
+// dst shares no memory with src or index.
+func scatterLinesApart(shape []int, dim int, d, s, ix operand) bool {
+	if dim == 0 || shape[0] < 2 || numel(shape) < 2*scatterMinPer || overlap(d.data, s.data) || overlap(d.data, ix.data) {
+		return false
+	}
+	// d.data holds the destination's extent: 1 + (shape[0]-1)·stride0
+	// plus what one line reaches beyond its first element.
+	reach := len(d.data)/d.dt.Size() - 1 - (shape[0]-1)*d.strides[0]
+	return d.strides[0] > reach
 }
