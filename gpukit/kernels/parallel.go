@@ -177,8 +177,15 @@ func awaitJob() *job {
 // to GOMAXPROCS of them and one for each minPer indices at most, the caller
 // among them: for a backend's loop whose indices are independent. fn must
 // compute each index the same whichever piece holds it, and two pieces
-// must not write the same memory.
+// must not write the same memory. n == 0 calls nothing; a negative n or a
+// nil fn panics with the package's message.
 func ParallelFor(n, minPer int, fn func(lo, hi int)) {
+	if n < 0 || fn == nil {
+		panic(fmt.Sprintf("kernels: ParallelFor: %d indices, fn nil: %v (want n >= 0 and a function)", n, fn == nil))
+	}
+	if n == 0 {
+		return
+	}
 	parallelFor(n, workers(n, minPer), 1, fn)
 }
 

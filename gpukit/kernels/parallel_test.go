@@ -126,3 +126,24 @@ func BenchmarkParallelForBackToBack(b *testing.B) {
 		kernel(0, len(x))
 	}
 }
+
+// TestParallelForArguments: every index once, whatever minPer; no call for
+// none; a negative count or a nil function is the package's panic.
+func TestParallelForArguments(t *testing.T) {
+	for _, minPer := range []int{-1, 0, 1, 7, 1 << 20} {
+		seen := make([]atomic.Int32, 1000)
+		ParallelFor(len(seen), minPer, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				seen[i].Add(1)
+			}
+		})
+		for i := range seen {
+			require.EqualValues(t, 1, seen[i].Load(), "minPer %d, index %d", minPer, i)
+		}
+	}
+	ParallelFor(0, 1, func(lo, hi int) { t.Errorf("called with [%d, %d) for no indices", lo, hi) })
+	assert.PanicsWithValue(t, "kernels: ParallelFor: -1 indices, fn nil: false (want n >= 0 and a function)",
+		func() { ParallelFor(-1, 1, func(int, int) {}) })
+	assert.PanicsWithValue(t, "kernels: ParallelFor: 5 indices, fn nil: true (want n >= 0 and a function)",
+		func() { ParallelFor(5, 1, nil) })
+}
