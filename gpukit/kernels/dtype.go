@@ -26,20 +26,3 @@ func Float64s(b []byte) []float64 {
 	}
 	return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), len(b)/8)
 }
-
-// Int64s and Int32s view raw bytes as integer slices, as Float32s: the
-// index arrays (targets, gather indices) of the callers.
-func Int64s(b []byte) []int64 {
-	if len(b) < 8 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&b[0])), len(b)/8)
-}
-
-// Int32s: see Int64s.
-func Int32s(b []byte) []int32 {
-	if len(b) < 4 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
-}

@@ -1,13 +1,10 @@
 package tensor_test
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
 
 	"github.com/gpumem/course/gpukit/alloc"
 	"github.com/gpumem/course/gpukit/device"
@@ -110,27 +107,6 @@ func (b *computeBackend) Softmax(s alloc.Stream, dt device.Dtype, dst, src uint6
 // SoftmaxStrided is missing, as on cuda.
 func (b *computeBackend) SoftmaxStrided(s alloc.Stream, shape []int, dim int, dst, src device.Strided, log bool) error {
 	return &backend.UnsupportedError{Backend: b.Name(), Op: "SoftmaxStrided", Dtype: src.Dtype}
-}
-
-// CrossEntropyBackward is missing, as on cuda: the loss's backward takes
-// Exp, ScatterAdd and Mul.
-func (b *computeBackend) CrossEntropyBackward(s alloc.Stream, dt device.Dtype, grad, probs, logProbs, targets uint64, targetDt device.Dtype, scale uint64, rows, n int) error {
-	b.calls["CrossEntropyBackward"]++
-	return &backend.UnsupportedError{Backend: b.Name(), Op: "CrossEntropyBackward", Dtype: dt}
-}
-
-// Capabilities is the sim card's table without what it lacks.
-func (b *computeBackend) Capabilities() backend.Capabilities {
-	caps := b.Backend.Capabilities()
-	delete(caps, "CrossEntropyBackward")
-	delete(caps, "ReduceStrided")
-	delete(caps, "ArgReduceStrided")
-	delete(caps, "GemmBatched")
-	delete(caps, "SoftmaxStrided")
-	if !b.softmax {
-		delete(caps, "Softmax")
-	}
-	return caps
 }
 
 func (b *computeBackend) Where(s alloc.Stream, shape []int, dst, cond, x, y device.Strided) error {
@@ -492,74 +468,5 @@ func TestComputeBackendSparseCSRMatmul(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "column index 5 of entry 0 is out of bounds for 3 columns") {
 		t.Errorf("bad column on a computing device: %v", err)
-	}
-}
-
-// eventLog is an Observer that writes down, in order, every allocation,
-// free and launch on devices: what a profile of the same work shows.
-type eventLog struct{ events []string }
-
-func (l *eventLog) Allocated(s *tensor.Storage) {
-	l.events = append(l.events, fmt.Sprintf("alloc %d at %#x", s.Nbytes(), s.DataPtr()))
-}
-
-func (l *eventLog) Freed(s *tensor.Storage) {
-	l.events = append(l.events, fmt.Sprintf("free %d at %#x", s.Nbytes(), s.DataPtr()))
-}
-
-func (l *eventLog) Launched(k tensor.Launch) {
-	l.events = append(l.events, fmt.Sprintf("launch %s %v %d flops %d bytes, %v", k.Name, k.Out.Shape(), k.Flops, k.Bytes, k.End-k.Start))
-}
-
-// TestCrossEntropyBackwardFusedIsTheUnfusedPath: the sim card's fused
-// kernel and a card without it (the unfused Exp, ScatterAdd and Mul) give
-// the same gradient bits, and the backward allocates, frees and launches
-// the same, at the same addresses, each kernel for as long. (The stream
-// clocks differ by the forward: the card without host bytes staged the
-// targets' check through the host.)
-func TestCrossEntropyBackwardFusedIsTheUnfusedPath(t *testing.T) {
-	p, err := device.LookupProfile("classroom")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := tensor.NewGenerator(3)
-	for _, c := range []struct {
-		dt      tensor.Dtype
-		rows, n int
-		targets tensor.Dtype
-	}{
-		{tensor.Float32, 37, 53, tensor.Int64},
-		{tensor.Float32, 300, 1000, tensor.Int32},
-		{tensor.Float64, 64, 129, tensor.Int64},
-	} {
-		logits := tensor.Randn([]int{c.rows, c.n}, tensor.OnHost(false), c.dt, tensor.WithGenerator(g)).Mul(3.0)
-		targets := tensor.Randint(0, int64(c.n), []int{c.rows}, tensor.OnHost(false), tensor.WithGenerator(g)).ToDtype(c.targets)
-		run := func(d *device.Device) ([]float64, []string) {
-			x := logits.To(d, false).SetRequiresGrad(true)
-			loss := tensor.CrossEntropy(x, targets.To(d, false))
-			log := &eventLog{}
-			tensor.SetObserver(log)
-			loss.Backward()
-			tensor.SetObserver(nil)
-			return values(x.Grad()), log.events
-		}
-		fusedDev, err := device.New(sim.New(5, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		plainDev, fake := newComputeDev(t)
-		fake.softmax = true
-		want, wantEvents := run(plainDev)
-		got, gotEvents := run(fusedDev)
-		name := fmt.Sprintf("%s [%d, %d], %s targets", c.dt, c.rows, c.n, c.targets)
-		if fake.calls["CrossEntropyBackward"] != 0 {
-			t.Errorf("%s: the card without the fused kernel was asked for it", name)
-		}
-		for i := range want {
-			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-				t.Fatalf("%s: gradient element %d is %v fused, %v unfused", name, i, got[i], want[i])
-			}
-		}
-		assert.Equal(t, wantEvents, gotEvents, name)
 	}
 }

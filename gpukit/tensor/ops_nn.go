@@ -208,55 +208,19 @@ func CrossEntropy(logits, targets *Tensor) *Tensor {
 		defer total.Release()
 	}
 	return record(out, "NllLossBackward0", []*Tensor{logits}, []*Tensor{ls, targets, total}, func(g *Tensor, saved []*Tensor, _ []bool) []*Tensor {
-		return []*Tensor{crossEntropyBackward(g, saved[0], saved[1])}
-	})
-}
-
-// crossEntropyBackward is (softmax − onehot(targets))·g/N, from the saved
-// log-softmax ls (N: every target counts, there is no ignore_index).
-//
-// Its memory is PyTorch's: two [N, C] blocks, live together, as
-// NllLossBackward0's gradient and LogSoftmaxBackward0's are there. Here
-// the first, d, holds softmax − onehot: Exp writes e^ls into it, a
-// ScatterAdd of −1 (from a [N, 1] tensor) fixes each row's target, and
-// the result is d·(g/N), each kernel charged to the card. A backend with
-// the fused kernel (Compute.CrossEntropyBackward: the CPU's, for float32
-// and float64) computes d and the result in one pass over ls after the
-// same allocations and charges, so memory, launches and bits are the same
-// either way; only the Exp and ScatterAdd launches an Observer sees come
-// before their values are written.
-func crossEntropyBackward(g, ls, targets *Tensor) *Tensor {
-	nb := ls.shape[0]
-	c, _ := ls.st.core.mem.compute()
-	fused := c != nil && g.dtype == ls.dtype && targets.IsContiguous() && c.Capabilities().Supports("CrossEntropyBackward", cdt(ls))
-	var d *Tensor
-	if fused {
-		d = empty(ls.outMem(), ls.shape, ls.dtype)
-		d.charge("Exp", int64(d.Numel()), ls)
-	} else {
-		d = ls.Exp()
-	}
-	minusOne := Full([]int{nb, 1}, -1, like(d))
-	idx := targets.View(nb, 1)
-	if !fused {
+		// (softmax - onehot(targets)) · g / total_weight (N: every target
+		// counts, there is no ignore_index)
+		d := saved[0].Exp()
+		minusOne := Full([]int{nb, 1}, -1, like(d))
+		idx := saved[1].View(nb, 1)
 		scatterAddKernel(d, 1, idx, minusOne) // d[i, targets[i]] -= 1
-	}
-	d.charge("ScatterAdd", int64(nb), minusOne, idx)
-	idx.Release()
-	minusOne.Release()
-	s := g.Div(float64(nb))
-	var r *Tensor
-	if fused {
-		r = empty(d.outMem(), d.shape, d.dtype)
-		if r.Numel() > 0 && !valueless(r) {
-			k, st := kern("CrossEntropy", r)
-			done("CrossEntropy", k.CrossEntropyBackward(st, cdt(r), addr(r), addr(d), addr(ls), addr(targets), cdt(targets), addr(s), nb, ls.shape[1]), r, d, ls, targets, s)
-		}
-		r.charge("Mul", int64(r.Numel()), d, s)
-	} else {
-		r = d.Mul(s)
-	}
-	d.Release()
-	s.Release()
-	return r
+		d.charge("ScatterAdd", int64(nb), minusOne, idx)
+		idx.Release()
+		minusOne.Release()
+		s := g.Div(float64(nb))
+		r := d.Mul(s)
+		d.Release()
+		s.Release()
+		return []*Tensor{r}
+	})
 }

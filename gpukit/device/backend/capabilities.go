@@ -38,7 +38,7 @@ var Dtypes = []dtypes.Dtype{dtypes.Float32, dtypes.Float64, dtypes.Float16, dtyp
 var Floats = Dtypes[:4:4]
 
 // Domain is every Compute method with every dtype it is defined for: the
-// row kernels (softmax, the norms and the losses) take the float types, the
+// row kernels (softmax, the norms and NLLLoss) take the float types, the
 // sparse products float32 and float64, the other methods every dtype. It
 // is the table of a Compute that has every kernel (a meta device's, which
 // computes nothing), and each backend's table is a subset of it.
@@ -48,7 +48,7 @@ func Domain() Capabilities {
 		"ArgReduce", "ArgReduceStrided", "Gemm", "GemmBatched", "Gather", "ScatterAdd", "Where", "InRange", "Adam"} {
 		c[m] = slices.Clone(Dtypes)
 	}
-	for _, m := range []string{"Softmax", "SoftmaxStrided", "LayerNorm", "LayerNormBackward", "BatchNorm", "BatchNormBackward", "NLLLoss", "CrossEntropyBackward"} {
+	for _, m := range []string{"Softmax", "SoftmaxStrided", "LayerNorm", "LayerNormBackward", "BatchNorm", "BatchNormBackward", "NLLLoss"} {
 		c[m] = slices.Clone(Floats)
 	}
 	for _, m := range []string{"CSRMatmul", "CSRMatmulT", "CSRSampledDot"} {

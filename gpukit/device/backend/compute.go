@@ -120,17 +120,6 @@ type Compute interface {
 	// and rows targets of dtype targetDt (Int64 or Int32) in [0, n), summed
 	// in float64 in row order (nll_loss with reduction="mean").
 	NLLLoss(s alloc.Stream, dt dtypes.Dtype, out, logProbs, targets uint64, targetDt dtypes.Dtype, rows, n int) error
-	// CrossEntropyBackward writes the gradient of a mean cross-entropy
-	// with respect to its logits, from rows rows of n log-probabilities
-	// (the forward's log-softmax) and rows targets of dtype targetDt
-	// (Int64 or Int32, already checked to lie in [0, n)): probs =
-	// e^logProbs − onehot(targets) and grad = probs·scale, scale being
-	// the one element of dtype dt at scale (the loss's gradient over the
-	// rows), as kernels.CrossEntropyBackwardRows; its bits are those of
-	// Unary(Exp), a ScatterAdd of −1 and a Binary Mul, the calls a
-	// backend without it takes. probs and grad must not overlap the
-	// inputs. (Added for the CPU backends; cuda: not yet.)
-	CrossEntropyBackward(s alloc.Stream, dt dtypes.Dtype, grad, probs, logProbs, targets uint64, targetDt dtypes.Dtype, scale uint64, rows, n int) error
 	// Gather writes dst[i][j][k] = src[i][index[i][j][k]][k] (for dim 1 of
 	// a 3-d shape; likewise for any rank and dim) over shape, the index's
 	// shape, as torch.gather; index has dtype Int64 or Int32 and values

@@ -58,9 +58,6 @@ func (NopCompute) BatchNormBackward(alloc.Stream, BatchNormBackwardArgs) error {
 func (NopCompute) NLLLoss(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, dtypes.Dtype, int, int) error {
 	return nil
 }
-func (NopCompute) CrossEntropyBackward(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, uint64, dtypes.Dtype, uint64, int, int) error {
-	return nil
-}
 func (NopCompute) Gather(alloc.Stream, []int, int, Strided, Strided, Strided) error     { return nil }
 func (NopCompute) ScatterAdd(alloc.Stream, []int, int, Strided, Strided, Strided) error { return nil }
 func (NopCompute) Adam(alloc.Stream, dtypes.Dtype, uint64, uint64, uint64, uint64, int, ops.AdamScalars) error {

@@ -12,7 +12,7 @@ import (
 )
 
 // The row kernels: Softmax, LayerNorm and BatchNorm with their backwards,
-// NLLLoss and CrossEntropyBackward.
+// and NLLLoss.
 
 func testSoftmax(t *testing.T, s *suite) {
 	const rows, n = 3, 7
@@ -311,38 +311,6 @@ func testBatchNormBackward(t *testing.T, s *suite) {
 			s.checkTol(what+" dx", dt, s.download(dt, gx, nb*c*l), wx, 4*tol(dt))
 			s.checkTol(what+" dw", dt, s.download(dt, gw, c), ww, 4*tol(dt))
 			s.check(what+" db", dt, s.download(dt, gb, c), wb)
-		}
-	}
-}
-
-// testCrossEntropyBackward checks probs = e^lp − onehot and grad =
-// probs·scale against float64 arithmetic, rows longer than a vector.
-func testCrossEntropyBackward(t *testing.T, s *suite) {
-	const rows, n = 5, 19
-	for _, dt := range floats {
-		for _, tdt := range []dtypes.Dtype{dtypes.Int64, dtypes.Int32} {
-			lp := s.random(dt, rows*n)
-			tv := make([]float64, rows)
-			scale := 0.375 // exact in every float dtype
-			wantProbs, wantGrad := make([]float64, rows*n), make([]float64, rows*n)
-			for i := range tv {
-				tv[i] = float64(s.rng.IntN(n))
-				for j := range n {
-					p := math.Exp(lp[i*n+j])
-					if j == int(tv[i]) {
-						p--
-					}
-					wantProbs[i*n+j], wantGrad[i*n+j] = p, p*scale
-				}
-			}
-			a, tg, sc := s.upload(dt, lp), s.upload(tdt, tv), s.upload(dt, []float64{scale})
-			grad, probs := s.upload(dt, make([]float64, rows*n)), s.upload(dt, make([]float64, rows*n))
-			if !s.ok("CrossEntropyBackward", dt, s.c.CrossEntropyBackward(stream, dt, grad, probs, a, tg, tdt, sc, rows, n)) {
-				continue
-			}
-			what := "CrossEntropyBackward targets " + tdt.String()
-			s.checkTol(what+" probs", dt, s.download(dt, probs, rows*n), wantProbs, 4*tol(dt))
-			s.checkTol(what+" grad", dt, s.download(dt, grad, rows*n), wantGrad, 4*tol(dt))
 		}
 	}
 }

@@ -35,12 +35,11 @@ func New(name string, mem Memory) *Compute {
 	return &Compute{name: name, mem: mem}
 }
 
-// Capabilities is every method in every dtype of its domain, but Adam and
-// CrossEntropyBackward: float32 and float64 only (see the package doc).
+// Capabilities is every method in every dtype of its domain, but Adam:
+// float32 and float64 only (see the package doc).
 func (c *Compute) Capabilities() backend.Capabilities {
 	caps := backend.Domain()
 	caps["Adam"] = []dtypes.Dtype{f32t, f64t}
-	caps["CrossEntropyBackward"] = []dtypes.Dtype{f32t, f64t}
 	return caps
 }
 

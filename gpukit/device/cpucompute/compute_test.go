@@ -1,11 +1,9 @@
 package cpucompute_test
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
@@ -21,15 +19,14 @@ import (
 func TestConformance(t *testing.T) {
 	h := computetest.NewHeap()
 	missing := computetest.Run(t, cpucompute.New("heap:0", h), h)
-	var want []computetest.Missing
-	for _, dt := range []dtypes.Dtype{dtypes.Float16, dtypes.BFloat16, dtypes.Int64, dtypes.Int32, dtypes.Bool} {
-		want = append(want, computetest.Missing{Method: "Adam", Dtype: dt})
+	for _, m := range missing {
+		if m.Method != "Adam" || m.Dtype == dtypes.Float32 || m.Dtype == dtypes.Float64 {
+			t.Errorf("lacks %v", m)
+		}
 	}
-	want = append(want, computetest.Missing{Method: "CrossEntropyBackward", Dtype: dtypes.Float16}, computetest.Missing{Method: "CrossEntropyBackward", Dtype: dtypes.BFloat16})
-	slices.SortFunc(want, func(a, b computetest.Missing) int {
-		return cmp.Or(cmp.Compare(a.Method, b.Method), cmp.Compare(a.Dtype, b.Dtype))
-	})
-	assert.Equal(t, want, missing, "what the CPU Compute lacks: Adam and CrossEntropyBackward outside float32 and float64")
+	if len(missing) != len(computetest.Dtypes)-2 {
+		t.Errorf("lacks %v, want Adam outside float32 and float64", missing)
+	}
 }
 
 // TestOperandsOutsideMemory: an address range that is not the device's is

@@ -14,8 +14,7 @@
 // stream argument orders nothing: the work is done when the call returns;
 // a simulated device models the time separately).
 //
-// The only UnsupportedErrors it returns are for Adam and
-// CrossEntropyBackward in dtypes other than float32 and float64
-// (gpukit/tensor composes those from other calls instead), the pairs of
-// backend.Domain its Capabilities leaves out.
+// The only UnsupportedError it returns is for Adam in dtypes other than
+// float32 and float64 (gpukit/tensor composes that step from elementwise
+// ops instead), the one pair of backend.Domain its Capabilities leaves out.
 package cpucompute

@@ -589,62 +589,6 @@ func (c *Compute) NLLLoss(_ alloc.Stream, dt dtypes.Dtype, out, logProbs, target
 	return nil
 }
 
-// CrossEntropyBackward writes probs = e^logProbs − onehot(targets) and
-// grad = probs·scale (kernels.CrossEntropyBackwardRows), for float32 and
-// float64; the 16-bit floats take the unfused calls.
-func (c *Compute) CrossEntropyBackward(_ alloc.Stream, dt dtypes.Dtype, grad, probs, logProbs, targets uint64, targetDt dtypes.Dtype, scale uint64, rows, n int) error {
-	const op = "CrossEntropyBackward"
-	if targetDt != dtypes.Int64 && targetDt != dtypes.Int32 {
-		return fmt.Errorf("cpucompute: %s on %s: targets of %s (want int64 or int32)", op, c.name, targetDt)
-	}
-	if dt != f32t && dt != f64t {
-		return &backend.UnsupportedError{Backend: c.name, Op: op, Dtype: dt}
-	}
-	if rows < 0 || n < 0 {
-		return fmt.Errorf("cpucompute: %s on %s: negative size rows=%d n=%d", op, c.name, rows, n)
-	}
-	var arrays [3][]byte
-	for i, a := range []uint64{grad, probs, logProbs} {
-		b, err := c.bytes(op, a, dt, rows*n)
-		if err != nil || b == nil {
-			return err
-		}
-		arrays[i] = b
-	}
-	tg, err := c.bytes(op, targets, targetDt, rows)
-	if err != nil {
-		return err
-	}
-	sc, err := c.bytes(op, scale, dt, 1)
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		if t := dtypes.Load(targetDt, tg, i); t < 0 || t >= float64(n) {
-			return fmt.Errorf("cpucompute: %s on %s: target %v is out of bounds for %d classes", op, c.name, t, n)
-		}
-	}
-	size := rows * n
-	if dt == f32t {
-		g, p, lp := kernels.Float32s(arrays[0])[:size], kernels.Float32s(arrays[1])[:size], kernels.Float32s(arrays[2])[:size]
-		k := kernels.Float32s(sc)[0]
-		if targetDt == dtypes.Int64 {
-			kernels.CrossEntropyBackwardRows(g, p, lp, kernels.Int64s(tg)[:rows], k, rows, n)
-		} else {
-			kernels.CrossEntropyBackwardRows(g, p, lp, kernels.Int32s(tg)[:rows], k, rows, n)
-		}
-		return nil
-	}
-	g, p, lp := kernels.Float64s(arrays[0])[:size], kernels.Float64s(arrays[1])[:size], kernels.Float64s(arrays[2])[:size]
-	k := kernels.Float64s(sc)[0]
-	if targetDt == dtypes.Int64 {
-		kernels.CrossEntropyBackwardRows(g, p, lp, kernels.Int64s(tg)[:rows], k, rows, n)
-	} else {
-		kernels.CrossEntropyBackwardRows(g, p, lp, kernels.Int32s(tg)[:rows], k, rows, n)
-	}
-	return nil
-}
-
 // indexed resolves the operands of Gather and ScatterAdd: index and other
 // (the operand of index's shape) over shape, and along (the operand
 // indexed along dim) over shape with dim as large as the largest index

@@ -400,18 +400,11 @@ func (b *Backend) Gemm(s alloc.Stream, dt dtypes.Dtype, transA, transB bool, m, 
 	return nil
 }
 
-// ReduceStrided, ArgReduceStrided, GemmBatched and CrossEntropyBackward
-// have no cuda kernels: their UnsupportedError sends gpukit/tensor to the
-// contiguous copy and Reduce or ArgReduce, to one Gemm per product, or to
-// the unfused calls of the loss's backward. They complete the
+// ReduceStrided, ArgReduceStrided and GemmBatched have no cuda kernels:
+// their UnsupportedError sends gpukit/tensor to the contiguous copy and
+// Reduce or ArgReduce, or to one Gemm per product. They complete the
 // Compute interface of the cpucompute work (these signatures), so that the
 // cuda build still satisfies it once both are merged.
-
-// CrossEntropyBackward returns an UnsupportedError: no fused kernel;
-// gpukit/tensor runs Unary, ScatterAdd and Binary instead.
-func (b *Backend) CrossEntropyBackward(s alloc.Stream, dt dtypes.Dtype, grad, probs, logProbs, targets uint64, targetDt dtypes.Dtype, scale uint64, rows, n int) error {
-	return b.unsupported("CrossEntropyBackward", dt)
-}
 
 // ReduceStrided returns an UnsupportedError: no strided reduction kernel.
 func (b *Backend) ReduceStrided(s alloc.Stream, op ops.Reduce, shape []int, dst, src backend.Strided) error {

@@ -34,18 +34,14 @@ func TestConformance(t *testing.T) {
 }
 
 // TestComputeConformance runs the Compute conformance suite on the sim
-// backend (the CPU kernels on its memory): it lacks only Adam and
-// CrossEntropyBackward outside float32 and float64, which gpukit/tensor
-// composes from other calls.
+// backend (the CPU kernels on its memory): it lacks only Adam outside
+// float32 and float64, which gpukit/tensor composes from elementwise ops.
 func TestComputeConformance(t *testing.T) {
 	b := sim.New(0, withCapacity(64<<20))
 	missing := computetest.Run(t, b, b)
 	var want []computetest.Missing
 	for _, dt := range computetest.Dtypes[2:] {
 		want = append(want, computetest.Missing{Method: "Adam", Dtype: dt})
-	}
-	for _, dt := range computetest.Dtypes[2:4] { // the 16-bit floats
-		want = append(want, computetest.Missing{Method: "CrossEntropyBackward", Dtype: dt})
 	}
 	if !slices.Equal(missing, want) {
 		t.Errorf("sim lacks %v, want %v", missing, want)
