@@ -8,11 +8,12 @@
 # (0.3 s, for the other side's threads to stop spinning) each side runs
 # untimed for WARM_MS of its own work (default 50, at least one run)
 # before its timed run: on this virtual machine the runs of the first
-# 10-25 ms after an idle pause are slow, on every side (gpukit/kernels/
-# README.md); the first run after each pause is printed in a second table. The training steps put
-# their parameters back before each run, so every timed step computes on
-# the same values (a model that trains on computes on more and more
-# subnormal floats, slower on every side).
+# 10-25 ms after an idle pause are slow, on every side
+# (gpukit/kernels/README.md); the first run after each pause is printed
+# in a second table. The training steps put their parameters back before
+# each run, so every timed step computes on the same values (a model
+# that trains on computes on more and more subnormal floats, slower on
+# every side).
 #
 # The sides:
 #   gpukit          on a simulated card (sim); its first call, which takes
