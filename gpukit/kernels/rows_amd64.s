@@ -175,7 +175,8 @@ reduce:
 // func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64)
 //
 // Where useAVX512Math is set, sixteen values a step first (ZPROLOGUE's
-// scheme, vmath_amd64.h): Z14 holds acc[0..7]; of the sixteen values,
+// scheme, vmath_amd64.h; EXPFZNP, since src[i] - m is at most 0 or NaN
+// for softmax's m, the row's maximum): Z14 holds acc[0..7]; of the sixteen values,
 // 0-7 are widened and added to it, then 8-15, which is acc[i%8] +=
 // float64(dst[i]) in the Go loop's order. The AVX2 loop does the last
 // eight when n is not a multiple of 16, with Y14, Y15 the halves of Z14.
@@ -186,6 +187,7 @@ TEXT ·expSubVec(SB), NOSPLIT, $0-40
 	ACC(acc+32(FP))
 	CMPB          ·useAVX512Math(SB), $0
 	JEQ           ymm
+	EXPZCONSTS
 	VBROADCASTSS  m+24(FP), Z6
 	VMOVUPD       (AX), Z14
 	SHRQ          $4, CX
@@ -194,7 +196,7 @@ TEXT ·expSubVec(SB), NOSPLIT, $0-40
 zloop:
 	VMOVUPS       (SI), Z0
 	VSUBPS        Z6, Z0, Z0
-	EXPFZ
+	EXPFZNP
 	VMOVUPS       Z0, (DI)
 	VCVTPS2PD     Y0, Z3
 	VADDPD        Z3, Z14, Z14
@@ -270,6 +272,7 @@ TEXT ·expSubPairVec(SB), NOSPLIT, $0-64
 	VBROADCASTSS  m2+44(FP), Z7
 	MOVQ          acc1+48(FP), AX
 	MOVQ          acc2+56(FP), BX
+	EXPZCONSTS
 	VMOVUPD       (AX), Z14
 	VMOVUPD       (BX), Z15
 	SHRQ          $4, CX
@@ -278,12 +281,12 @@ TEXT ·expSubPairVec(SB), NOSPLIT, $0-64
 pairloop:
 	VMOVUPS       (SI), Z0
 	VSUBPS        Z6, Z0, Z0
-	EXPFZ
+	EXPFZNP
 	VMOVUPS       Z0, (DI)
 	VMOVAPS       Z0, Z8
 	VMOVUPS       (R9), Z0
 	VSUBPS        Z7, Z0, Z0
-	EXPFZ
+	EXPFZNP
 	VMOVUPS       Z0, (R8)
 	VCVTPS2PD     Y8, Z3
 	VADDPD        Z3, Z14, Z14

@@ -22,6 +22,10 @@ func maxVec(s *float32, n int) float32
 //
 //	for i := range n { dst[i] = exp32(src[i] - m); acc[i%8] += float64(dst[i]) }
 //
+// for m at least every src[i] (softmax's row maximum), so that every
+// src[i] - m is at most 0 or NaN: the AVX-512 loop leaves out exp32's
+// overflow test (EXPFZNP, vmath_amd64.h).
+//
 //go:noescape
 func expSubVec(dst, src *float32, n int, m float32, acc *[8]float64)
 

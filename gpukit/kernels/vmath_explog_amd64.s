@@ -13,7 +13,7 @@
 // The AVX2 loop takes two vectors a step (EXPF2), a last one alone.
 TEXT ·expVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z0)
+	ZPROLOGUEEXP(Z0)
 	EXPFZ
 	ZEPILOGUE
 	MOVQ    CX, DX

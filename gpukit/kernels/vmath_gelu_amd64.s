@@ -223,7 +223,7 @@
 // func geluVec(dst, src *float32, n int)
 TEXT ·geluVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	PHISMALLZ
 	VMOVAPS   Z11, Z10
 	ALLSETZ(K1)
@@ -247,7 +247,7 @@ small:
 // func geluGradVec(dst, src *float32, n int)
 TEXT ·geluGradVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	GRADSMALLZ
 	VMOVAPS   Z11, Z0
 	ALLSETZ(K1)
@@ -536,7 +536,7 @@ TEXT ·geluGradSmallVec(SB), NOSPLIT, $0-56
 // use.
 TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	HALFSQUAREZ
 	GAUSSZ
 	PHIERFCZ(Z10)
@@ -555,7 +555,7 @@ TEXT ·geluLargeVec(SB), NOSPLIT, $0-24
 // geluGrad32(x) where GRADSMALL's polynomial does not serve.
 TEXT ·geluGradLargeVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	GRADLARGEZ
 	ZEPILOGUE
 	LOOP8(Y8)

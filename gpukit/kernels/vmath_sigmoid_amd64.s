@@ -84,7 +84,7 @@
 // func sigmoidVec(dst, src *float32, n int)
 TEXT ·sigmoidVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z12)
+	ZPROLOGUEEXP(Z12)
 	EXPNEGABSZ
 	VBROADCASTSS K(ONE), Z1
 	VADDPS       Z1, Z0, Z3
@@ -121,7 +121,7 @@ TEXT ·sigmoidVec(SB), NOSPLIT, $0-24
 // func geluTanhVec(dst, src *float32, n int)
 TEXT ·geluTanhVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	GELUTANHZ
 	VMULPS  Z6, Z8, Z0
 	ZEPILOGUE
@@ -133,7 +133,7 @@ TEXT ·geluTanhVec(SB), NOSPLIT, $0-24
 // func geluTanhGradVec(dst, src *float32, n int)
 TEXT ·geluTanhGradVec(SB), NOSPLIT, $0-24
 	ARGS
-	ZPROLOGUE(Z8)
+	ZPROLOGUEEXP(Z8)
 	VBROADCASTSS K(NEG_GELU_XMAX), Z2
 	VMAXPS       Z8, Z2, Z8
 	VBROADCASTSS K(GELU_XMAX), Z2

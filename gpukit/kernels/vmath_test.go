@@ -150,6 +150,47 @@ func TestVecMatchesScalar(t *testing.T) {
 	})
 }
 
+// TestVecMatchesScalarEveryFloat32 is TestVecMatchesScalar over every
+// float32, each function and vector path a subtest, with
+// GPUKIT_VMATH_EXHAUSTIVE=1 (minutes a function; skipped otherwise):
+//
+//	GPUKIT_VMATH_EXHAUSTIVE=1 go test -run 'EveryFloat32/avx512/exp$' ./gpukit/kernels
+func TestVecMatchesScalarEveryFloat32(t *testing.T) {
+	if os.Getenv("GPUKIT_VMATH_EXHAUSTIVE") == "" {
+		t.Skip("GPUKIT_VMATH_EXHAUSTIVE=1 checks every float32")
+	}
+	if !useVecMath {
+		t.Skip("no AVX2+FMA on this CPU: only the Go functions run")
+	}
+	const chunk = 1 << 16
+	xs, got := make([]float32, chunk), make([]float32, chunk)
+	forEachVecPath(t, func(t *testing.T) {
+		for _, c := range vecCases() {
+			t.Run(c.name, func(t *testing.T) {
+				bad := 0
+				for b := uint64(0); b < 1<<32; b += chunk {
+					for i := range xs {
+						xs[i] = math.Float32frombits(uint32(b) + uint32(i))
+					}
+					c.v.vec(&got[0], &xs[0], chunk)
+					for i, x := range xs {
+						want := c.v.f32(x)
+						if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+							if bad < 5 {
+								t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+							}
+							bad++
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%s: %d float32 inputs differ", c.name, bad)
+				}
+			})
+		}
+	})
+}
+
 // TestVecEveryLength runs apply32 (the vector form on the largest
 // multiple of eight, the Go function on the rest) on every length 0..40
 // at every offset 0..3 from an aligned start, over special values and
