@@ -320,12 +320,18 @@ func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n
 		}
 	}
 	nb := (rows + lnBlock - 1) / lnBlock
-	scratch := zeroedScratch(2 * nb * n)
+	scratch := scratchFloats(2 * nb * n)
 	defer putScratch(scratch)
 	pw, pb := (*scratch)[:nb*n], (*scratch)[nb*n:]
-	parallelFor(nb, min(rowWorkers(rows, n), nb), 1, func(lo, hi int) {
+	workers := min(rowWorkers(rows, n), nb)
+	parallelFor(nb, workers, 1, func(lo, hi int) {
 		for blk := lo; blk < hi; blk++ {
 			bw, bb := pw[blk*n:(blk+1)*n], pb[blk*n:(blk+1)*n]
+			// Each block's column sums start at zero here, by the
+			// goroutine that fills them, just before: the clearing is
+			// split as the rows are, and leaves them in the cache.
+			clear(bw)
+			clear(bb)
 			for r := blk * lnBlock; r < min((blk+1)*lnBlock, rows); r++ {
 				gr, xr := g[r*n:(r+1)*n], x[r*n:(r+1)*n]
 				mu, rs := mean[r], rstd[r]
@@ -338,8 +344,8 @@ func LayerNormBackwardRows[T Float](dx, dw, db, g, x, mean, rstd, w []T, rows, n
 			}
 		}
 	})
-	sumBlocks(dw, pw, nb, n)
-	sumBlocks(db, pb, nb, n)
+	sumBlocks(dw, pw, nb, n, workers)
+	sumBlocks(db, pb, nb, n, workers)
 }
 
 // lnBackwardSums adds, for one row, ĝ = g·w and ĝ·x̂ to the lane sums sg
@@ -396,16 +402,15 @@ var scratchCache struct {
 // maxScratch is how many calls at once find their scratch cached.
 const maxScratch = 4
 
-// zeroedScratch is n zeros from scratchCache, or new ones; give them back
-// with putScratch.
-func zeroedScratch(n int) *[]float64 {
+// scratchFloats is n float64s from scratchCache, or new ones, holding
+// whatever they held; give them back with putScratch.
+func scratchFloats(n int) *[]float64 {
 	scratchCache.Lock()
 	for i, p := range scratchCache.free {
 		if cap(*p) >= n {
 			scratchCache.free = slices.Delete(scratchCache.free, i, i+1)
 			scratchCache.Unlock()
 			*p = (*p)[:n]
-			clear(*p)
 			return p
 		}
 	}
@@ -434,19 +439,29 @@ func putScratch(p *[]float64) {
 	}
 }
 
-func sumBlocks[T Float](dst []T, parts []float64, nb, n int) {
+func sumBlocks[T Float](dst []T, parts []float64, nb, n, workers int) {
 	if dst == nil {
 		return
 	}
-	// Block by block, each column's sum in block order, reading the
-	// partial sums sequentially.
-	sum := make([]float64, n)
-	for blk := range nb {
-		for j, v := range parts[blk*n : (blk+1)*n] {
-			sum[j] += v
+	// Each column's sum in block order, the columns split across the
+	// workers in runs of 512 (4 KiB of sums, in the cache while every
+	// block's part of the run is added in), reading the partial sums
+	// sequentially within a run.
+	const run = 512
+	parallelFor((n+run-1)/run, workers, 1, func(lo, hi int) {
+		var sum [run]float64
+		for c := lo; c < hi; c++ {
+			j0, j1 := c*run, min((c+1)*run, n)
+			s := sum[:j1-j0]
+			clear(s)
+			for blk := range nb {
+				for j, v := range parts[blk*n+j0 : blk*n+j1] {
+					s[j] += v
+				}
+			}
+			for j, v := range s {
+				dst[j0+j] = T(v)
+			}
 		}
-	}
-	for j, v := range sum {
-		dst[j] = T(v)
-	}
+	})
 }
