@@ -134,20 +134,28 @@ func TestVecMatchesScalar(t *testing.T) {
 		for _, c := range vecCases() {
 			c.v.vec(&got[0], &xs[0], len(xs))
 			bad := 0
-			for i, x := range xs {
-				want := c.v.f32(x)
-				if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
-					if bad < 5 {
-						t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-					}
-					bad++
-				}
-			}
+			c.compareBits(t, xs, got, &bad)
 			if bad > 0 {
 				t.Errorf("%s: %d of %d inputs differ", c.name, bad, len(xs))
 			}
 		}
 	})
+}
+
+// compareBits counts in bad the inputs xs whose vector results got are
+// not the Go reference's bits (any NaN matches any NaN), reporting the
+// first five.
+func (c vecCase) compareBits(t *testing.T, xs, got []float32, bad *int) {
+	t.Helper()
+	for i, x := range xs {
+		want := c.v.f32(x)
+		if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+			if *bad < 5 {
+				t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+			}
+			*bad++
+		}
+	}
 }
 
 // TestVecMatchesScalarEveryFloat32 is TestVecMatchesScalar over every
@@ -173,15 +181,7 @@ func TestVecMatchesScalarEveryFloat32(t *testing.T) {
 						xs[i] = math.Float32frombits(uint32(b) + uint32(i))
 					}
 					c.v.vec(&got[0], &xs[0], chunk)
-					for i, x := range xs {
-						want := c.v.f32(x)
-						if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
-							if bad < 5 {
-								t.Errorf("%s(%g = %#08x): assembly %g (%#08x), Go %g (%#08x)", c.name, x, math.Float32bits(x), got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
-							}
-							bad++
-						}
-					}
+					c.compareBits(t, xs, got, &bad)
 				}
 				if bad > 0 {
 					t.Errorf("%s: %d float32 inputs differ", c.name, bad)
