@@ -176,9 +176,9 @@ reduce:
 //
 // Where useAVX512Math is set, sixteen values a step first (ZPROLOGUE's
 // scheme, vmath_amd64.h; EXPFZNP, since src[i] - m is at most 0 or NaN
-// for softmax's m, the row's maximum): Z14 holds acc[0..7]; of the sixteen values,
-// 0-7 are widened and added to it, then 8-15, which is acc[i%8] +=
-// float64(dst[i]) in the Go loop's order. The AVX2 loop does the last
+// for softmax's m, the row's maximum): Z14 holds acc[0..7]; of the
+// sixteen values, 0-7 are widened and added to it, then 8-15, which is
+// acc[i%8] += float64(dst[i]) in the Go loop's order. The AVX2 loop does the last
 // eight when n is not a multiple of 16, with Y14, Y15 the halves of Z14.
 TEXT ·expSubVec(SB), NOSPLIT, $0-40
 	MOVQ          dst+0(FP), DI

@@ -51,10 +51,7 @@ done: \
 #define ZPROLOGUE(z) \
 	CMPB ·useAVX512Math(SB), $0; \
 	JEQ  ymm; \
-	SHRQ $4, CX; \
-	JZ   ztail; \
-zloop: \
-	VMOVUPS (SI), z
+	ZLOOPHEAD(z)
 
 // ZPROLOGUEEXP(z) is ZPROLOGUE for a body that computes exponentials
 // (EXPFZ): it loads their constants (EXPZCONSTS) before the loop.
@@ -62,6 +59,11 @@ zloop: \
 	CMPB ·useAVX512Math(SB), $0; \
 	JEQ  ymm; \
 	EXPZCONSTS; \
+	ZLOOPHEAD(z)
+
+// ZLOOPHEAD(z) is the two prologues' start of the loop: CX = n/16 blocks
+// (none: on to ztail), zloop loading the next sixteen of src into z.
+#define ZLOOPHEAD(z) \
 	SHRQ $4, CX; \
 	JZ   ztail; \
 zloop: \
