@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,16 +57,26 @@ func SetObserver(o Observer) (previous Observer) {
 	return old.o
 }
 
-func observeAlloc(s *Storage) {
-	if b := observer.Load(); b != nil {
-		b.o.Allocated(s)
-	}
-}
+// observedMemory holds, while an observer is installed, each storage's
+// allocation or free together with the observer's call about it, so that
+// the observer sees them in the order the allocator applied them. Without
+// it a free on the collector's cleanup goroutine could land between
+// another goroutine's allocation and its report, and an observer that
+// reads the allocator's totals at each event (gpukit/profiler's
+// timeline) would see them disagree with its own running sum.
+var observedMemory sync.Mutex
 
-func observeFree(s *Storage) {
-	if b := observer.Load(); b != nil {
-		b.o.Freed(s)
+// freeObserved frees the memory of s and reports it to the observer.
+func freeObserved(s *Storage) {
+	b := observer.Load()
+	if b == nil {
+		s.core.free()
+		return
 	}
+	observedMemory.Lock()
+	defer observedMemory.Unlock()
+	s.core.free()
+	b.o.Freed(s)
 }
 
 // launchObserved launches k for the op that wrote t and reports it, with

@@ -91,13 +91,22 @@ type Storage struct {
 	refs int
 }
 
+// newStorage allocates nbytes of mem and reports the storage to the
+// observer (under observedMemory while one is installed).
 func newStorage(mem memory, nbytes int64) (*Storage, error) {
+	b := observer.Load()
+	if b != nil {
+		observedMemory.Lock()
+		defer observedMemory.Unlock()
+	}
 	h, addr, data, err := mem.alloc(nbytes)
 	if err != nil {
 		return nil, err
 	}
 	st := &Storage{core: storageCore{mem: mem, h: h}, nbytes: nbytes, addr: addr, data: data, version: new(versionCounter)}
-	observeAlloc(st)
+	if b != nil {
+		b.o.Allocated(st)
+	}
 	return st, nil
 }
 
@@ -124,8 +133,7 @@ func (s *Storage) drop() {
 		panic("tensor: internal error: storage reference count below zero")
 	}
 	if n == 0 {
-		s.core.free()
-		observeFree(s)
+		freeObserved(s)
 	}
 }
 
