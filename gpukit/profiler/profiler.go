@@ -227,22 +227,30 @@ func Record(name string) (end func()) {
 	if p == nil {
 		return func() {}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.flushPending()
-	now := p.now()
-	r := &Event{ID: len(p.events), Name: name, Kind: Range, Start: now, End: -1, memStart: len(p.mem)}
-	p.attach(r)
-	p.ranges = append(p.ranges, r)
-	p.lastAt, p.lastOp = now, nil
-	return func() {
+	// A range's boundaries are ordered with the memory events: a free on
+	// the collector's cleanup goroutine lands wholly before or wholly
+	// after, never with its report after a boundary it preceded.
+	var r *Event
+	tensor.OrderedWithMemory(func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if r.End >= 0 {
-			return
-		}
 		p.flushPending()
-		p.closeRange(r, p.now())
+		now := p.now()
+		r = &Event{ID: len(p.events), Name: name, Kind: Range, Start: now, End: -1, memStart: len(p.mem)}
+		p.attach(r)
+		p.ranges = append(p.ranges, r)
+		p.lastAt, p.lastOp = now, nil
+	})
+	return func() {
+		tensor.OrderedWithMemory(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if r.End >= 0 {
+				return
+			}
+			p.flushPending()
+			p.closeRange(r, p.now())
+		})
 	}
 }
 

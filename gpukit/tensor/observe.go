@@ -13,7 +13,8 @@ import (
 // the goroutine that did the work (frees may come from the collector's
 // cleanup goroutine) and must not call back into ops.
 //
-// While no observer is installed, each seam pays one atomic load.
+// While no observer is installed, a launch pays one atomic load and an
+// allocation or free a shared lock (see memorySeam).
 type Observer interface {
 	// Allocated is called after s got its memory (device or host).
 	Allocated(s *Storage)
@@ -45,6 +46,10 @@ var observer atomic.Pointer[observerBox]
 // replaced. One observer at a time: gpukit/profiler refuses nested
 // profiles before it gets here.
 func SetObserver(o Observer) (previous Observer) {
+	// Exclusive: an allocation or free that found no observer finishes
+	// before one is installed (see memorySeam).
+	memorySeam.Lock()
+	defer memorySeam.Unlock()
 	var old *observerBox
 	if o == nil {
 		old = observer.Swap(nil)
@@ -57,26 +62,65 @@ func SetObserver(o Observer) (previous Observer) {
 	return old.o
 }
 
-// observedMemory holds, while an observer is installed, each storage's
-// allocation or free together with the observer's call about it, so that
-// the observer sees them in the order the allocator applied them. Without
-// it a free on the collector's cleanup goroutine could land between
-// another goroutine's allocation and its report, and an observer that
-// reads the allocator's totals at each event (gpukit/profiler's
-// timeline) would see them disagree with its own running sum.
-var observedMemory sync.Mutex
+// memorySeam orders each storage's allocation or free against the
+// observer, so that an observer sees them in the order the allocator
+// applied them: an observer that reads the allocator's totals at each
+// event (gpukit/profiler's timeline) must find them equal to its own
+// running sum.
+//
+//   - With no observer, allocations and frees share it (RLock): they run
+//     in parallel, and SetObserver (which takes it exclusively) waits for
+//     those under way. Otherwise one that found no observer could land
+//     after the new observer's first event, unreported.
+//   - With an observer, each holds it exclusively together with the
+//     observer's call about it. Otherwise a free on the collector's
+//     cleanup goroutine could land between another goroutine's
+//     allocation and its report.
+var memorySeam sync.RWMutex
+
+// OrderedWithMemory calls fn while no storage is being allocated or freed,
+// so that what fn notes for an observer (gpukit/profiler's range
+// boundaries) falls between the memory events the observer has seen, in
+// the allocator's order. fn must not allocate, free or launch.
+func OrderedWithMemory(fn func()) {
+	memorySeam.Lock()
+	defer memorySeam.Unlock()
+	fn()
+}
+
+// lockMemory takes memorySeam for one allocation or free and returns the
+// observer to report it to (nil: none). unlockMemory(b) releases it.
+func lockMemory() *observerBox {
+	for {
+		memorySeam.RLock()
+		if observer.Load() == nil {
+			return nil
+		}
+		memorySeam.RUnlock()
+		memorySeam.Lock()
+		if b := observer.Load(); b != nil {
+			return b
+		}
+		memorySeam.Unlock() // removed while we waited: back to the shared side
+	}
+}
+
+func unlockMemory(b *observerBox) {
+	if b == nil {
+		memorySeam.RUnlock()
+	} else {
+		memorySeam.Unlock()
+	}
+}
 
 // freeObserved frees the memory of s and reports it to the observer.
 func freeObserved(s *Storage) {
-	b := observer.Load()
-	if b == nil {
-		s.core.free()
-		return
-	}
-	observedMemory.Lock()
-	defer observedMemory.Unlock()
+	b := lockMemory()
+	defer unlockMemory(b)
 	s.core.free()
-	b.o.Freed(s)
+	if b != nil {
+		b.o.Freed(s)
+	}
 }
 
 // launchObserved launches k for the op that wrote t and reports it, with
@@ -90,5 +134,9 @@ func launchObserved(b *observerBox, t *Tensor, k kernelCost, inputs []*Tensor) {
 	} else {
 		t.st.core.mem.launch(k)
 	}
+	// Exclusive, as for memory: the observer may read the allocator's
+	// totals here (the first event it sees on a device).
+	memorySeam.Lock()
+	defer memorySeam.Unlock()
 	b.o.Launched(l)
 }

@@ -92,13 +92,10 @@ type Storage struct {
 }
 
 // newStorage allocates nbytes of mem and reports the storage to the
-// observer (under observedMemory while one is installed).
+// observer (see memorySeam).
 func newStorage(mem memory, nbytes int64) (*Storage, error) {
-	b := observer.Load()
-	if b != nil {
-		observedMemory.Lock()
-		defer observedMemory.Unlock()
-	}
+	b := lockMemory()
+	defer unlockMemory(b)
 	h, addr, data, err := mem.alloc(nbytes)
 	if err != nil {
 		return nil, err
