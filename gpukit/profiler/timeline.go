@@ -92,7 +92,9 @@ func (p *Profile) backwardStartsWithin(r *storageRec) bool {
 
 // TimelinePoint is the device memory right after one memory event (the
 // first point: at Start), by category. The categories add up to
-// Allocated, the allocator's allocated bytes at that moment.
+// Allocated, the allocator's allocated bytes at that moment: what no
+// storage of the profile accounts for (a block taken with Device.Malloc)
+// counts as Unknown.
 type TimelinePoint struct {
 	Time       time.Duration
 	Bytes      [NumCategories]int64
@@ -130,7 +132,16 @@ func (p *Profile) Timeline(d *device.Device) ([]TimelinePoint, error) {
 			continue
 		}
 		cur[p.category(m.storage)] += m.Bytes
-		points = append(points, TimelinePoint{Time: m.Time, Bytes: cur, Allocated: m.TotalAllocated, Reserved: m.TotalReserved, eventIndex: i})
+		pt := TimelinePoint{Time: m.Time, Bytes: cur, Allocated: m.TotalAllocated, Reserved: m.TotalReserved, eventIndex: i}
+		// What the allocator holds beyond the storages the profile saw
+		// (blocks taken with Device.Malloc, no tensor around them) is
+		// memory of no known category.
+		var seen int64
+		for _, b := range pt.Bytes {
+			seen += b
+		}
+		pt.Bytes[Unknown] += pt.Allocated - seen
+		points = append(points, pt)
 	}
 	if len(points) > 1 {
 		points[0].Reserved = points[1].Reserved
