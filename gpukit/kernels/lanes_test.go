@@ -65,6 +65,38 @@ func TestLayerNormLaneSumsMatchGo(t *testing.T) {
 	})
 }
 
+// TestSoftmaxLaneSumsMatchGo is the same check for softmax's sum of
+// exponentials: expSubVec, and expSubPairVec (two rows at once, AVX-512)
+// where the CPU has it, against their Go loop.
+func TestSoftmaxLaneSumsMatchGo(t *testing.T) {
+	forEachVecPath(t, func(t *testing.T) {
+		for _, n := range []int{8, 16, 24, 32, 40, 64, 72, 200, 1024} {
+			r := rand.New(rand.NewPCG(4, uint64(n)))
+			s1, s2 := randRows(r, 1, n, 3), randRows(r, 1, n, 3)
+			const m1, m2 = 2.5, -1
+			var start [8]float64
+			for i := range start {
+				start[i] = r.Float64()
+			}
+			want1, want2 := start, start
+			for i := range n {
+				want1[i%8] += float64(exp32(s1[i] - m1))
+				want2[i%8] += float64(exp32(s2[i] - m2))
+			}
+			d1, d2 := make([]float32, n), make([]float32, n)
+			got1 := start
+			expSubVec(&d1[0], &s1[0], n, m1, &got1)
+			equalBits(t, "expSubVec", n, got1[:], want1[:])
+			if n%16 == 0 && pairRows() {
+				got1, got2 := start, start
+				expSubPairVec(&d1[0], &s1[0], &d2[0], &s2[0], n, m1, m2, &got1, &got2)
+				equalBits(t, "expSubPairVec row 1", n, got1[:], want1[:])
+				equalBits(t, "expSubPairVec row 2", n, got2[:], want2[:])
+			}
+		}
+	})
+}
+
 func equalBits(t *testing.T, what string, n int, got, want []float64) {
 	t.Helper()
 	for i := range want {
