@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,34 +15,37 @@ import (
 // from an earlier call: a value added to the wrong lane, or lanes
 // swapped, rarely changes a float32 result, and TestRowsMatchScalar
 // (which compares those) let such changes pass; these sums change.
-// Lengths are multiples of eight, as the callers pass: sixteens (the
-// AVX-512 loop) with and without a last eight.
+// Lengths are multiples of eight, as the callers pass: every remainder
+// after the 32 a step of sumVec and sqDevVec (0, 8, 16, 24) and after the
+// sixteen of lnBwdSumsVec's AVX-512 loop (0, 8).
 func TestLayerNormLaneSumsMatchGo(t *testing.T) {
 	forEachVecPath(t, func(t *testing.T) {
-		for _, n := range []int{8, 16, 24, 32, 40, 56, 64, 72, 200, 1024} {
+		for _, n := range []int{8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 200, 1024} {
 			r := rand.New(rand.NewPCG(3, uint64(n)))
 			x, g, w := randRows(r, 1, n, 3), randRows(r, 1, n, 1), randRows(r, 1, n, 1)
-			var start [8]float64
-			for i := range start {
-				start[i] = r.NormFloat64() // accumulators carried in from an earlier call
+			var stats [32]float64
+			for i := range stats {
+				stats[i] = r.NormFloat64() // accumulators carried in from an earlier call
 			}
 			const mu, rs = 0.25, 1.5
 
-			got, want := start, start
+			got, want := stats, stats
 			sumVec(&x[0], n, &got)
 			for i, v := range x {
-				want[i%8] += float64(v)
+				want[i%32] += float64(v)
 			}
 			equalBits(t, "sumVec", n, got[:], want[:])
 
-			got, want = start, start
+			got, want = stats, stats
 			sqDevVec(&x[0], n, mu, &got)
 			for i, v := range x {
 				d := float64(v) - mu
-				want[i%8] += d * d
+				want[i%32] += d * d
 			}
 			equalBits(t, "sqDevVec", n, got[:], want[:])
 
+			var start [8]float64
+			copy(start[:], stats[:])
 			sg, sgx, wantSg, wantSgx := start, start, start, start
 			pw, pb := make([]float64, n), make([]float64, n)
 			for i := range pw {
@@ -104,4 +108,85 @@ func equalBits(t *testing.T, what string, n int, got, want []float64) {
 			t.Fatalf("%s, n=%d: [%d] is %v, the Go loop's %v", what, n, i, got[i], want[i])
 		}
 	}
+}
+
+// TestLayerNormLanesAccuracy: LayerNorm's row statistics in 32 float64
+// lanes (lanes32) are no less accurate than in the eight they replaced
+// (lanes8), against the exact sums (math/big), over rows of the lengths
+// models use, with means at zero and far from it (where the mean is large
+// against the spread, the squared deviations carry the most digits).
+func TestLayerNormLanesAccuracy(t *testing.T) {
+	var err8, err32 [2]float64 // summed relative errors of Σx and Σ(x-μ)²
+	rows, moved := 0, 0        // rows; rows whose float32 mean or rstd differ
+	stats := func(lanes func([]float64) float64, sum, sq []float64) (float32, float32) {
+		n := float64(len(sum))
+		return float32(lanes(sum) / n), float32(1 / math.Sqrt(lanes(sq)/n+1e-5))
+	}
+	for _, n := range []int{64, 768, 1024, 4096} {
+		for _, offset := range []float32{0, 10, 1000} {
+			r := rand.New(rand.NewPCG(9, uint64(n)+uint64(offset)))
+			for range 40 {
+				rows++
+				x := randRows(r, 1, n, 1)
+				for i := range x {
+					x[i] += offset
+				}
+				sum, sq := make([]float64, n), make([]float64, n)
+				for i, v := range x {
+					sum[i] = float64(v)
+				}
+				mu := exactSum(sum) / float64(n)
+				for i, v := range x {
+					d := float64(v) - mu
+					sq[i] = d * d
+				}
+				m8, r8 := stats(laneSum8, sum, sq)
+				m32, r32 := stats(laneSum32, sum, sq)
+				if m8 != m32 || r8 != r32 {
+					moved++
+				}
+				for k, v := range [][]float64{sum, sq} {
+					exact := exactSum(v)
+					err8[k] += math.Abs(laneSum8(v)-exact) / math.Abs(exact)
+					err32[k] += math.Abs(laneSum32(v)-exact) / math.Abs(exact)
+				}
+			}
+		}
+	}
+	for k, name := range []string{"Σx", "Σ(x-μ)²"} {
+		t.Logf("%s: mean relative error over %d rows: 8 lanes %.3g, 32 lanes %.3g", name, rows, err8[k]/float64(rows), err32[k]/float64(rows))
+		if err32[k] > err8[k] {
+			t.Errorf("%s: 32 lanes are less accurate than eight: mean relative error %.3g > %.3g", name, err32[k]/float64(rows), err8[k]/float64(rows))
+		}
+	}
+	t.Logf("rows whose float32 mean or rstd differ between the orders: %d of %d", moved, rows)
+}
+
+// laneSum8 and laneSum32 are Σv the way the kernels add: lane i%8 (i%32),
+// then the lanes in lanes8's (lanes32's) tree.
+func laneSum8(v []float64) float64 {
+	var a [8]float64
+	for i, x := range v {
+		a[i%8] += x
+	}
+	return lanes8(&a)
+}
+
+func laneSum32(v []float64) float64 {
+	var a [32]float64
+	for i, x := range v {
+		a[i%32] += x
+	}
+	return lanes32(&a)
+}
+
+// exactSum is Σv rounded once to float64 (a sum of a few thousand
+// float64 fits in 4,096 bits).
+func exactSum(v []float64) float64 {
+	s := new(big.Float).SetPrec(4096)
+	for _, x := range v {
+		s.Add(s, new(big.Float).SetPrec(4096).SetFloat64(x))
+	}
+	f, _ := s.Float64()
+	return f
 }

@@ -38,6 +38,20 @@ func lanes8(a *[8]float64) float64 {
 	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))
 }
 
+// lanes32 sums LayerNorm's 32 row-statistic lanes in a fixed tree: lane
+// i with lane i+16, then i with i+8, then as lanes8.
+func lanes32(a *[32]float64) float64 {
+	var h [16]float64
+	for i := range h {
+		h[i] = a[i] + a[i+16]
+	}
+	var q [8]float64
+	for i := range q {
+		q[i] = h[i] + h[i+8]
+	}
+	return lanes8(&q)
+}
+
 // SoftmaxRows writes softmax(src row) (log-softmax when log) into each row
 // of dst: with m the row's maximum and s = Σ e^(x-m) (summed in float64),
 // softmax is e^(x-m)·(1/s) and log-softmax (x-m) - log s, as PyTorch's
@@ -211,23 +225,32 @@ func LayerNormRows[T Float](y, mean, rstd, x, w, b []T, rows, n int, eps float64
 	})
 }
 
-// rowSum is Σ s in float64, lane i%8 by lane.
+// rowSum is Σ s in float64, lane i%32 by lane (lanes32).
+//
+// LayerNorm's two statistics keep 32 lanes where softmax keeps eight:
+// with eight, the assembly's accumulators each took an add every eight
+// values, each add waiting on the one before (about four cycles), and
+// that chain, with the widening of every value to float64, set the pace
+// of the two passes over a row in the cache. With 32, four AVX-512
+// accumulators (eight AVX2, sixteen NEON) each take an add every 32
+// values. Each lane sums a quarter as many values, so the sums are no
+// less accurate (TestLayerNormLanesAccuracy).
 func rowSum[T Float](s []T) float64 {
-	var acc [8]float64
+	var acc [32]float64
 	i := 0
 	if s32, ok := any(s).([]float32); ok && useVecMath && len(s) >= 8 {
 		i = len(s) &^ 7
 		sumVec(&s32[0], i, &acc)
 	}
 	for ; i < len(s); i++ {
-		acc[i%8] += float64(s[i])
+		acc[i%32] += float64(s[i])
 	}
-	return lanes8(&acc)
+	return lanes32(&acc)
 }
 
-// rowSqDev is Σ (s-mu)² in float64.
+// rowSqDev is Σ (s-mu)² in float64, lane i%32 by lane (lanes32).
 func rowSqDev[T Float](s []T, mu float64) float64 {
-	var acc [8]float64
+	var acc [32]float64
 	i := 0
 	if s32, ok := any(s).([]float32); ok && useVecMath && len(s) >= 8 {
 		i = len(s) &^ 7
@@ -235,9 +258,9 @@ func rowSqDev[T Float](s []T, mu float64) float64 {
 	}
 	for ; i < len(s); i++ {
 		d := float64(s[i]) - mu
-		acc[i%8] += float64(d * d)
+		acc[i%32] += float64(d * d)
 	}
-	return lanes8(&acc)
+	return lanes32(&acc)
 }
 
 // normRow writes y = (x-mu)·rs·w + b (the last two optional), with one

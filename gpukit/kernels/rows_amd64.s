@@ -5,7 +5,8 @@
 
 // Row helpers of rows.go (AVX2; maxVec, expSubVec, scaleVec and
 // subSubVec also AVX-512, and expSubPairVec AVX-512 only), declared in rows_amd64.go with the Go loop each equals; n is a multiple of 8 (≥ 8). Float64 lane sums keep
-// lane i%8 of the row in acc[i%8], as the Go loops do.
+// lane i%8 of the row in acc[i%8], as the Go loops do; LayerNorm's row
+// statistics (sumVec and sqDevVec, also AVX-512) lane i%32 in acc[i%32].
 //
 // The first pass over a row, the one that reads it from memory (maxVec,
 // sumVec, lnBwdSumsVec), prefetches 2 KiB ahead: rows lie one after the
@@ -30,22 +31,6 @@ done: \
 	VMOVUPD Y15, 32(AX); \
 	VZEROUPPER; \
 	RET
-
-// ACCLOOP(TERMS) is the loop of sumVec and sqDevVec, acc[i%8] +=
-// term(s[i]) over the n float32 at SI (n in CX), eight an iteration:
-// TERMS sets Y0 and Y1 to the float64 terms of the eight at (SI) (SUM_TERMS:
-// the values, SQDEV_TERMS: their squared deviations).
-#define ACCLOOP(TERMS) \
-	SHRQ   $3, CX; \
-	JZ     done; \
-loop: \
-	TERMS; \
-	VADDPD Y0, Y14, Y14; \
-	VADDPD Y1, Y15, Y15; \
-	ADDQ   $32, SI; \
-	DECQ   CX; \
-	JNZ    loop; \
-	ACCRET
 
 // WIDEN_ADD(x, y, lo, hi) is acc[i%8] += float64(v[i]) for the eight
 // float32 of y (x, its low half): lanes 0-3 widened and added to lo, 4-7
@@ -397,36 +382,149 @@ done:
 	VZEROUPPER
 	RET
 
-// SUM_TERMS: s[i] itself, widened; the pass reads the row from memory,
-// so it prefetches 2 KiB ahead (above).
-#define SUM_TERMS \
-	PREFETCHT0 2048(SI); \
-	VCVTPS2PD  (SI), Y0; \
-	VCVTPS2PD  16(SI), Y1
+// LayerNorm's row statistics, acc[i%32] += term(s[i]) (sumVec: the
+// values; sqDevVec: their squared deviations from mu), 32 values a step:
+// AVX-512 holds the 32 lanes in Z12-Z15 (eight each), AVX2 in Y8-Y15
+// (four each), so that each accumulator takes one add per 32 values.
+// TZ(off, t, acc) and TY(off, t, acc) add the terms of the eight (four)
+// float32 at off(SI), widened into t, to acc. STATS(TZ, TY, PF) is the
+// whole function after AX = acc, SI = s, CX = n, R11 = n: n mod 32 (8,
+// 16 or 24) goes to the first lanes after the loop. PF prefetches, in
+// the pass that reads the row from memory.
 
-// func sumVec(s *float32, n int, acc *[8]float64)
+#define SUM_Z(off, t, acc) \
+	VCVTPS2PD off(SI), t; \
+	VADDPD    t, acc, acc
+
+#define SUM_Y(off, t, acc) \
+	VCVTPS2PD off(SI), t; \
+	VADDPD    t, acc, acc
+
+// mu in Z6 (Y6); the square is rounded before the add, as float64(d*d).
+#define SQDEV_Z(off, t, acc) \
+	VCVTPS2PD off(SI), t; \
+	VSUBPD    Z6, t, t; \
+	VMULPD    t, t, t; \
+	VADDPD    t, acc, acc
+
+#define SQDEV_Y(off, t, acc) \
+	VCVTPS2PD off(SI), t; \
+	VSUBPD    Y6, t, t; \
+	VMULPD    t, t, t; \
+	VADDPD    t, acc, acc
+
+#define PF_AHEAD \
+	PREFETCHT0 2048(SI); \
+	PREFETCHT0 2112(SI)
+
+#define PF_NONE
+
+#define STATS(TZ, TY, PF) \
+	SHRQ    $5, CX; \
+	CMPB    ·useAVX512Math(SB), $0; \
+	JEQ     ymm; \
+	VMOVUPD (AX), Z12; \
+	VMOVUPD 64(AX), Z13; \
+	VMOVUPD 128(AX), Z14; \
+	VMOVUPD 192(AX), Z15; \
+	TESTQ   CX, CX; \
+	JZ      zrest; \
+zloop: \
+	PF; \
+	TZ(0, Z0, Z12); \
+	TZ(32, Z1, Z13); \
+	TZ(64, Z2, Z14); \
+	TZ(96, Z3, Z15); \
+	ADDQ    $128, SI; \
+	DECQ    CX; \
+	JNZ     zloop; \
+zrest: \
+	ANDQ    $24, R11; \
+	JZ      zdone; \
+	TZ(0, Z0, Z12); \
+	CMPQ    R11, $8; \
+	JEQ     zdone; \
+	TZ(32, Z1, Z13); \
+	CMPQ    R11, $16; \
+	JEQ     zdone; \
+	TZ(64, Z2, Z14); \
+zdone: \
+	VMOVUPD Z12, (AX); \
+	VMOVUPD Z13, 64(AX); \
+	VMOVUPD Z14, 128(AX); \
+	VMOVUPD Z15, 192(AX); \
+	VZEROUPPER; \
+	RET; \
+ymm: \
+	VMOVUPD (AX), Y8; \
+	VMOVUPD 32(AX), Y9; \
+	VMOVUPD 64(AX), Y10; \
+	VMOVUPD 96(AX), Y11; \
+	VMOVUPD 128(AX), Y12; \
+	VMOVUPD 160(AX), Y13; \
+	VMOVUPD 192(AX), Y14; \
+	VMOVUPD 224(AX), Y15; \
+	TESTQ   CX, CX; \
+	JZ      yrest; \
+yloop: \
+	PF; \
+	TY(0, Y0, Y8); \
+	TY(16, Y1, Y9); \
+	TY(32, Y2, Y10); \
+	TY(48, Y3, Y11); \
+	TY(64, Y0, Y12); \
+	TY(80, Y1, Y13); \
+	TY(96, Y2, Y14); \
+	TY(112, Y3, Y15); \
+	ADDQ    $128, SI; \
+	DECQ    CX; \
+	JNZ     yloop; \
+yrest: \
+	ANDQ    $24, R11; \
+	JZ      ydone; \
+	TY(0, Y0, Y8); \
+	TY(16, Y1, Y9); \
+	CMPQ    R11, $8; \
+	JEQ     ydone; \
+	TY(32, Y2, Y10); \
+	TY(48, Y3, Y11); \
+	CMPQ    R11, $16; \
+	JEQ     ydone; \
+	TY(64, Y0, Y12); \
+	TY(80, Y1, Y13); \
+ydone: \
+	VMOVUPD Y8, (AX); \
+	VMOVUPD Y9, 32(AX); \
+	VMOVUPD Y10, 64(AX); \
+	VMOVUPD Y11, 96(AX); \
+	VMOVUPD Y12, 128(AX); \
+	VMOVUPD Y13, 160(AX); \
+	VMOVUPD Y14, 192(AX); \
+	VMOVUPD Y15, 224(AX); \
+	VZEROUPPER; \
+	RET
+
+// func sumVec(s *float32, n int, acc *[32]float64)
 TEXT ·sumVec(SB), NOSPLIT, $0-24
 	MOVQ s+0(FP), SI
 	MOVQ n+8(FP), CX
-	ACC(acc+16(FP))
-	ACCLOOP(SUM_TERMS)
+	MOVQ CX, R11
+	MOVQ acc+16(FP), AX
+	STATS(SUM_Z, SUM_Y, PF_AHEAD)
 
-// SQDEV_TERMS: (s[i] - mu)², mu in Y6.
-#define SQDEV_TERMS \
-	VCVTPS2PD (SI), Y0; \
-	VCVTPS2PD 16(SI), Y1; \
-	VSUBPD    Y6, Y0, Y0; \
-	VSUBPD    Y6, Y1, Y1; \
-	VMULPD    Y0, Y0, Y0; \
-	VMULPD    Y1, Y1, Y1
-
-// func sqDevVec(s *float32, n int, mu float64, acc *[8]float64)
+// func sqDevVec(s *float32, n int, mu float64, acc *[32]float64)
 TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVQ         s+0(FP), SI
 	MOVQ         n+8(FP), CX
+	MOVQ         CX, R11
+	MOVQ         acc+24(FP), AX
 	VBROADCASTSD mu+16(FP), Y6
-	ACC(acc+24(FP))
-	ACCLOOP(SQDEV_TERMS)
+	CMPB         ·useAVX512Math(SB), $0
+	JEQ          sqdev
+	VBROADCASTSD mu+16(FP), Z6
+
+sqdev:
+	STATS(SQDEV_Z, SQDEV_Y, PF_NONE)
 
 // NORMAFFINE(v, t, hi, lo, rs): one vector of y = fma(((x - hi) - lo)·rs,
 // w, b), x at SI, w at R8, b at R9, into DI; Y or Z registers alike.

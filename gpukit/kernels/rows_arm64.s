@@ -8,7 +8,8 @@
 // (≥ 8), two four-lane vectors an iteration. Float64 lane sums keep lane
 // i%8 of the row in acc[i%8] as the Go loops do: acc[0..1] in V8,
 // acc[2..3] in V9, acc[4..5] in V10, acc[6..7] in V11 (FCVTL widens
-// lanes 0-1 of a float32 vector, FCVTL2 lanes 2-3).
+// lanes 0-1 of a float32 vector, FCVTL2 lanes 2-3); LayerNorm's row
+// statistics (sumVec, sqDevVec) keep 32 lanes, in V8-V23 (STATS).
 
 // WIDEN_ADD(v, accLo, accHi): the four values of V v widened to float64
 // and added, lanes 0-1 to V accLo and lanes 2-3 to V accHi (V6 scratch).
@@ -29,20 +30,57 @@ done: \
 	VST1 [V8.D2, V9.D2, V10.D2, V11.D2], (R3); \
 	RET
 
-// ACCLOOP(OP) is the loop of sumVec and sqDevVec, acc[i%8] += term(s[i])
-// over the n float32 at R1 (n in R2), eight an iteration: OP(v, accLo,
-// accHi) adds the terms of the four values in Vv (WIDEN_ADD: the values,
-// SQDEV: their squared deviations).
-#define ACCLOOP(OP) \
-	LSR    $3, R2; \
-	CBZ    R2, done; \
+// STATS(OP) is the whole of sumVec and sqDevVec after R1 = s, R2 = n,
+// R3 = acc (a *[32]float64): acc[i%32] += term(s[i]), 32 values a step,
+// the lanes in V8-V23 (acc[2k..2k+1] in V(8+k)), so that each takes one
+// add per 32 values (rows.go's rowSum says why); n mod 32 (8, 16 or 24)
+// goes to the first lanes after the loop. OP(v, accLo, accHi) adds the
+// terms of the four values in Vv (WIDEN_ADD: the values, SQDEV: their
+// squared deviations). R4, R5 scratch.
+#define STATS(OP) \
+	MOVD   R3, R4; \
+	VLD1.P 64(R4), [V8.D2, V9.D2, V10.D2, V11.D2]; \
+	VLD1.P 64(R4), [V12.D2, V13.D2, V14.D2, V15.D2]; \
+	VLD1.P 64(R4), [V16.D2, V17.D2, V18.D2, V19.D2]; \
+	VLD1   (R4), [V20.D2, V21.D2, V22.D2, V23.D2]; \
+	LSR    $5, R2, R5; \
+	CBZ    R5, rest; \
 loop: \
+	VLD1.P 64(R1), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	VLD1.P 64(R1), [V24.S4, V25.S4, V26.S4, V27.S4]; \
+	OP(0, 8, 9); \
+	OP(1, 10, 11); \
+	OP(2, 12, 13); \
+	OP(3, 14, 15); \
+	OP(24, 16, 17); \
+	OP(25, 18, 19); \
+	OP(26, 20, 21); \
+	OP(27, 22, 23); \
+	SUBS   $1, R5; \
+	BNE    loop; \
+rest: \
+	AND    $24, R2; \
+	CBZ    R2, done; \
 	VLD1.P 32(R1), [V0.S4, V1.S4]; \
 	OP(0, 8, 9); \
 	OP(1, 10, 11); \
-	SUBS   $1, R2; \
-	BNE    loop; \
-	ACCRET
+	CMP    $8, R2; \
+	BEQ    done; \
+	VLD1.P 32(R1), [V0.S4, V1.S4]; \
+	OP(0, 12, 13); \
+	OP(1, 14, 15); \
+	CMP    $16, R2; \
+	BEQ    done; \
+	VLD1.P 32(R1), [V0.S4, V1.S4]; \
+	OP(0, 16, 17); \
+	OP(1, 18, 19); \
+done: \
+	MOVD   R3, R4; \
+	VST1.P [V8.D2, V9.D2, V10.D2, V11.D2], 64(R4); \
+	VST1.P [V12.D2, V13.D2, V14.D2, V15.D2], 64(R4); \
+	VST1.P [V16.D2, V17.D2, V18.D2, V19.D2], 64(R4); \
+	VST1   [V20.D2, V21.D2, V22.D2, V23.D2], (R4); \
+	RET
 
 // ARG4S(arg, v): v = four copies of the float32 argument arg (R5
 // scratch).
@@ -143,12 +181,12 @@ loop:
 done:
 	RET
 
-// func sumVec(s *float32, n int, acc *[8]float64)
+// func sumVec(s *float32, n int, acc *[32]float64)
 TEXT ·sumVec(SB), NOSPLIT, $0-24
 	MOVD   s+0(FP), R1
 	MOVD   n+8(FP), R2
-	ACC(acc+16(FP))
-	ACCLOOP(WIDEN_ADD)
+	MOVD   acc+16(FP), R3
+	STATS(WIDEN_ADD)
 
 // SQDEV(v, accLo, accHi): the squared deviations from mu (V7) of the
 // four values in v, added to two accumulators.
@@ -162,14 +200,14 @@ TEXT ·sumVec(SB), NOSPLIT, $0-24
 	FMUL2D(6, 6, 6); \
 	FADD2D(accHi, accHi, 6)
 
-// func sqDevVec(s *float32, n int, mu float64, acc *[8]float64)
+// func sqDevVec(s *float32, n int, mu float64, acc *[32]float64)
 TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVD   s+0(FP), R1
 	MOVD   n+8(FP), R2
 	FMOVD  mu+16(FP), F7
 	VDUP   V7.D[0], V7.D2
-	ACC(acc+24(FP))
-	ACCLOOP(SQDEV)
+	MOVD   acc+24(FP), R3
+	STATS(SQDEV)
 
 // func normAffineVec(y, x, w, b *float32, n int, hi, lo, rs float32)
 TEXT ·normAffineVec(SB), NOSPLIT, $0-52

@@ -45,17 +45,17 @@ func subSubVec(dst, src *float32, n int, m, c float32)
 
 // sumVec is
 //
-//	for i := range n { acc[i%8] += float64(s[i]) }
+//	for i := range n { acc[i%32] += float64(s[i]) }
 //
 //go:noescape
-func sumVec(s *float32, n int, acc *[8]float64)
+func sumVec(s *float32, n int, acc *[32]float64)
 
 // sqDevVec is
 //
-//	for i := range n { d := float64(s[i]) - mu; acc[i%8] += float64(d * d) }
+//	for i := range n { d := float64(s[i]) - mu; acc[i%32] += float64(d * d) }
 //
 //go:noescape
-func sqDevVec(s *float32, n int, mu float64, acc *[8]float64)
+func sqDevVec(s *float32, n int, mu float64, acc *[32]float64)
 
 // normAffineVec is
 //

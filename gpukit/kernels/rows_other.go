@@ -10,7 +10,8 @@ import (
 // The row helpers of rows.go where the build has no assembly for them:
 // each is the Go loop its assembly (rows_amd64.s, rows_arm64.s) equals,
 // under the same name, over n elements, n a multiple of 8. Lane sums keep
-// element i in acc[i%8], as rows.go's loops do.
+// element i in acc[i%8] (acc[i%32] for LayerNorm's statistics), as
+// rows.go's loops do.
 
 // maxVec is
 //
@@ -64,46 +65,27 @@ func subSubVec(dst, src *float32, n int, m, c float32) {
 
 // sumVec is
 //
-//	for i := range n { acc[i%8] += float64(s[i]) }
-func sumVec(s *float32, n int, acc *[8]float64) {
-	a0, a1, a2, a3, a4, a5, a6, a7 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
-	x := unsafe.Slice(s, n)
-	for i := 0; i < n; i += 8 {
-		x8 := x[i : i+8 : i+8]
-		a0 += float64(x8[0])
-		a1 += float64(x8[1])
-		a2 += float64(x8[2])
-		a3 += float64(x8[3])
-		a4 += float64(x8[4])
-		a5 += float64(x8[5])
-		a6 += float64(x8[6])
-		a7 += float64(x8[7])
+//	for i := range n { acc[i%32] += float64(s[i]) }
+func sumVec(s *float32, n int, acc *[32]float64) {
+	a := *acc
+	for i, v := range unsafe.Slice(s, n) {
+		a[i%32] += float64(v)
 	}
-	*acc = [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+	*acc = a
 }
 
 // sqDevVec is
 //
-//	for i := range n { d := float64(s[i]) - mu; acc[i%8] += d * d }
-func sqDevVec(s *float32, n int, mu float64, acc *[8]float64) {
-	a0, a1, a2, a3, a4, a5, a6, a7 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
-	x := unsafe.Slice(s, n)
+//	for i := range n { d := float64(s[i]) - mu; acc[i%32] += d * d }
+func sqDevVec(s *float32, n int, mu float64, acc *[32]float64) {
+	a := *acc
 	// float64(d*d): the square is rounded before it is added, as the
 	// assembly's separate multiply and add do.
-	for i := 0; i < n; i += 8 {
-		x8 := x[i : i+8 : i+8]
-		d0, d1, d2, d3 := float64(x8[0])-mu, float64(x8[1])-mu, float64(x8[2])-mu, float64(x8[3])-mu
-		d4, d5, d6, d7 := float64(x8[4])-mu, float64(x8[5])-mu, float64(x8[6])-mu, float64(x8[7])-mu
-		a0 += float64(d0 * d0)
-		a1 += float64(d1 * d1)
-		a2 += float64(d2 * d2)
-		a3 += float64(d3 * d3)
-		a4 += float64(d4 * d4)
-		a5 += float64(d5 * d5)
-		a6 += float64(d6 * d6)
-		a7 += float64(d7 * d7)
+	for i, v := range unsafe.Slice(s, n) {
+		d := float64(v) - mu
+		a[i%32] += float64(d * d)
 	}
-	*acc = [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+	*acc = a
 }
 
 // normAffineVec is
