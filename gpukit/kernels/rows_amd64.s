@@ -392,11 +392,8 @@ done:
 // 16 or 24) goes to the first lanes after the loop. PF prefetches, in
 // the pass that reads the row from memory.
 
-#define SUM_Z(off, t, acc) \
-	VCVTPS2PD off(SI), t; \
-	VADDPD    t, acc, acc
-
-#define SUM_Y(off, t, acc) \
+// Z or Y registers alike.
+#define SUM(off, t, acc) \
 	VCVTPS2PD off(SI), t; \
 	VADDPD    t, acc, acc
 
@@ -510,7 +507,7 @@ TEXT ·sumVec(SB), NOSPLIT, $0-24
 	MOVQ n+8(FP), CX
 	MOVQ CX, R11
 	MOVQ acc+16(FP), AX
-	STATS(SUM_Z, SUM_Y, PF_AHEAD)
+	STATS(SUM, SUM, PF_AHEAD)
 
 // func sqDevVec(s *float32, n int, mu float64, acc *[32]float64)
 TEXT ·sqDevVec(SB), NOSPLIT, $0-32

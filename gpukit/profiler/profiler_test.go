@@ -73,19 +73,25 @@ func newMLP(d *device.Device, n, in, hidden, out int) (m *mlp, x, y *tensor.Tens
 
 func (m *mlp) params() []*tensor.Tensor { return []*tensor.Tensor{m.w1, m.b1, m.w2, m.b2} }
 
+// forward returns the loss, every intermediate released.
+func (m *mlp) forward(x, y *tensor.Tensor) *tensor.Tensor {
+	h := x.Matmul(m.w1)
+	hb := h.Add(m.b1)
+	a := hb.Relu()
+	o := a.Matmul(m.w2)
+	ob := o.Add(m.b2)
+	loss := tensor.CrossEntropy(ob, y)
+	for _, t := range []*tensor.Tensor{h, hb, a, o, ob} {
+		t.Release()
+	}
+	return loss
+}
+
 func (m *mlp) step(x, y *tensor.Tensor) {
 	var loss *tensor.Tensor
 	func() {
 		defer profiler.Record(profiler.Forward)()
-		h := x.Matmul(m.w1)
-		hb := h.Add(m.b1)
-		a := hb.Relu()
-		o := a.Matmul(m.w2)
-		ob := o.Add(m.b2)
-		loss = tensor.CrossEntropy(ob, y)
-		for _, t := range []*tensor.Tensor{h, hb, a, o, ob} {
-			t.Release()
-		}
+		loss = m.forward(x, y)
 	}()
 	func() {
 		defer profiler.Record(profiler.Backward)()
@@ -199,17 +205,7 @@ func TestTrainingStepPeaksAndTimeline(t *testing.T) {
 		end()
 		allocatorPeaks[name] = d.MaxMemoryAllocated()
 	}
-	phase(profiler.Forward, func() {
-		h := x.Matmul(m.w1)
-		hb := h.Add(m.b1)
-		a := hb.Relu()
-		o := a.Matmul(m.w2)
-		ob := o.Add(m.b2)
-		loss = tensor.CrossEntropy(ob, y)
-		for _, t := range []*tensor.Tensor{h, hb, a, o, ob} {
-			t.Release()
-		}
-	})
+	phase(profiler.Forward, func() { loss = m.forward(x, y) })
 	phase(profiler.Backward, func() { loss.Backward(); loss.Release() })
 	phase(profiler.OptimizerStep, func() {
 		tensor.NoGrad(func() {
