@@ -15,8 +15,8 @@ import (
 // best-ns/step is the fastest single step, the figure to compare on a
 // shared machine (ns/op, the mean, moves with the neighbours' load).
 //
-// Off is the step with no profile running (each op pays one atomic load
-// at its seams); On runs the step inside a profile with shapes recorded.
+// Off is the step with no profile running (each launch pays one atomic
+// load at its seam, each allocation and free a shared lock); On runs the step inside a profile with shapes recorded.
 // Compare Off with the same step before the seams existed (git stash) for
 // the cost of the seams, and On with Off for the cost of profiling.
 

@@ -46,7 +46,10 @@
 // counts it in the first product's memory.
 //
 // One profile runs at a time; Start refuses a second. With no profile
-// running, each op pays one atomic load (see BenchmarkStepProfilerOff).
+// running, each kernel an op launches pays one atomic load, and each
+// allocation and free a shared lock, which orders them against a
+// profile's start (gpukit/tensor's memorySeam; see
+// BenchmarkStepProfilerOff).
 //
 // # Reports
 //
