@@ -258,9 +258,9 @@ func TestTrainingStepPeaksAndTimeline(t *testing.T) {
 }
 
 // TestTimelineCountsDirectMallocAsUnknown: memory taken from the
-// allocator without a tensor (Device.Malloc, as lesson 01 does) has no
-// category the profiler could know, and counts as Unknown, so that the
-// categories still add up to what the allocator holds.
+// allocator without a tensor (Device.Malloc, which lessons 00, 02 and 05
+// call) has no category the profiler could know, and counts as Unknown,
+// so that the categories still add up to what the allocator holds.
 func TestTimelineCountsDirectMallocAsUnknown(t *testing.T) {
 	d := newDev(t)
 	p := start(t, profiler.Options{})
