@@ -116,32 +116,31 @@ func (p *Profile) Timeline(d *device.Device) ([]TimelinePoint, error) {
 	if !ok {
 		return nil, fmt.Errorf("profiler: no op or memory event of the profile ran on %s", d.Name())
 	}
-	var cur [NumCategories]int64
-	known := int64(0)
-	for _, r := range p.recs {
-		if r.dev == d && r.preexisting {
-			cur[p.category(r)] += r.bytes
-			known += r.bytes
-		}
-	}
-	cur[Unknown] += base - known
-	first := TimelinePoint{Bytes: cur, Allocated: base, eventIndex: -1}
-	points := []TimelinePoint{first}
-	for i, m := range p.mem {
-		if m.Device != d {
-			continue
-		}
-		cur[p.category(m.storage)] += m.Bytes
-		pt := TimelinePoint{Time: m.Time, Bytes: cur, Allocated: m.TotalAllocated, Reserved: m.TotalReserved, eventIndex: i}
-		// What the allocator holds beyond the storages the profile saw
-		// (blocks taken with Device.Malloc, no tensor around them) is
-		// memory of no known category.
+	// cur holds the storages the profile saw, by category; at each point
+	// what the allocator holds beyond them (preexisting memory no op
+	// touched, blocks taken with Device.Malloc, no tensor around them)
+	// is memory of no known category.
+	point := func(pt TimelinePoint) TimelinePoint {
 		var seen int64
 		for _, b := range pt.Bytes {
 			seen += b
 		}
 		pt.Bytes[Unknown] += pt.Allocated - seen
-		points = append(points, pt)
+		return pt
+	}
+	var cur [NumCategories]int64
+	for _, r := range p.recs {
+		if r.dev == d && r.preexisting {
+			cur[p.category(r)] += r.bytes
+		}
+	}
+	points := []TimelinePoint{point(TimelinePoint{Bytes: cur, Allocated: base, eventIndex: -1})}
+	for i, m := range p.mem {
+		if m.Device != d {
+			continue
+		}
+		cur[p.category(m.storage)] += m.Bytes
+		points = append(points, point(TimelinePoint{Time: m.Time, Bytes: cur, Allocated: m.TotalAllocated, Reserved: m.TotalReserved, eventIndex: i}))
 	}
 	if len(points) > 1 {
 		points[0].Reserved = points[1].Reserved
