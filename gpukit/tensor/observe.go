@@ -83,6 +83,9 @@ var memorySeam sync.RWMutex
 // boundaries) falls between the memory events the observer has seen, in
 // the allocator's order. fn must not allocate, free or launch.
 func OrderedWithMemory(fn func()) {
+	if fn == nil {
+		panicf("OrderedWithMemory: nil function")
+	}
 	memorySeam.Lock()
 	defer memorySeam.Unlock()
 	fn()

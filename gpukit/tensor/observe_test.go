@@ -76,3 +76,20 @@ func TestObserverSeesAllocatorOrder(t *testing.T) {
 	defer l.mu.Unlock()
 	require.Zero(t, l.bad, "%d events saw the allocated bytes out of order with the allocator (first: %s)", l.bad, l.first)
 }
+
+// TestOrderedWithMemoryRefusesNil: a nil function is the package's own
+// error, and the seam is left unlocked (an allocation after it does not
+// hang).
+func TestOrderedWithMemoryRefusesNil(t *testing.T) {
+	func() {
+		defer func() {
+			r := recover()
+			require.NotNil(t, r, "no panic")
+			err, ok := r.(*tensor.Error)
+			require.True(t, ok, "panic %v is not a *tensor.Error", r)
+			require.Contains(t, err.Error(), "tensor: OrderedWithMemory: nil function")
+		}()
+		tensor.OrderedWithMemory(nil)
+	}()
+	tensor.Zeros([]int{4}, tensor.On(newDev(t))).Release()
+}
