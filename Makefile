@@ -71,10 +71,12 @@ lab-image-test:
 lab-trixie-test:
 	@bash scripts/lab-trixie-test.sh
 
-# The checks run in two lanes at once (scripts/test-lanes.sh): the Go tests
-# and fuzzing in one, the notebooks, the site, the grader and the cuda build
-# in the other; each lane needs about one and a half cores, and about as
-# much CPU time as the other.
+# The checks run in two lanes at once (scripts/test-lanes.sh): gpukit's and
+# the grader's tests, the other platforms' builds and the cuda build in
+# one; the notebooks and the site, the exercises' verification and fuzzing
+# in the other; the two keep both cores busy (the machine's busy and idle
+# time while they run is printed at the end), and take about as long as
+# each other.
 test: setup fmt vet nbcheck
 	@bash scripts/test-lanes.sh "$(MAKE)"
 
