@@ -121,6 +121,7 @@ unit-gpukit:
 	$(GOTEST) $$($(GO) list ./... | grep -v -e '/gpukit/' -e '/grader' -e '/exercises/')
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	@bash scripts/race-packages-test.sh
+	@bash scripts/test-lanes-test.sh
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 	/usr/bin/python3 scripts/prediction_check_test.py -q
 	/usr/bin/python3 scripts/notebook_same_test.py -q
