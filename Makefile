@@ -122,6 +122,7 @@ unit-gpukit:
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	@bash scripts/race-packages-test.sh
 	@bash scripts/test-lanes-test.sh
+	@bash scripts/fuzz-test.sh
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 	/usr/bin/python3 scripts/prediction_check_test.py -q
 	/usr/bin/python3 scripts/notebook_same_test.py -q
@@ -135,29 +136,13 @@ unit-gpukit:
 unit-grader:
 	GORACE=atexit_sleep_ms=0 $(GOTEST) -race -timeout 30m $$($(GO) list ./grader/... | grep -v /grader/hidden/)
 
-# Every fuzz target, briefly, one at a time (go test -fuzz takes one target).
-# The budget is a count of inputs, not a duration: Go 1.26's fuzzer can fail
-# with a spurious "context deadline exceeded" when a duration runs out
-# (go.dev/issue/75804, fixed in Go 1.27).
-# The targets are read from the source of the test files this build
-# compiles (go test -list would compile every package's tests once more
-# just to name them). One worker a target (FUZZPARALLEL; go test starts one
-# a CPU): each worker first runs the seed corpus for its coverage, and 300
-# inputs are over before a second pays that back: a target took 0.3-0.9 s
-# less CPU with one (FuzzGradScaler 1.4 → 1.0 s, alloc/snapshot's 2.1 →
-# 1.2 s); make fuzz, with two and one in turn, 82-97 and 60-98 s (the
-# machine's speed drifted).
+# Every fuzz target, briefly, one at a time (scripts/fuzz.sh): each
+# package's tests built once with the fuzzing instrumentation, each target
+# run from that binary for FUZZTIME inputs (a count: Go 1.26's fuzzer can
+# fail spuriously when a duration runs out, go.dev/issue/75804) with
+# FUZZPARALLEL workers.
 fuzz:
-	@$(GO) list -f '{{$$d := .Dir}}{{.ImportPath}}{{range .TestGoFiles}} {{$$d}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$$d}}/{{.}}{{end}}' ./... | \
-	{ log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
-	while read -r pkg files; do \
-		[ -n "$$files" ] || continue; \
-		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)([A-Za-z_][A-Za-z0-9_]* \*testing\.F).*/\1/p' $$files); do \
-			echo "fuzz: $$pkg $$target ($(FUZZTIME))"; \
-			$(GOTEST) -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) $$pkg >"$$log" 2>&1 </dev/null || \
-				{ cat "$$log"; exit 1; }; \
-		done; \
-	done; }
+	@GO=$(GO) GOBUILDFLAGS="$(GOBUILDFLAGS)" FUZZTIME=$(FUZZTIME) FUZZPARALLEL=$(FUZZPARALLEL) bash scripts/fuzz.sh
 
 # The cuda build needs CUDA headers (scripts/install-cuda-headers.sh); it is
 # compiled and vetted here (go vet type-checks every package's tests), and
