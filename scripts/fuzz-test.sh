@@ -6,7 +6,7 @@
 # the run, fails it and is named, with its failing input written where go
 # test -fuzz writes it.
 #
-#   bash scripts/fuzz-test.sh    (about 10 s)
+#   bash scripts/fuzz-test.sh    (about 2 s)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 failures=0
