@@ -35,6 +35,7 @@ case $cache in
 off | "") cache=$tmp/cache ;; # go test -fuzz needs one; this run's is enough
 esac
 log=$tmp/log
+bin=$tmp/fuzz.test # each package's in turn
 targets=0
 packages=0
 # One line a package: its import path, its folder and its test files,
@@ -45,8 +46,6 @@ while IFS=$'\t' read -r -a fields; do
 	pkg=${fields[0]} dir=${fields[1]}
 	names=$(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)([A-Za-z_][A-Za-z0-9_]* \*testing\.F).*/\1/p' "${fields[@]:2}")
 	[ -n "$names" ] || continue
-	bin=$tmp/fuzz.test
-	rm -f "$bin"
 	echo "fuzz: $pkg: building its tests with fuzzing instrumentation"
 	"$go" test "${buildflags[@]}" -c -fuzz . -o "$bin" "$pkg" >"$log" 2>&1 </dev/null || {
 		cat "$log"
