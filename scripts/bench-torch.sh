@@ -36,11 +36,13 @@
 # SIDES=gpukit,torch1 picks some. Without root or debootstrap the torch2
 # sides are left out, with a notice.
 #
-# It also measures the memory bandwidth, STREAM's copy and triad on
-# THREADS threads over 64 MiB arrays (benchtorch -stream), before and after
-# the cases; the best figure is the bandwidth the memory-bound ops are
-# compared with, as the bytes each must move (every input read once, every
-# output written once, per pass; bench_bytes below) per second.
+# It also measures the memory bandwidth, STREAM's copy, scale, add and
+# triad on THREADS threads over 64 MiB arrays (benchtorch -stream: scale
+# and add are gpukit's vector loops, copy is Go's memmove and triad a Go
+# loop), before and after the cases; the best figure is the bandwidth the
+# memory-bound ops are compared with, as the bytes each must move (every
+# input read once, every output written once, per pass; bench_bytes
+# below) per second.
 #
 # Prints two tables: the times, the ratio PyTorch 2.x warm heap's time /
 # gpukit's (above 1, gpukit is faster) and the fraction of the bandwidth;
@@ -189,7 +191,8 @@ for when in ("before", "after"):
         k, v = line.split()
         bw[k] = max(bw.get(k, 0), float(v))
 B = max(bw.values())
-print(f"memory bandwidth, {threads} threads, best of before and after: copy {bw['copy']/1e9:.1f} GB/s, triad {bw['triad']/1e9:.1f} GB/s; B = {B/1e9:.1f} GB/s")
+rates = ", ".join(f"{k} {v/1e9:.1f}" for k, v in bw.items())
+print(f"memory bandwidth, {threads} threads, best of before and after: {rates} GB/s; B = {B/1e9:.1f} GB/s")
 t = {}
 for line in open(f"{tmp}/times.tsv"):
     c, k, med, first, after_pause = line.split("\t")

@@ -18,8 +18,9 @@
 // alike. The "ready" line carries the seconds of that first, warm-up call
 // ("ready 0.0123"): it is the one that takes fresh device memory (sim
 // segments) for its outputs, as a lesson's first cell does.
-// With -stream, it measures the memory bandwidth instead, STREAM-style
-// (stream.go), and prints "copy" and "triad" lines of bytes per second.
+// With -stream, it measures the memory bandwidth instead, with STREAM's
+// four kernels (stream.go), and prints "copy", "scale", "add" and "triad"
+// lines of bytes per second.
 // Run it with GOMAXPROCS set to the thread count PyTorch gets.
 package main
 
@@ -44,10 +45,10 @@ func main() {
 	only := flag.String("only", "", "comma-separated case names to run (default: all)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
 	serve := flag.Bool("serve", false, "run the case named by -only once per line of standard input")
-	stream := flag.Bool("stream", false, "measure the memory bandwidth (copy, triad) on GOMAXPROCS threads and exit")
+	stream := flag.Bool("stream", false, "measure the memory bandwidth (STREAM's copy, scale, add, triad) on GOMAXPROCS threads and exit")
 	flag.Parse()
 	if *stream {
-		streamBandwidth(*reps)
+		check(streamBandwidth(os.Stdout, streamN, *reps))
 		return
 	}
 	if *cpuprofile != "" {

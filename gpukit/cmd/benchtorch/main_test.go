@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,4 +43,23 @@ func TestRestorablePutsBackTrainedParameters(t *testing.T) {
 	require.NotEqual(t, before, values())
 	reset()
 	require.Equal(t, before, values())
+}
+
+// TestStreamBandwidth checks that -stream measures STREAM's four kernels
+// in STREAM's order, each a positive rate, and that they computed what
+// STREAM's kernels compute (streamBandwidth checks the arrays after), on
+// a length with a tail past the vector loops'.
+func TestStreamBandwidth(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, streamBandwidth(&out, 4096+7, 1))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 4, out.String())
+	for i, name := range []string{"copy", "scale", "add", "triad"} {
+		fields := strings.Split(lines[i], "\t")
+		require.Len(t, fields, 2, lines[i])
+		require.Equal(t, name, fields[0])
+		rate, err := strconv.ParseFloat(fields[1], 64)
+		require.NoError(t, err)
+		require.Greater(t, rate, 0.0, lines[i])
+	}
 }
