@@ -42,9 +42,10 @@ const streamScalar = 3
 // back. Go's copy and the scalar triad were not, on this project's build
 // machine (AMD EPYC, Zen 5 class, 2 vCPUs, 2026-12-01): over ten rounds
 // of ten runs, copy gave 30-60 GB/s and the vector scale and add 70-93;
-// triad stays at 43-48 GB/s, its scalar loop's pace. With copy and triad
+// triad stays at 39-48 GB/s, its scalar loop's pace. With copy and triad
 // alone, the bandwidth of a run had been anywhere from 41 to 103 GB/s,
-// and below what the add op itself moved in the same run.
+// and in two runs below what the add op itself moved in the same run
+// (gpukit/kernels/README.md, runs 19 and 21).
 //
 // As STREAM does, it then checks the arrays hold what the kernels compute
 // (a = 1, b = 2, c = 0 at first: copy makes c 1, scale b 3, add c 4,
