@@ -37,15 +37,16 @@ const streamScalar = 3
 // write-allocate read not counted); the best of reps runs (at least 5) of
 // each is written to w, in bytes per second, one "NAME VALUE" line each.
 //
-// The best of the four is the bandwidth bench-torch compares the ops
-// with, so each kernel must be one that memory, not its arithmetic, holds
-// back. Go's copy and the scalar triad were not, on this project's build
-// machine (AMD EPYC, Zen 5 class, 2 vCPUs, 2026-12-01): over ten rounds
-// of ten runs, copy gave 30-60 GB/s and the vector scale and add 70-93;
-// triad stays at 39-48 GB/s, its scalar loop's pace. With copy and triad
-// alone, the bandwidth of a run had been anywhere from 41 to 103 GB/s,
-// and in two runs below what the add op itself moved in the same run
-// (gpukit/kernels/README.md, runs 19 and 21).
+// The best figure (of this and a second run, after the cases) is the
+// bandwidth bench-torch compares the ops with, so some kernel must move
+// bytes as fast as the memory allows. Go's copy and the scalar triad fell
+// short of that on this project's build machine (AMD EPYC, Zen 5 class,
+// 2 vCPUs, 2026-12-01): over ten rounds of ten runs, copy gave 30-60
+// GB/s and the vector scale and add 70-93; triad stays at 39-48 GB/s,
+// its scalar loop's pace. With copy and triad alone, the bandwidth of a
+// run had been anywhere from 41 to 103 GB/s, and in two runs below what
+// the add op itself moved in the same run (gpukit/kernels/README.md, runs
+// 19 and 21).
 //
 // As STREAM does, it then checks the arrays hold what the kernels compute
 // (a = 1, b = 2, c = 0 at first: copy makes c 1, scale b 3, add c 4,
