@@ -122,6 +122,7 @@ unit-gpukit:
 	@bash scripts/install-cuda-headers-test.sh >/dev/null && echo "install-cuda-headers: ok"
 	@bash scripts/race-packages-test.sh
 	@bash scripts/test-lanes-test.sh
+	@bash scripts/run-notebooks-test.sh
 	@bash scripts/fuzz-test.sh
 	/usr/bin/python3 scripts/notebook_outputs_test.py -q
 	/usr/bin/python3 scripts/prediction_check_test.py -q

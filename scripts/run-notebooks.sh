@@ -37,6 +37,51 @@ fi
 go mod download >/dev/null 2>&1 || true
 export PATH="$here/bin:$PATH"
 
+# GoNB starts gopls (completion and help for someone typing in a cell)
+# when the kernel's PATH finds it, and tells it of each cell it runs,
+# whereupon gopls loads the cell's packages again (two go list commands a
+# cell). Nobody types here: the notebooks execute through a copy of the
+# gonb kernel whose PATH finds no gopls, each folder of its PATH that
+# holds gopls replaced by a folder of links to its other programs. In the
+# classroom image gopls and the go commands it ran were 39 s of the
+# notebooks' CPU time (process accounting, 2026-12-01); lesson 02 alone
+# took 27-28 s of CPU with it, 24-25 s without. NOTEBOOK_GOPLS=1 executes
+# them through the kernel as registered, gopls and all.
+if [ -z "${NOTEBOOK_GOPLS:-}" ]; then
+	if jupyter kernelspec list --json >"$out/kernelspecs.json" 2>/dev/null &&
+		/usr/bin/python3 - "$out/kernelspecs.json" "$out/batch" <<'PY'
+import json
+import os
+import sys
+
+specs, batch = sys.argv[1], sys.argv[2]
+with open(specs) as f:
+    spec = json.load(f)["kernelspecs"]["gonb"]["spec"]
+env = spec.setdefault("env", {})
+folders = []
+for i, folder in enumerate(env.get("PATH", os.environ["PATH"]).split(os.pathsep)):
+    if not os.access(os.path.join(folder, "gopls"), os.X_OK):
+        folders.append(folder)
+        continue
+    links = os.path.join(batch, "path-%d" % i)
+    os.makedirs(links)
+    for name in os.listdir(folder):
+        if name != "gopls":
+            os.symlink(os.path.join(os.path.abspath(folder), name), os.path.join(links, name))
+    folders.append(links)
+env["PATH"] = os.pathsep.join(folders)
+os.makedirs(os.path.join(batch, "kernels", "gonb"))
+with open(os.path.join(batch, "kernels", "gonb", "kernel.json"), "w") as f:
+    json.dump(spec, f, indent=1)
+PY
+	then
+		# JUPYTER_PATH's folders come before the user's and the system's.
+		export JUPYTER_PATH="$out/batch${JUPYTER_PATH:+:$JUPYTER_PATH}"
+	else
+		echo "notebooks: no gonb kernel found to copy (jupyter kernelspec list): executing through the registered one, gopls and all" >&2
+	fi
+fi
+
 # NOTEBOOKS_EXECUTED=DIR: a notebook whose executed copy is in DIR, made
 # from the same cells (scripts/notebook-same.py), is not executed again:
 # CI executes the notebooks once, offline in the classroom image (make
