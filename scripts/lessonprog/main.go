@@ -76,9 +76,9 @@ func parse(num string, data []byte) (lesson, error) {
 		}
 		var kept []string
 		for _, line := range strings.Split(strings.Join(c.Source, ""), "\n") {
-			// Shell lines (!) and GoNB's %noautoget (the recipe's) are
-			// the notebook's business, not the program's.
-			if t := strings.TrimSpace(line); !strings.HasPrefix(t, "!") && t != "%noautoget" {
+			// Shell lines (!) and GoNB's %noautoget and %goflags (the
+			// recipe's) are the notebook's business, not the program's.
+			if t := strings.TrimSpace(line); !strings.HasPrefix(t, "!") && t != "%noautoget" && !strings.HasPrefix(t, "%goflags ") {
 				kept = append(kept, line)
 			}
 		}

@@ -41,7 +41,7 @@ func TestParse(t *testing.T) {
 	}{
 		{
 			name:      "shell lines, prose and empty cells are left out",
-			cells:     []string{"!*go mod edit -replace=x=y && go get x/...\n%noautoget", "# Title\n\nprose", "", "!cd .. && go run ./grader/cmd/grader check x"},
+			cells:     []string{"!*go mod edit -replace=x=y && go get x/...\n%noautoget\n%goflags -ldflags=-w", "# Title\n\nprose", "", "!cd .. && go run ./grader/cmd/grader check x"},
 			wantDecls: nil, wantCells: nil,
 		},
 		{
