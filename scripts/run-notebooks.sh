@@ -39,14 +39,14 @@ export PATH="$here/bin:$PATH"
 
 # GoNB starts gopls (completion and help for someone typing in a cell)
 # when the kernel's PATH finds it, and tells it of each cell it runs,
-# whereupon gopls loads the cell's packages again (two go list commands a
-# cell). Nobody types here: the notebooks execute through a copy of the
-# gonb kernel whose PATH finds no gopls, each folder of its PATH that
-# holds gopls replaced by a folder of links to its other programs. In the
-# classroom image gopls and the go commands it ran were 39 s of the
-# notebooks' CPU time (process accounting, 2026-12-01); lesson 02 alone
-# took 27-28 s of CPU with it, 24-25 s without. NOTEBOOK_GOPLS=1 executes
-# them through the kernel as registered, gopls and all.
+# whereupon gopls loads the cell's packages again (go list). Nobody types
+# here: the notebooks execute through a copy of the gonb kernel whose PATH
+# finds no gopls, each folder of its PATH that holds gopls replaced by a
+# folder of links to its other programs. All ten lessons took 230 and 231 s
+# of CPU this way, 245 and 307 s with gopls, which with the go commands it
+# ran was 25 s of the 307 (process accounting, 2 cores, 2026-12-01).
+# NOTEBOOK_GOPLS=1 executes them through the kernel as registered, gopls
+# and all.
 if [ -z "${NOTEBOOK_GOPLS:-}" ]; then
 	if jupyter kernelspec list --json >"$out/kernelspecs.json" 2>/dev/null &&
 		/usr/bin/python3 - "$out/kernelspecs.json" "$out/batch" <<'PY'
