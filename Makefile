@@ -202,7 +202,7 @@ gpu-check-dry:
 # (-short) and the grader grading and checking one exercise
 # (scripts/cross.sh says why those).
 cross:
-	@GO=$(GO) bash scripts/cross.sh
+	@GO=$(GO) GOBUILDFLAGS="$(GOBUILDFLAGS)" bash scripts/cross.sh
 
 # Every reference solution and extras score full marks, every mutant loses
 # points (the references' tests and each test a mutant fails run twice) and every stub scores zero on the hidden

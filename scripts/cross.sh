@@ -5,7 +5,7 @@
 #  0. scripts/setup-macos-test.sh: setup.sh's macOS branch with fakes.
 #  1. go build ./... for darwin/arm64, darwin/amd64, linux/arm64 and
 #     windows/amd64 (gpukit, the grader, every command, the exercises'
-#     stubs), with -trimpath -ldflags=-w as the Makefile builds; go vet of the grader
+#     stubs), with the Makefile's build flags (GOBUILDFLAGS); go vet of the grader
 #     for darwin and windows (its Linux-only code lives in _linux.go files;
 #     its tests must type-check everywhere).
 #  1b. The grader's runner for macOS (sandbox_other.go and the files beside
@@ -34,23 +34,25 @@
 #         arm64 and run in the grader's sandbox) and checking its stub (the
 #         public tests run and fail, as a student's first check does).
 #
-#   scripts/cross.sh        GO names the go command (default go)
+#   scripts/cross.sh        GO names the go command (default go), GOBUILDFLAGS
+#                           its build flags (default -trimpath -ldflags=-w)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
+read -r -a buildflags <<<"${GOBUILDFLAGS--trimpath -ldflags=-w}"
 start=$SECONDS
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 bash scripts/setup-macos-test.sh | tail -n 1
 for target in darwin/arm64 darwin/amd64 linux/arm64 windows/amd64; do
-	GOOS=${target%/*} GOARCH=${target#*/} "$go" build -trimpath -ldflags=-w ./...
+	GOOS=${target%/*} GOARCH=${target#*/} "$go" build "${buildflags[@]}" ./...
 	echo "cross: $target: go build ./... ok"
 done
 grader_pkgs=$("$go" list ./grader/... | grep -v /grader/hidden/)
 for goos in darwin windows; do
 	# shellcheck disable=SC2086 # one package a word
-	GOOS=$goos "$go" vet -trimpath $grader_pkgs
+	GOOS=$goos "$go" vet "${buildflags[@]}" $grader_pkgs
 	echo "cross: $goos: go vet of the grader ok"
 done
 
@@ -74,7 +76,7 @@ done
 	IFS=,
 	echo "{\"Replace\": {${entries[*]}}}"
 ) >"$ovl/overlay.json"
-"$go" build -trimpath -ldflags=-w -overlay "$ovl/overlay.json" -o "$tmp/grader-other" ./grader/cmd/grader
+"$go" build "${buildflags[@]}" -overlay "$ovl/overlay.json" -o "$tmp/grader-other" ./grader/cmd/grader
 "$tmp/grader-other" grade --sandbox none --exercise 01-shared-storage --submission solutions/01-shared-storage \
 	--format text >"$tmp/other.txt" 2>&1 || { cat "$tmp/other.txt"; exit 1; }
 if ! grep -q '^score 10/10 ' "$tmp/other.txt" || ! grep -q 'tests run without a sandbox' "$tmp/other.txt"; then
@@ -93,7 +95,7 @@ elif [ "$(id -u)" = 0 ] && [ -x "$trixie/usr/lib/wine/wine64" ] && [ ! -L "$trix
 	wine="under Wine (the trixie chroot's)"
 fi
 if [ -n "$wine" ]; then
-	GOOS=windows "$go" test -trimpath -ldflags=-w -c -o "$tmp/sandbox.exe" ./grader/sandbox
+	GOOS=windows "$go" test "${buildflags[@]}" -c -o "$tmp/sandbox.exe" ./grader/sandbox
 	if [ -n "${WINE:-}" ]; then
 		WINEDEBUG=-all "$WINE" "$tmp/sandbox.exe" -test.v >"$tmp/wine.txt" 2>&1 || { cat "$tmp/wine.txt"; exit 1; }
 	else
@@ -123,8 +125,8 @@ binfmt_arm64 || skip "$binfmt_arm64_why"
 [ -z "$binfmt_arm64_registered" ] || echo "cross: registered qemu-aarch64 with binfmt_misc"
 
 arm_start=$SECONDS
-GOARCH=arm64 "$go" test -trimpath -ldflags=-w -count=1 -short ./gpukit/kernels
-GOARCH=arm64 "$go" build -trimpath -ldflags=-w -o "$tmp/grader" ./grader/cmd/grader
+GOARCH=arm64 "$go" test "${buildflags[@]}" -count=1 -short ./gpukit/kernels
+GOARCH=arm64 "$go" build "${buildflags[@]}" -o "$tmp/grader" ./grader/cmd/grader
 # The grader passes its environment to go: GOARCH=arm64 builds the tests
 # for arm64 too, which binfmt runs under qemu.
 GOARCH=arm64 "$tmp/grader" grade --exercise 01-shared-storage --submission solutions/01-shared-storage \

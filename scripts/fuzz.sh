@@ -21,13 +21,13 @@
 # with one).
 #
 #   scripts/fuzz.sh    environment: GO (default go), FUZZTIME (300x),
-#                      FUZZPARALLEL (1), GOBUILDFLAGS (-trimpath)
+#                      FUZZPARALLEL (1), GOBUILDFLAGS (-trimpath -ldflags=-w)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
 fuzztime=${FUZZTIME:-300x}
 parallel=${FUZZPARALLEL:-1}
-read -r -a buildflags <<<"${GOBUILDFLAGS--trimpath}"
+read -r -a buildflags <<<"${GOBUILDFLAGS--trimpath -ldflags=-w}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cache=$("$go" env GOCACHE)
