@@ -16,6 +16,23 @@
 // lnBwdSumsVec over 8192×1024 went from 4.9–6.6 to 3.5–4.0 ms and for
 // LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms (BenchmarkLnBwdAVX2,
 // BenchmarkMemBoundLayerNorm); prefetching changes no result.
+//
+// LayerNorm's later passes over a row, which find it in the cache, also
+// prefetch the rows to come, one line per line they read or write (the
+// byte offset in R12 or R13, a multiple of the row's length): sqDevVec
+// the row two ahead of the one it reads, lnBwdSumsVec (the backward's
+// first pass) the gradient's and input's rows two ahead instead of 2 KiB
+// ahead, and normAffineVec and lnBwdDxVec the output's row one ahead of
+// the one they write. Without them the first pass of each row waited
+// for memory while the others computed, and each output line was read
+// in only when its store came. PREFETCHT0 for the output too: measured
+// as fast as PREFETCHW here, which some CPUs with AVX2 lack. On this
+// project's build machine (Zen 5, 2 vCPUs), BenchmarkMemBoundLayerNorm
+// over 8192 × 1024, two threads, one binary before and one after in turn,
+// three rounds: the forward 1.76–2.05 → 1.44–1.49 ms and the backward
+// 3.19–3.39 → 2.65–2.69 ms; on the AVX2 loops (GPUKIT_AVX512=0)
+// 1.93–1.98 → 1.76–1.79 and 3.67–3.89 → 3.30–3.42 ms (issue 39). Among
+// offsets of one to four rows, these were the quickest.
 
 // ACC(arg) loads AX = arg, a *[8]float64, and the eight sums there into
 // Y14 (acc[0..3]) and Y15 (acc[4..7]); ACCRET, at done, stores them back
@@ -416,6 +433,11 @@ done:
 
 #define PF_NONE
 
+// The row two ahead, R12 = 8n bytes on: 128 bytes a step, two lines.
+#define PF_NEXT2 \
+	PREFETCHT0 (SI)(R12*1); \
+	PREFETCHT0 64(SI)(R12*1)
+
 #define STATS(TZ, TY, PF) \
 	SHRQ    $5, CX; \
 	CMPB    ·useAVX512Math(SB), $0; \
@@ -515,13 +537,15 @@ TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVQ         n+8(FP), CX
 	MOVQ         CX, R11
 	MOVQ         acc+24(FP), AX
+	MOVQ         CX, R12
+	SHLQ         $3, R12
 	VBROADCASTSD mu+16(FP), Y6
 	CMPB         ·useAVX512Math(SB), $0
 	JEQ          sqdev
 	VBROADCASTSD mu+16(FP), Z6
 
 sqdev:
-	STATS(SQDEV_Z, SQDEV_Y, PF_NONE)
+	STATS(SQDEV_Z, SQDEV_Y, PF_NEXT2)
 
 // NORMAFFINE(v, t, hi, lo, rs): one vector of y = fma(((x - hi) - lo)·rs,
 // w, b), x at SI, w at R8, b at R9, into DI; Y or Z registers alike.
@@ -541,6 +565,8 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	MOVQ         w+16(FP), R8
 	MOVQ         b+24(FP), R9
 	MOVQ         n+32(FP), CX
+	MOVQ         CX, R12
+	SHLQ         $2, R12
 	VBROADCASTSS hi+40(FP), Y6
 	VBROADCASTSS lo+44(FP), Y8
 	VBROADCASTSS rs+48(FP), Y7
@@ -553,6 +579,7 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	JZ           ztail
 
 zloop:
+	PREFETCHT0  (DI)(R12*1)
 	NORMAFFINE(Z0, Z1, Z6, Z8, Z7)
 	ADDQ        $64, DI
 	ADDQ        $64, SI
@@ -570,6 +597,7 @@ ymm:
 	JZ   done
 
 loop:
+	PREFETCHT0  (DI)(R12*1)
 	NORMAFFINE(Y0, Y1, Y6, Y8, Y7)
 	ADDQ        $32, DI
 	ADDQ        $32, SI
@@ -588,6 +616,8 @@ TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	MOVQ         x+8(FP), DX
 	MOVQ         w+16(FP), R8
 	MOVQ         n+24(FP), CX
+	MOVQ         CX, R12
+	SHLQ         $3, R12
 	VBROADCASTSS mu+32(FP), Y6
 	VBROADCASTSS rs+36(FP), Y7
 	MOVQ         sg+40(FP), AX
@@ -604,8 +634,8 @@ TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	JZ           ztail
 
 zloop:
-	PREFETCHT0   2048(DX)
-	PREFETCHT0   2048(SI)
+	PREFETCHT0   (DX)(R12*1)
+	PREFETCHT0   (SI)(R12*1)
 	VMOVUPS      (DX), Z0
 	VSUBPS       Z6, Z0, Z0
 	VMULPS       Z7, Z0, Z0        // x̂
@@ -643,8 +673,8 @@ ycount:
 	JZ           done
 
 loop:
-	PREFETCHT0   2048(DX)
-	PREFETCHT0   2048(SI)
+	PREFETCHT0   (DX)(R12*1)
+	PREFETCHT0   (SI)(R12*1)
 	VMOVUPS      (DX), Y0
 	VSUBPS       Y6, Y0, Y0
 	VMULPS       Y7, Y0, Y0        // x̂
@@ -693,6 +723,8 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	MOVQ         x+16(FP), DX
 	MOVQ         w+24(FP), R8
 	MOVQ         n+32(FP), CX
+	MOVQ         CX, R13
+	SHLQ         $2, R13
 	VBROADCASTSS mu+40(FP), Y6
 	VBROADCASTSS rs+44(FP), Y7
 	VBROADCASTSS a+48(FP), Y8
@@ -707,6 +739,7 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	JZ           ztail
 
 zloop:
+	PREFETCHT0 (DI)(R13*1)
 	LNDX(Z0, Z1, Z6, Z7, Z8, Z9)
 	ADDQ    $64, DI
 	ADDQ    $64, SI
@@ -724,6 +757,7 @@ ymm:
 	JZ   done
 
 loop:
+	PREFETCHT0 (DI)(R13*1)
 	LNDX(Y0, Y1, Y6, Y7, Y8, Y9)
 	ADDQ    $32, DI
 	ADDQ    $32, SI
