@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -94,6 +95,27 @@ func BenchmarkMemBoundLayerNorm(b *testing.B) {
 	b.Run("backward", func(b *testing.B) {
 		benchLoop(b, 12*rows*n, func() { LayerNormBackwardRows(dx, dw, db, g, x, mean, rstd, w, rows, n) })
 	})
+}
+
+// BenchmarkMemBoundLayerNormShapes is BenchmarkMemBoundLayerNorm's 8 M
+// values in rows of other lengths: the prefetches of LayerNorm's passes
+// (rows_amd64.s) reach a row or two ahead, so their distance in bytes
+// grows with the row, and a row of 16,384 is 64 KiB, more than a core's
+// L1 cache holds.
+func BenchmarkMemBoundLayerNormShapes(b *testing.B) {
+	const size = 8192 * 1024
+	x, y, g, dx := randBench(size), randBench(size), randBench(size), randBench(size)
+	for _, n := range []int{256, 4096, 16384} {
+		rows := size / n
+		w, bias, dw, db := randBench(n), randBench(n), randBench(n), randBench(n)
+		mean, rstd := make([]float32, rows), make([]float32, rows)
+		b.Run(fmt.Sprintf("forward/n=%d", n), func(b *testing.B) {
+			benchLoop(b, 8*size, func() { LayerNormRows(y, mean, rstd, x, w, bias, rows, n, 1e-5) })
+		})
+		b.Run(fmt.Sprintf("backward/n=%d", n), func(b *testing.B) {
+			benchLoop(b, 12*size, func() { LayerNormBackwardRows(dx, dw, db, g, x, mean, rstd, w, rows, n) })
+		})
+	}
 }
 
 func BenchmarkMemBoundAdam(b *testing.B) {

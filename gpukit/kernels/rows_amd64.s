@@ -9,7 +9,7 @@
 // statistics (sumVec and sqDevVec, also AVX-512) lane i%32 in acc[i%32].
 //
 // The first pass over a row, the one that reads it from memory (maxVec,
-// sumVec, lnBwdSumsVec), prefetches 2 KiB ahead: rows lie one after the
+// sumVec; lnBwdSumsVec until its change below), prefetches 2 KiB ahead: rows lie one after the
 // other, so that is the rest of this row and the start of the next, which
 // the hardware prefetcher, restarting at each call, was late for. On the
 // build machine (2 vCPUs, loaded), one thread's CPU time for
@@ -17,22 +17,21 @@
 // LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms (BenchmarkLnBwdAVX2,
 // BenchmarkMemBoundLayerNorm); prefetching changes no result.
 //
-// LayerNorm's later passes over a row, which find it in the cache, also
-// prefetch the rows to come, one line per line they read or write (the
-// byte offset in R12 or R13, a multiple of the row's length): sqDevVec
-// the row two ahead of the one it reads, lnBwdSumsVec (the backward's
-// first pass) the gradient's and input's rows two ahead instead of 2 KiB
-// ahead, and normAffineVec and lnBwdDxVec the output's row one ahead of
-// the one they write. Without them the first pass of each row waited
-// for memory while the others computed, and each output line was read
-// in only when its store came. PREFETCHT0 for the output too: measured
-// as fast as PREFETCHW here, which some CPUs with AVX2 lack. On this
-// project's build machine (Zen 5, 2 vCPUs), BenchmarkMemBoundLayerNorm
-// over 8192 × 1024, two threads, one binary before and one after in turn,
-// three rounds: the forward 1.76–2.05 → 1.44–1.49 ms and the backward
-// 3.19–3.39 → 2.65–2.69 ms; on the AVX2 loops (GPUKIT_AVX512=0)
-// 1.93–1.98 → 1.76–1.79 and 3.67–3.89 → 3.30–3.42 ms (issue 39). Among
-// offsets of one to four rows, these were the quickest.
+// LayerNorm's passes also prefetch the rows to come, one line per line
+// they read or write, at a distance in bytes set by PFDIST (R12 or R13):
+// sqDevVec, the forward's second pass, reads the row two ahead (at most
+// 8 KiB ahead); lnBwdSumsVec, the backward's first, reads the gradient
+// and the input two rows ahead (at most 4 KiB; it read 2 KiB ahead
+// before); normAffineVec and lnBwdDxVec, which write the output, read the
+// output's next row (at most 4 KiB ahead) before their stores come to
+// it. Without them the first pass over each row waited for memory while
+// the others computed, and each output line was read in only when its
+// store came. PREFETCHT0 for the output too: it measured as fast as
+// PREFETCHW here, which some CPUs with AVX2 lack. The limits keep the
+// lines in L1 until they are used: with rows of 16 KiB and more, two
+// rows ahead made the backward slower than before. Measured in
+// BenchmarkMemBoundLayerNorm and BenchmarkMemBoundLayerNormShapes
+// (gpukit/kernels/README.md, issue 39).
 
 // ACC(arg) loads AX = arg, a *[8]float64, and the eight sums there into
 // Y14 (acc[0..3]) and Y15 (acc[4..7]); ACCRET, at done, stores them back
@@ -433,7 +432,17 @@ done:
 
 #define PF_NONE
 
-// The row two ahead, R12 = 8n bytes on: 128 bytes a step, two lines.
+// PFDIST(n, shift, limit, reg, tmp) sets reg = min(n << shift, limit):
+// a prefetch distance of some rows of n float32, in bytes, at most limit.
+#define PFDIST(n, shift, limit, reg, tmp) \
+	MOVQ    n, reg; \
+	SHLQ    $shift, reg; \
+	MOVQ    $limit, tmp; \
+	CMPQ    reg, tmp; \
+	CMOVQGT tmp, reg
+
+// sqDevVec's prefetch, R12 bytes on (PFDIST: two rows, at most 8 KiB):
+// 128 bytes a step, two lines.
 #define PF_NEXT2 \
 	PREFETCHT0 (SI)(R12*1); \
 	PREFETCHT0 64(SI)(R12*1)
@@ -537,8 +546,7 @@ TEXT ·sqDevVec(SB), NOSPLIT, $0-32
 	MOVQ         n+8(FP), CX
 	MOVQ         CX, R11
 	MOVQ         acc+24(FP), AX
-	MOVQ         CX, R12
-	SHLQ         $3, R12
+	PFDIST(CX, 3, 8192, R12, R13)
 	VBROADCASTSD mu+16(FP), Y6
 	CMPB         ·useAVX512Math(SB), $0
 	JEQ          sqdev
@@ -565,8 +573,7 @@ TEXT ·normAffineVec(SB), NOSPLIT, $0-52
 	MOVQ         w+16(FP), R8
 	MOVQ         b+24(FP), R9
 	MOVQ         n+32(FP), CX
-	MOVQ         CX, R12
-	SHLQ         $2, R12
+	PFDIST(CX, 2, 4096, R12, R13)
 	VBROADCASTSS hi+40(FP), Y6
 	VBROADCASTSS lo+44(FP), Y8
 	VBROADCASTSS rs+48(FP), Y7
@@ -616,8 +623,7 @@ TEXT ·lnBwdSumsVec(SB), NOSPLIT, $0-72
 	MOVQ         x+8(FP), DX
 	MOVQ         w+16(FP), R8
 	MOVQ         n+24(FP), CX
-	MOVQ         CX, R12
-	SHLQ         $3, R12
+	PFDIST(CX, 3, 4096, R12, R13)
 	VBROADCASTSS mu+32(FP), Y6
 	VBROADCASTSS rs+36(FP), Y7
 	MOVQ         sg+40(FP), AX
@@ -723,8 +729,7 @@ TEXT ·lnBwdDxVec(SB), NOSPLIT, $0-56
 	MOVQ         x+16(FP), DX
 	MOVQ         w+24(FP), R8
 	MOVQ         n+32(FP), CX
-	MOVQ         CX, R13
-	SHLQ         $2, R13
+	PFDIST(CX, 2, 4096, R13, R12)
 	VBROADCASTSS mu+40(FP), Y6
 	VBROADCASTSS rs+44(FP), Y7
 	VBROADCASTSS a+48(FP), Y8
