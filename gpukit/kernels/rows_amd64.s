@@ -9,13 +9,14 @@
 // statistics (sumVec and sqDevVec, also AVX-512) lane i%32 in acc[i%32].
 //
 // The first pass over a row, the one that reads it from memory (maxVec,
-// sumVec; lnBwdSumsVec until its change below), prefetches 2 KiB ahead: rows lie one after the
-// other, so that is the rest of this row and the start of the next, which
-// the hardware prefetcher, restarting at each call, was late for. On the
-// build machine (2 vCPUs, loaded), one thread's CPU time for
-// lnBwdSumsVec over 8192×1024 went from 4.9–6.6 to 3.5–4.0 ms and for
-// LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms (BenchmarkLnBwdAVX2,
-// BenchmarkMemBoundLayerNorm); prefetching changes no result.
+// sumVec; lnBwdSumsVec until the change below), prefetches 2 KiB ahead:
+// rows lie one after the other, so that is the rest of this row and the
+// start of the next, which the hardware prefetcher, restarting at each
+// call, was late for. On the build machine (2 vCPUs, loaded), one
+// thread's CPU time for lnBwdSumsVec over 8192×1024 went from 4.9–6.6 to
+// 3.5–4.0 ms and for LayerNorm's forward from 4.6–5.5 to 3.8–4.5 ms
+// (BenchmarkLnBwdAVX2, BenchmarkMemBoundLayerNorm); prefetching changes
+// no result.
 //
 // LayerNorm's passes also prefetch the rows to come, one line per line
 // they read or write, at a distance in bytes set by PFDIST (R12 or R13):
