@@ -28,9 +28,10 @@
 // it. Without them the first pass over each row waited for memory while
 // the others computed, and each output line was read in only when its
 // store came. PREFETCHT0 for the output too: it measured as fast as
-// PREFETCHW here, which some CPUs with AVX2 lack. The limits keep the
-// lines in L1 until they are used: with rows of 16 KiB and more, two
-// rows ahead made the backward slower than before. Measured in
+// PREFETCHW here, which some CPUs with AVX2 lack (CPUID's PRFCHW flag,
+// Intel SDM Vol. 2, PREFETCHW). The limits keep the lines in L1 until
+// they are used: with rows of 16 KiB and more, two rows ahead made the
+// backward slower than before. Measured in
 // BenchmarkMemBoundLayerNorm and BenchmarkMemBoundLayerNormShapes
 // (gpukit/kernels/README.md, issue 39).
 
